@@ -1,0 +1,102 @@
+// The common request form of the spec: what every transport's parser builds and what middleware and
+// handlers see, whatever the transport.
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
+import type { EndpointDefinition } from './registry.js'
+
+export type Protocol = 'http' | 'websocket' | 'tcp'
+
+export type HeaderMap = Record<string, string | string[] | undefined>
+
+export interface CallInit<Req = unknown> {
+  definition: EndpointDefinition<Req>
+  protocol: Protocol
+  requestId: string
+  log: FastifyBaseLogger
+  headers?: HeaderMap
+  method?: string
+  query?: Record<string, unknown>
+  metadata?: Record<string, string>
+  clientIp?: string
+  /** Decodes the request model; called at most once, on first access of `call.body`. */
+  decodeBody: () => Req
+  /** The transport's cancellation signal, or a function that makes one on first use. */
+  signal?: AbortSignal | (() => AbortSignal)
+  /** The Fastify request, on HTTP (and on TCP frames bridged through inject). */
+  raw?: FastifyRequest
+  /** Shared per-connection state (WebSocket/TCP): the same object for every call on a connection. */
+  connection?: Record<string, unknown>
+}
+
+const UNSET = Symbol('unset')
+
+export class TriviumCall<Req = unknown> {
+  /** Endpoint name. */
+  readonly endpoint: string
+  readonly protocol: Protocol
+  /** Mutable key/value map shared by middleware and handler (auth puts user_id, roles… here). */
+  readonly context: Record<string, unknown> = {}
+  /** Request headers (HTTP; WebSocket: the upgrade request's headers). */
+  readonly headers: HeaderMap
+  /** HTTP method (HTTP only). */
+  readonly method: string | undefined
+  /** Query parameters (HTTP; WebSocket: the upgrade URL's query). */
+  readonly query: Record<string, unknown>
+  /** Request metadata (TCP frames: e.g. `auth_token`). */
+  readonly metadata: Record<string, string>
+  readonly clientIp: string | undefined
+  readonly requestId: string
+  readonly log: FastifyBaseLogger
+  readonly definition: EndpointDefinition<Req>
+  readonly raw: FastifyRequest | undefined
+  readonly connection: Record<string, unknown> | undefined
+  /** Headers to add to an HTTP response; other transports ignore them. */
+  responseHeaders: Record<string, string> | undefined = undefined
+
+  private bodyValue: Req | typeof UNSET = UNSET
+  private readonly decodeBody: () => Req
+  private signalValue: AbortSignal | undefined
+  private readonly signalSource: AbortSignal | (() => AbortSignal) | undefined
+
+  constructor(init: CallInit<Req>) {
+    this.definition = init.definition
+    this.endpoint = init.definition.name
+    this.protocol = init.protocol
+    this.requestId = init.requestId
+    this.log = init.log
+    this.headers = init.headers ?? {}
+    this.method = init.method
+    this.query = init.query ?? {}
+    this.metadata = init.metadata ?? {}
+    this.clientIp = init.clientIp
+    this.raw = init.raw
+    this.connection = init.connection
+    this.decodeBody = init.decodeBody
+    this.signalSource = init.signal
+  }
+
+  /**
+   * The request model. Decoded on first access so that authentication runs before a body is
+   * examined; a bad body throws ValidationException here.
+   */
+  get body(): Req {
+    if (this.bodyValue === UNSET) this.bodyValue = this.decodeBody()
+    return this.bodyValue
+  }
+
+  /** Aborted when the client goes away, cancels, or the endpoint's deadline passes. Made on first use. */
+  get signal(): AbortSignal {
+    if (this.signalValue === undefined) {
+      const source = typeof this.signalSource === 'function' ? this.signalSource() : this.signalSource
+      const base = source ?? new AbortController().signal
+      const timeout = this.definition.timeoutMs
+      this.signalValue = timeout ? AbortSignal.any([base, AbortSignal.timeout(timeout)]) : base
+    }
+    return this.signalValue
+  }
+
+  /** Adds a header to the HTTP response (ignored by WebSocket and TCP). */
+  setHeader(name: string, value: string): void {
+    if (this.responseHeaders === undefined) this.responseHeaders = {}
+    this.responseHeaders[name] = value
+  }
+}

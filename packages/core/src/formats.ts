@@ -1,0 +1,100 @@
+// Serializer step of the lifecycle: the wire formats a payload can be in, and how one is chosen.
+// JSON is built in; @trivium/codec adds `application/x-platform-binary` with `addFormat`.
+import { ValidationException } from './errors.js'
+import type { Model } from './model.js'
+
+export const JSON_CONTENT_TYPE = 'application/json'
+export const BINARY_CONTENT_TYPE = 'application/x-platform-binary'
+
+export interface WireFormat {
+  /** Short name used on WS/TCP connections and in docs: `json`, `binary`. */
+  readonly name: string
+  /** The media type on HTTP. */
+  readonly contentType: string
+  /** Bytes → model value. Throws ValidationException on bad input. */
+  decode(model: Model, bytes: Uint8Array): unknown
+  /** Model value → bytes (or text, which the transport encodes as UTF-8). */
+  encode(model: Model, value: unknown): Uint8Array | string
+}
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true })
+
+/** Strict UTF-8 decode: invalid bytes are a ValidationException, never a TypeError. */
+export function decodeUtf8(bytes: Uint8Array, what = 'Payload'): string {
+  try {
+    return strictUtf8.decode(bytes)
+  } catch {
+    throw new ValidationException(`${what} is not valid UTF-8`)
+  }
+}
+
+export const jsonFormat: WireFormat = {
+  name: 'json',
+  contentType: JSON_CONTENT_TYPE,
+  decode(model, bytes) {
+    const text = decodeUtf8(bytes)
+    let parsed: unknown
+    if (text.length === 0) {
+      parsed = undefined
+    } else {
+      try {
+        parsed = JSON.parse(text)
+      } catch {
+        throw new ValidationException('Request body is not valid JSON')
+      }
+    }
+    return model.fromJSON(parsed)
+  },
+  encode(model, value) {
+    return model.stringify ? model.stringify(value) : JSON.stringify(model.toJSON(value))
+  },
+}
+
+/** Known formats, looked up by name (frames) or by media type (HTTP). */
+export class FormatRegistry {
+  private readonly byName = new Map<string, WireFormat>()
+  private readonly byType = new Map<string, WireFormat>()
+
+  constructor() {
+    this.add(jsonFormat)
+  }
+
+  add(format: WireFormat): void {
+    if (this.byName.has(format.name)) {
+      throw new Error(`@trivium/core: a wire format named "${format.name}" is already registered`)
+    }
+    this.byName.set(format.name, format)
+    this.byType.set(format.contentType.toLowerCase(), format)
+  }
+
+  get(name: string): WireFormat | undefined {
+    return this.byName.get(name)
+  }
+
+  contentTypes(): string[] {
+    return [...this.byType.keys()]
+  }
+
+  /** The format of a Content-Type header value (parameters such as charset are ignored). */
+  forContentType(header: string | undefined): WireFormat | undefined {
+    if (!header) return undefined
+    const semi = header.indexOf(';')
+    const type = (semi === -1 ? header : header.slice(0, semi)).trim().toLowerCase()
+    return this.byType.get(type)
+  }
+
+  /**
+   * Response format for HTTP: a registered type named in Accept wins (binary is preferred when the
+   * client lists it); with no usable Accept, answer in the request's format; JSON is the fallback.
+   */
+  forAccept(accept: string | undefined, requestFormat: WireFormat | undefined): WireFormat {
+    if (accept && accept !== '*/*') {
+      const binary = this.byType.get(BINARY_CONTENT_TYPE)
+      if (binary && accept.includes(BINARY_CONTENT_TYPE)) return binary
+      if (accept.includes(JSON_CONTENT_TYPE) || accept.includes('*/*') || accept.includes('application/*')) {
+        return jsonFormat
+      }
+    }
+    return requestFormat ?? jsonFormat
+  }
+}

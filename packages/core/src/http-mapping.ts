@@ -1,0 +1,162 @@
+// The single rule that maps one request model onto an HTTP request and back (PROTOCOL.md "HTTP mapping"):
+//   - fields named in the path (`/tasks/:id`) come from the path;
+//   - GET and DELETE: every other field is a query parameter;
+//   - POST and PUT: every other field is in the body.
+// The HTTP parser uses `fromHttp`; a bridge that must build a URL for `inject` uses `toHttp`.
+import { ValidationException } from './errors.js'
+import type { JsonSchema, Model } from './model.js'
+import type { HttpMethod } from './registry.js'
+
+export interface HttpRequestParts {
+  method: HttpMethod
+  /** Path with parameters filled in and the query string appended. */
+  url: string
+  /** JSON-form body for POST/PUT, undefined otherwise. */
+  body: Record<string, unknown> | undefined
+}
+
+type FieldKind = 'integer' | 'number' | 'boolean' | 'string' | 'array' | 'other'
+
+export class HttpMapping {
+  readonly pathParams: readonly string[]
+  readonly hasBody: boolean
+  private readonly segments: readonly string[]
+  private readonly kinds: Map<string, FieldKind>
+
+  constructor(
+    readonly method: HttpMethod,
+    readonly url: string,
+    model: Model,
+  ) {
+    this.segments = url.split('/')
+    this.pathParams = this.segments.filter((s) => s.startsWith(':')).map((s) => s.slice(1))
+    this.hasBody = method === 'POST' || method === 'PUT'
+    this.kinds = new Map()
+    const props = model.jsonSchema?.properties ?? {}
+    for (const [field, schema] of Object.entries(props)) this.kinds.set(field, kindOf(schema))
+  }
+
+  /** `/tasks/:id` and `/tasks/:taskId` are the same route. */
+  static normalizePath(url: string): string {
+    return url
+      .split('/')
+      .map((s) => (s.startsWith(':') ? ':' : s))
+      .join('/')
+  }
+
+  /** The JSON form of the request model from path params, query and (parsed JSON) body. */
+  fromHttp(
+    params: Record<string, string> | undefined,
+    query: Record<string, unknown> | undefined,
+    body: unknown,
+  ): unknown {
+    if (this.hasBody) {
+      if (this.pathParams.length === 0) return body
+      if (body !== undefined && (typeof body !== 'object' || body === null || Array.isArray(body))) return body
+      const merged: Record<string, unknown> = { ...(body as Record<string, unknown> | undefined) }
+      this.mergeScalars(merged, params, this.pathParams)
+      return merged
+    }
+    const out: Record<string, unknown> = {}
+    if (query) {
+      for (const key of Object.keys(query)) {
+        // Only fields of the model: `token` and other transport parameters never reach the handler.
+        if (this.kinds.size > 0 && !this.kinds.has(key)) continue
+        out[key] = this.coerce(key, query[key])
+      }
+    }
+    this.mergeScalars(out, params, this.pathParams)
+    return out
+  }
+
+  /** Merges path parameters into an already decoded JSON form (binary bodies carry the whole model). */
+  withPathParams(json: unknown, params: Record<string, string> | undefined): unknown {
+    if (this.pathParams.length === 0 || typeof json !== 'object' || json === null) return json
+    const merged = { ...(json as Record<string, unknown>) }
+    this.mergeScalars(merged, params, this.pathParams)
+    return merged
+  }
+
+  /** The HTTP request that carries a JSON-form request value. */
+  toHttp(json: unknown): HttpRequestParts {
+    const value: Record<string, unknown> =
+      typeof json === 'object' && json !== null && !Array.isArray(json) ? { ...(json as Record<string, unknown>) } : {}
+    const path = this.segments
+      .map((segment) => {
+        if (!segment.startsWith(':')) return segment
+        const field = segment.slice(1)
+        const v = value[field]
+        if (v === undefined || v === null || typeof v === 'object') {
+          throw new ValidationException(`Invalid request: ${field} is required`, [
+            { field, message: 'is required' },
+          ])
+        }
+        delete value[field]
+        return encodeURIComponent(String(v))
+      })
+      .join('/')
+    if (this.hasBody) return { method: this.method, url: path, body: value }
+    const search = new URLSearchParams()
+    for (const [key, v] of Object.entries(value)) {
+      if (v === undefined || v === null) continue
+      if (Array.isArray(v)) for (const item of v) search.append(key, String(item))
+      else if (typeof v === 'object') {
+        throw new ValidationException(`Invalid request: ${key} cannot be sent in a query string`, [
+          { field: key, message: 'must be a scalar or a list of scalars' },
+        ])
+      } else search.append(key, String(v))
+    }
+    const qs = search.toString()
+    return { method: this.method, url: qs ? `${path}?${qs}` : path, body: undefined }
+  }
+
+  private mergeScalars(
+    into: Record<string, unknown>,
+    source: Record<string, string> | undefined,
+    keys: readonly string[],
+  ): void {
+    if (!source) return
+    for (const key of keys) {
+      const v = source[key]
+      if (v !== undefined) into[key] = this.coerce(key, v)
+    }
+  }
+
+  // Query strings and paths are text: turn them into the type the model's schema declares, and
+  // leave anything that does not convert as is so that the model's validation reports it.
+  private coerce(key: string, raw: unknown): unknown {
+    const kind = this.kinds.get(key)
+    if (kind === 'array') return Array.isArray(raw) ? raw : [raw]
+    const v = Array.isArray(raw) ? raw[raw.length - 1] : raw
+    if (typeof v !== 'string') return v
+    switch (kind) {
+      case 'integer': {
+        if (/^-?\d{1,15}$/.test(v)) return Number(v)
+        return v
+      }
+      case 'number': {
+        const n = Number(v)
+        return v.trim() !== '' && Number.isFinite(n) ? n : v
+      }
+      case 'boolean':
+        return v === 'true' ? true : v === 'false' ? false : v
+      default:
+        return v
+    }
+  }
+}
+
+function kindOf(schema: JsonSchema | undefined): FieldKind {
+  const t = schema?.type
+  const type = Array.isArray(t) ? t.find((x) => x !== 'null') : t
+  switch (type) {
+    case 'integer':
+    case 'number':
+    case 'boolean':
+    case 'string':
+    case 'array':
+      return type
+    default:
+      return 'other'
+  }
+}

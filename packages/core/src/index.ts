@@ -1,0 +1,146 @@
+// @trivium/core — the Fastify plugin. Validates options, creates the registry and pipeline, decorates
+// `fastify.trivium`, and serves every endpoint over HTTP. Other transports use `trivium.invoke`.
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { NotFoundException } from './errors.js'
+import { FormatRegistry, type WireFormat } from './formats.js'
+import { replyWithError } from './http/error-reply.js'
+import { registerHttpRoute } from './http/route.js'
+import { type InvokeInit, type InvokeResult, Invoker } from './invoke.js'
+import { type Middleware, type MiddlewareOptions, Pipeline } from './middleware.js'
+import {
+  type EndpointDefinition,
+  type EndpointOptions,
+  EndpointRegistry,
+  type StreamDefinition,
+  type StreamHandler,
+  type UnaryDefinition,
+  type UnaryHandler,
+} from './registry.js'
+
+export * from './call.js'
+export * from './errors.js'
+export * from './formats.js'
+export { type HttpRequestParts, HttpMapping } from './http-mapping.js'
+export { encodePayload, type InvokeInit, type InvokeResult } from './invoke.js'
+export * from './middleware.js'
+export * from './model.js'
+export * from './registry.js'
+
+export interface TriviumCoreOptions {
+  /**
+   * Answer unknown routes with the Trivium error body (NotFoundException). Default true; set false
+   * when the application installs its own not-found handler.
+   */
+  notFoundHandler?: boolean
+  /** Largest request body accepted on endpoint routes, in bytes (default 1 MiB). */
+  bodyLimit?: number
+}
+
+export interface Trivium {
+  /** Registers a unary endpoint under `name`, served on every transport. */
+  endpoint<Req = any, Res = any>(
+    name: string,
+    options: EndpointOptions<Req, Res>,
+    handler: UnaryHandler<Req, Res>,
+  ): UnaryDefinition<Req, Res>
+  /** Registers a streaming endpoint: the handler is an async generator of response items. */
+  stream<Req = any, Item = any>(
+    name: string,
+    options: EndpointOptions<Req, Item>,
+    handler: StreamHandler<Req, Item>,
+  ): StreamDefinition<Req, Item>
+  /** Adds a middleware at the end of the app-wide chain (the same chain on every transport). */
+  use(middleware: Middleware, options?: MiddlewareOptions): void
+  /** Adds a wire format (e.g. the binary format of @trivium/codec). */
+  addFormat(format: WireFormat): void
+  /** Runs a call from a frame-based transport through the pipeline to its handler. */
+  invoke(init: InvokeInit): Promise<InvokeResult>
+  readonly registry: EndpointRegistry
+  readonly formats: FormatRegistry
+  readonly pipeline: Pipeline
+  /** Largest request body, in bytes; frame transports apply the same limit. */
+  readonly bodyLimit: number
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    trivium: Trivium
+  }
+}
+
+export const DEFAULT_BODY_LIMIT = 1024 * 1024
+
+function validateOptions(options: TriviumCoreOptions): Required<TriviumCoreOptions> {
+  const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT
+  if (!Number.isInteger(bodyLimit) || bodyLimit <= 0) {
+    throw new TypeError('@trivium/core: bodyLimit must be a positive integer (bytes)')
+  }
+  const notFoundHandler = options.notFoundHandler ?? true
+  if (typeof notFoundHandler !== 'boolean') throw new TypeError('@trivium/core: notFoundHandler must be a boolean')
+  return { bodyLimit, notFoundHandler }
+}
+
+const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: FastifyInstance, rawOptions) => {
+  const options = validateOptions(rawOptions)
+  const registry = new EndpointRegistry()
+  const pipeline = new Pipeline()
+  const formats = new FormatRegistry()
+  const invoker = new Invoker(registry, pipeline)
+  const routeContext = { pipeline, formats }
+
+  function addBodyParser(format: WireFormat): void {
+    if (format.contentType === 'application/json') return // Fastify's own (secure) JSON parser
+    fastify.addContentTypeParser(
+      format.contentType,
+      { parseAs: 'buffer', bodyLimit: options.bodyLimit },
+      (_req: FastifyRequest, body: Buffer, done: (err: Error | null, body?: unknown) => void) => done(null, body),
+    )
+  }
+
+  const trivium: Trivium = {
+    endpoint(name, endpointOptions, handler) {
+      const definition = registry.add(name, endpointOptions, handler, false) as UnaryDefinition
+      registerHttpRoute(fastify, definition, routeContext)
+      return definition
+    },
+    stream(name, endpointOptions, handler) {
+      const definition = registry.add(name, endpointOptions, handler, true) as StreamDefinition
+      registerHttpRoute(fastify, definition, routeContext)
+      return definition
+    },
+    use(middleware, middlewareOptions) {
+      pipeline.use(middleware, middlewareOptions)
+    },
+    addFormat(format) {
+      formats.add(format)
+      addBodyParser(format)
+    },
+    invoke(init) {
+      return invoker.invoke(init)
+    },
+    registry,
+    formats,
+    pipeline,
+    bodyLimit: options.bodyLimit,
+  }
+  fastify.decorate('trivium', trivium)
+
+  if (options.notFoundHandler) {
+    fastify.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
+      const path = request.url.split('?')[0]
+      return replyWithError(new NotFoundException(`Route ${request.method} ${path} not found`), request, reply)
+    })
+  }
+
+  fastify.addHook('onReady', async () => {
+    pipeline.checkOrder()
+    registry.seal()
+  })
+}
+
+export const triviumCorePlugin = fp(triviumCore, { fastify: '5.x', name: '@trivium/core' })
+export default triviumCorePlugin
+
+/** Helper for typed definitions outside a plugin body. */
+export type { EndpointDefinition }

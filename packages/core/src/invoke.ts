@@ -1,0 +1,78 @@
+// The transport-neutral entry for adapters that receive frames (WebSocket, TCP direct mode):
+// parser → middleware → router → handler, with the result handed back for the adapter to serialize.
+import type { FastifyBaseLogger } from 'fastify'
+import { type HeaderMap, type Protocol, TriviumCall } from './call.js'
+import { NotFoundException, UnsupportedMediaTypeException } from './errors.js'
+import type { WireFormat } from './formats.js'
+import type { Pipeline } from './middleware.js'
+import type { EndpointDefinition, EndpointRegistry } from './registry.js'
+import { routeToHandler } from './router.js'
+
+export interface InvokeInit {
+  endpoint: string
+  protocol: Protocol
+  /** The frame's payload bytes, in `format`. */
+  payload: Uint8Array
+  format: WireFormat
+  requestId: string
+  log: FastifyBaseLogger
+  headers?: HeaderMap
+  query?: Record<string, unknown>
+  metadata?: Record<string, string>
+  clientIp?: string
+  signal?: AbortSignal
+  connection?: Record<string, unknown>
+}
+
+export interface InvokeResult {
+  definition: EndpointDefinition
+  call: TriviumCall<any>
+  /** The handler's value (unary) or the AsyncIterable of items (streaming). */
+  result: unknown
+}
+
+export class Invoker {
+  constructor(
+    private readonly registry: EndpointRegistry,
+    private readonly pipeline: Pipeline,
+  ) {}
+
+  /** Parser step for frames: builds the common request form. Unknown endpoint → NotFoundException. */
+  parse(init: InvokeInit): TriviumCall<any> {
+    const definition = this.registry.get(init.endpoint)
+    if (!definition) throw new NotFoundException(`Unknown endpoint: ${init.endpoint}`)
+    const { payload, format } = init
+    return new TriviumCall({
+      definition,
+      protocol: init.protocol,
+      requestId: init.requestId,
+      log: init.log,
+      headers: init.headers,
+      query: init.query,
+      metadata: init.metadata,
+      clientIp: init.clientIp,
+      signal: init.signal,
+      connection: init.connection,
+      decodeBody: () => {
+        if (format.name !== 'json' && !definition.request.decode) {
+          throw new UnsupportedMediaTypeException(
+            `Endpoint ${definition.name} has no ${format.name} request format`,
+          )
+        }
+        return format.decode(definition.request, payload)
+      },
+    })
+  }
+
+  async invoke(init: InvokeInit): Promise<InvokeResult> {
+    const call = this.parse(init)
+    const result = await this.pipeline.run(call, routeToHandler)
+    return { definition: call.definition, call, result }
+  }
+}
+
+/** Serializer step for frames: a response value (or stream item) as bytes in the connection's format. */
+export function encodePayload(definition: EndpointDefinition, format: WireFormat, value: unknown): Uint8Array {
+  const out = format.encode(definition.response, value)
+  return typeof out === 'string' ? Buffer.from(out, 'utf8') : out
+}

@@ -1,0 +1,85 @@
+// Middleware step of the lifecycle. One contract on every transport (spec "What the service does" §5):
+//   async (call, next) => response
+// A middleware may act before and after `await next()`, short-circuit by returning a value without
+// calling `next`, or abort by throwing. For a streaming endpoint the pipeline runs once, when the
+// stream opens, and `next()` resolves to the AsyncIterable of items.
+import type { TriviumCall } from './call.js'
+
+export type Next = () => Promise<unknown>
+export type Middleware = (call: TriviumCall<any>, next: Next) => Promise<unknown> | unknown
+
+export interface MiddlewareOptions {
+  /** A name other middleware can refer to in `after`. */
+  name?: string
+  /** Names that must be registered before this one; checked when the server starts. */
+  after?: string[]
+}
+
+interface Entry {
+  fn: Middleware
+  name: string | undefined
+  after: string[]
+}
+
+export class MiddlewareOrderError extends Error {
+  readonly code = 'TRV_MIDDLEWARE_ORDER'
+  constructor(message: string) {
+    super(`@trivium/core: ${message}`)
+    this.name = 'MiddlewareOrderError'
+  }
+}
+
+export class Pipeline {
+  private readonly entries: Entry[] = []
+  private chain: Middleware[] = []
+
+  use(fn: Middleware, options: MiddlewareOptions = {}): void {
+    if (typeof fn !== 'function') throw new TypeError('@trivium/core: middleware must be a function')
+    if (options.name && this.entries.some((e) => e.name === options.name)) {
+      throw new MiddlewareOrderError(`a middleware named "${options.name}" is already registered`)
+    }
+    this.entries.push({ fn, name: options.name, after: options.after ?? [] })
+    this.chain = this.entries.map((e) => e.fn)
+  }
+
+  names(): string[] {
+    return this.entries.map((e) => e.name ?? '(anonymous)')
+  }
+
+  /** Fails loudly when a middleware that must come after another is registered before it or alone. */
+  checkOrder(): void {
+    this.entries.forEach((entry, index) => {
+      for (const required of entry.after) {
+        const at = this.entries.findIndex((e) => e.name === required)
+        const who = entry.name ?? 'a middleware'
+        if (at === -1) throw new MiddlewareOrderError(`"${who}" needs "${required}", which is not registered`)
+        if (at > index) {
+          throw new MiddlewareOrderError(`"${who}" must be registered after "${required}"`)
+        }
+      }
+    })
+  }
+
+  /**
+   * Runs the chain, then `terminal` (the router). One `next` closure per call, not one per
+   * middleware: the position lives in a local counter.
+   */
+  run(call: TriviumCall<any>, terminal: (call: TriviumCall<any>) => Promise<unknown>): Promise<unknown> {
+    const chain = this.chain
+    if (chain.length === 0) return terminal(call)
+    let index = 0
+    const next: Next = () => {
+      if (index < chain.length) {
+        const fn = chain[index++]!
+        try {
+          return Promise.resolve(fn(call, next))
+        } catch (err) {
+          return Promise.reject(err)
+        }
+      }
+      index++
+      return terminal(call)
+    }
+    return next()
+  }
+}

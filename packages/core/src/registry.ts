@@ -1,0 +1,151 @@
+// The one table: endpoint name → HTTP route → handler → models. Transports look endpoints up here
+// and never keep a copy of it.
+import type { TriviumCall } from './call.js'
+import { anyModel, type Model } from './model.js'
+import { HttpMapping } from './http-mapping.js'
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE'
+export const HTTP_METHODS: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'DELETE']
+
+/**
+ * Per-endpoint settings that other Trivium packages add by declaration merging, e.g.
+ * `declare module '@trivium/core' { interface TriviumEndpointConfig { permissions?: string[] } }`.
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: extended by declaration merging
+export interface TriviumEndpointConfig {}
+
+export interface EndpointOptions<Req = any, Res = any> extends TriviumEndpointConfig {
+  method: HttpMethod
+  /** Fastify route path, e.g. `/tasks/:id`. */
+  url: string
+  request?: Model<Req>
+  response?: Model<Res>
+  /** HTTP status of a success (default 200; use 201 for a create). */
+  status?: number
+  /** Deadline for the handler in ms: its AbortSignal fires when it passes. */
+  timeoutMs?: number
+  /** One-line description for docs and OpenAPI. */
+  summary?: string
+}
+
+export type UnaryHandler<Req, Res> = (request: Req, call: TriviumCall<Req>) => Res | Promise<Res>
+export type StreamHandler<Req, Item> = (request: Req, call: TriviumCall<Req>) => AsyncIterable<Item>
+
+interface DefinitionBase<Req, Res> {
+  readonly name: string
+  readonly method: HttpMethod
+  readonly url: string
+  readonly request: Model<Req>
+  readonly response: Model<Res>
+  readonly status: number
+  readonly timeoutMs: number | undefined
+  /** The endpoint's options as registered, including settings other packages declared. */
+  readonly config: EndpointOptions<Req, Res>
+  readonly http: HttpMapping
+}
+
+export interface UnaryDefinition<Req = any, Res = any> extends DefinitionBase<Req, Res> {
+  readonly streaming: false
+  readonly handler: UnaryHandler<Req, Res>
+}
+
+export interface StreamDefinition<Req = any, Item = any> extends DefinitionBase<Req, Item> {
+  readonly streaming: true
+  readonly handler: StreamHandler<Req, Item>
+}
+
+export type EndpointDefinition<Req = any, Res = any> = UnaryDefinition<Req, Res> | StreamDefinition<Req, Res>
+
+/** Endpoint names: dot-separated segments of letters, digits, `_` and `-`, each starting with a letter. */
+export const ENDPOINT_NAME_PATTERN = /^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)*$/
+export const MAX_ENDPOINT_NAME_BYTES = 255
+
+export class RegistrationError extends Error {
+  readonly code = 'TRV_REGISTRATION'
+  constructor(message: string) {
+    super(`@trivium/core: ${message}`)
+    this.name = 'RegistrationError'
+  }
+}
+
+export class EndpointRegistry {
+  private readonly byName = new Map<string, EndpointDefinition>()
+  private readonly byRoute = new Map<string, string>()
+  private sealed = false
+
+  /** Validates and stores a definition. Throws RegistrationError on a bad or duplicate name/route. */
+  add<Req, Res>(
+    name: string,
+    options: EndpointOptions<Req, Res>,
+    handler: UnaryHandler<Req, Res> | StreamHandler<Req, Res>,
+    streaming: boolean,
+  ): EndpointDefinition<Req, Res> {
+    if (this.sealed) throw new RegistrationError(`cannot register "${name}" after the server has started`)
+    if (typeof name !== 'string' || !ENDPOINT_NAME_PATTERN.test(name)) {
+      throw new RegistrationError(
+        `invalid endpoint name ${JSON.stringify(name)}: use dot-separated segments of letters, digits, "_" and "-", each starting with a letter`,
+      )
+    }
+    if (Buffer.byteLength(name) > MAX_ENDPOINT_NAME_BYTES) {
+      throw new RegistrationError(`endpoint name "${name}" is longer than ${MAX_ENDPOINT_NAME_BYTES} bytes`)
+    }
+    if (this.byName.has(name)) throw new RegistrationError(`endpoint "${name}" is already registered`)
+    if (typeof options !== 'object' || options === null) {
+      throw new RegistrationError(`endpoint "${name}" needs options with method and url`)
+    }
+    if (!HTTP_METHODS.includes(options.method)) {
+      throw new RegistrationError(
+        `endpoint "${name}": method must be one of ${HTTP_METHODS.join(', ')}, got ${String(options.method)}`,
+      )
+    }
+    if (typeof options.url !== 'string' || !options.url.startsWith('/')) {
+      throw new RegistrationError(`endpoint "${name}": url must be a path starting with "/"`)
+    }
+    if (typeof handler !== 'function') throw new RegistrationError(`endpoint "${name}": handler must be a function`)
+    if (streaming && options.method !== 'GET' && options.method !== 'POST') {
+      throw new RegistrationError(`streaming endpoint "${name}" must use GET or POST`)
+    }
+    const routeKey = `${options.method} ${HttpMapping.normalizePath(options.url)}`
+    const clash = this.byRoute.get(routeKey)
+    if (clash) {
+      throw new RegistrationError(`endpoint "${name}": route ${options.method} ${options.url} is already used by "${clash}"`)
+    }
+    const status = options.status ?? 200
+    if (!Number.isInteger(status) || status < 200 || status > 299) {
+      throw new RegistrationError(`endpoint "${name}": status must be a 2xx code`)
+    }
+    const request = (options.request ?? anyModel) as Model<Req>
+    const definition = {
+      name,
+      method: options.method,
+      url: options.url,
+      request,
+      response: (options.response ?? anyModel) as Model<Res>,
+      status,
+      timeoutMs: options.timeoutMs,
+      config: options,
+      http: new HttpMapping(options.method, options.url, request),
+      streaming,
+      handler,
+    } as EndpointDefinition<Req, Res>
+    this.byName.set(name, definition)
+    this.byRoute.set(routeKey, name)
+    return definition
+  }
+
+  get(name: string): EndpointDefinition | undefined {
+    return this.byName.get(name)
+  }
+
+  has(name: string): boolean {
+    return this.byName.has(name)
+  }
+
+  list(): EndpointDefinition[] {
+    return [...this.byName.values()]
+  }
+
+  seal(): void {
+    this.sealed = true
+  }
+}

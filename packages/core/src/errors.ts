@@ -61,7 +61,11 @@ function kindError<E extends TriviumError>(kind: ErrorKind, code: string, status
 export const UnauthorizedException = kindError<TriviumError>('UnauthorizedException', 'TRV_UNAUTHORIZED', 401)
 export type UnauthorizedException = TriviumError
 
-export const TokenExpiredException = kindError<TriviumError>('TokenExpiredException', 'TRV_TOKEN_EXPIRED', 401)
+export const TokenExpiredException = kindError<TriviumError>(
+  'TokenExpiredException',
+  'TRV_TOKEN_EXPIRED',
+  401,
+)
 export type TokenExpiredException = TriviumError
 
 export const ForbiddenException = kindError<TriviumError>('ForbiddenException', 'TRV_FORBIDDEN', 403)
@@ -134,11 +138,7 @@ export const RateLimitExceededException = class RateLimitExceededException exten
 ) => RateLimitExceededException
 
 /** Anything unexpected. Its message never reaches a client; the cause is logged with the request id. */
-export const InternalErrorException = kindError<TriviumError>(
-  'InternalErrorException',
-  'TRV_INTERNAL',
-  500,
-)
+export const InternalErrorException = kindError<TriviumError>('InternalErrorException', 'TRV_INTERNAL', 500)
 export type InternalErrorException = TriviumError
 
 export const INTERNAL_ERROR_MESSAGE = 'Internal server error'
@@ -169,7 +169,11 @@ export function isTriviumError(err: unknown): err is TriviumError {
 }
 
 // Fastify's own errors that are the client's fault, mapped onto our kinds so the body shape never varies.
-function fromFastifyError(err: { code?: string; statusCode?: number; message?: string }): TriviumError | null {
+function fromFastifyError(err: {
+  code?: string
+  statusCode?: number
+  message?: string
+}): TriviumError | null {
   switch (err.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new UnsupportedMediaTypeException('Unsupported Content-Type')

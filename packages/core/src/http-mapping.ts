@@ -52,7 +52,8 @@ export class HttpMapping {
   ): unknown {
     if (this.hasBody) {
       if (this.pathParams.length === 0) return body
-      if (body !== undefined && (typeof body !== 'object' || body === null || Array.isArray(body))) return body
+      if (body !== undefined && (typeof body !== 'object' || body === null || Array.isArray(body)))
+        return body
       const merged: Record<string, unknown> = { ...(body as Record<string, unknown> | undefined) }
       this.mergeScalars(merged, params, this.pathParams)
       return merged
@@ -80,7 +81,9 @@ export class HttpMapping {
   /** The HTTP request that carries a JSON-form request value. */
   toHttp(json: unknown): HttpRequestParts {
     const value: Record<string, unknown> =
-      typeof json === 'object' && json !== null && !Array.isArray(json) ? { ...(json as Record<string, unknown>) } : {}
+      typeof json === 'object' && json !== null && !Array.isArray(json)
+        ? { ...(json as Record<string, unknown>) }
+        : {}
     const path = this.segments
       .map((segment) => {
         if (!segment.startsWith(':')) return segment

@@ -21,7 +21,7 @@ import {
 export * from './call.js'
 export * from './errors.js'
 export * from './formats.js'
-export { type HttpRequestParts, HttpMapping } from './http-mapping.js'
+export { HttpMapping, type HttpRequestParts } from './http-mapping.js'
 export { encodePayload, type InvokeInit, type InvokeResult } from './invoke.js'
 export * from './middleware.js'
 export * from './model.js'
@@ -77,7 +77,8 @@ function validateOptions(options: TriviumCoreOptions): Required<TriviumCoreOptio
     throw new TypeError('@trivium/core: bodyLimit must be a positive integer (bytes)')
   }
   const notFoundHandler = options.notFoundHandler ?? true
-  if (typeof notFoundHandler !== 'boolean') throw new TypeError('@trivium/core: notFoundHandler must be a boolean')
+  if (typeof notFoundHandler !== 'boolean')
+    throw new TypeError('@trivium/core: notFoundHandler must be a boolean')
   return { bodyLimit, notFoundHandler }
 }
 
@@ -87,14 +88,15 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
   const pipeline = new Pipeline()
   const formats = new FormatRegistry()
   const invoker = new Invoker(registry, pipeline)
-  const routeContext = { pipeline, formats }
+  const routeContext = { pipeline, formats, bodyLimit: options.bodyLimit }
 
   function addBodyParser(format: WireFormat): void {
     if (format.contentType === 'application/json') return // Fastify's own (secure) JSON parser
     fastify.addContentTypeParser(
       format.contentType,
       { parseAs: 'buffer', bodyLimit: options.bodyLimit },
-      (_req: FastifyRequest, body: Buffer, done: (err: Error | null, body?: unknown) => void) => done(null, body),
+      (_req: FastifyRequest, body: Buffer, done: (err: Error | null, body?: unknown) => void) =>
+        done(null, body),
     )
   }
 
@@ -129,7 +131,11 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
   if (options.notFoundHandler) {
     fastify.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
       const path = request.url.split('?')[0]
-      return replyWithError(new NotFoundException(`Route ${request.method} ${path} not found`), request, reply)
+      return replyWithError(
+        new NotFoundException(`Route ${request.method} ${path} not found`),
+        request,
+        reply,
+      )
     })
   }
 

@@ -72,7 +72,11 @@ export class Invoker {
 }
 
 /** Serializer step for frames: a response value (or stream item) as bytes in the connection's format. */
-export function encodePayload(definition: EndpointDefinition, format: WireFormat, value: unknown): Uint8Array {
+export function encodePayload(
+  definition: EndpointDefinition,
+  format: WireFormat,
+  value: unknown,
+): Uint8Array {
   const out = format.encode(definition.response, value)
   return typeof out === 'string' ? Buffer.from(out, 'utf8') : out
 }

@@ -1,8 +1,8 @@
 // The one table: endpoint name → HTTP route → handler → models. Transports look endpoints up here
 // and never keep a copy of it.
 import type { TriviumCall } from './call.js'
-import { anyModel, type Model } from './model.js'
 import { HttpMapping } from './http-mapping.js'
+import { anyModel, type Model } from './model.js'
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE'
 export const HTTP_METHODS: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'DELETE']
@@ -101,14 +101,17 @@ export class EndpointRegistry {
     if (typeof options.url !== 'string' || !options.url.startsWith('/')) {
       throw new RegistrationError(`endpoint "${name}": url must be a path starting with "/"`)
     }
-    if (typeof handler !== 'function') throw new RegistrationError(`endpoint "${name}": handler must be a function`)
+    if (typeof handler !== 'function')
+      throw new RegistrationError(`endpoint "${name}": handler must be a function`)
     if (streaming && options.method !== 'GET' && options.method !== 'POST') {
       throw new RegistrationError(`streaming endpoint "${name}" must use GET or POST`)
     }
     const routeKey = `${options.method} ${HttpMapping.normalizePath(options.url)}`
     const clash = this.byRoute.get(routeKey)
     if (clash) {
-      throw new RegistrationError(`endpoint "${name}": route ${options.method} ${options.url} is already used by "${clash}"`)
+      throw new RegistrationError(
+        `endpoint "${name}": route ${options.method} ${options.url} is already used by "${clash}"`,
+      )
     }
     const status = options.status ?? 200
     if (!Number.isInteger(status) || status < 200 || status > 299) {

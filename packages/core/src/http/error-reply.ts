@@ -1,7 +1,7 @@
 // Transport sends (errors, HTTP): every failure of an endpoint route, and every unknown route, is
 // answered with the one error body of PROTOCOL.md. Unexpected errors are logged, never shown.
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { type TriviumError, normalizeError, toErrorBody } from '../errors.js'
+import { normalizeError, type TriviumError, toErrorBody } from '../errors.js'
 import { CALL } from './symbols.js'
 
 export function sendError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
@@ -10,7 +10,11 @@ export function sendError(err: unknown, request: FastifyRequest, reply: FastifyR
   return replyWithError(error, request, reply)
 }
 
-export function replyWithError(error: TriviumError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+export function replyWithError(
+  error: TriviumError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): FastifyReply {
   const call = (request as unknown as Record<symbol, { responseHeaders?: Record<string, string> }>)[CALL]
   if (call?.responseHeaders) reply.headers(call.responseHeaders)
   const body = toErrorBody(error, request.id)

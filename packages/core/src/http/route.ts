@@ -21,6 +21,7 @@ declare module 'fastify' {
 export interface HttpRouteContext {
   pipeline: Pipeline
   formats: FormatRegistry
+  bodyLimit: number
 }
 
 /** Decodes the request model from path, query and body, by the registry's HTTP mapping. */
@@ -35,14 +36,20 @@ function bodyDecoder(
   if (!mapping.hasBody || format === undefined || format === jsonFormat) {
     return () =>
       model.fromJSON(
-        mapping.fromHttp(params, request.query as Record<string, unknown>, mapping.hasBody ? request.body : undefined),
+        mapping.fromHttp(
+          params,
+          request.query as Record<string, unknown>,
+          mapping.hasBody ? request.body : undefined,
+        ),
       )
   }
   return () => {
     const raw = request.body
     if (!(raw instanceof Uint8Array)) throw new ValidationException('Request body is missing')
     if (format.name !== 'json' && !model.decode) {
-      throw new UnsupportedMediaTypeException(`Endpoint ${definition.name} has no ${format.name} request format`)
+      throw new UnsupportedMediaTypeException(
+        `Endpoint ${definition.name} has no ${format.name} request format`,
+      )
     }
     const value = format.decode(model, raw)
     if (mapping.pathParams.length === 0) return value
@@ -100,13 +107,18 @@ export function registerHttpRoute(
     return reply
       .code(definition.status)
       .type(responseFormat === jsonFormat ? 'application/json; charset=utf-8' : responseFormat.contentType)
-      .send(typeof payload === 'string' ? payload : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength))
+      .send(
+        typeof payload === 'string'
+          ? payload
+          : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength),
+      )
   }
 
   fastify.route({
     method: definition.method,
     url: definition.url,
     config: { trivium: definition },
+    bodyLimit: ctx.bodyLimit,
     errorHandler: sendError,
     handler,
   })

@@ -1,0 +1,18 @@
+// `pnpm bench`: runs every benchmark suite (or the ones named: `pnpm bench core codec`).
+import { spawnSync } from 'node:child_process'
+import { existsSync, readdirSync } from 'node:fs'
+import { join } from 'node:path'
+
+const here = new URL('.', import.meta.url).pathname
+const wanted = process.argv.slice(2)
+const suites = readdirSync(here, { withFileTypes: true })
+  .filter((d) => d.isDirectory() && d.name !== 'lib' && existsSync(join(here, d.name, 'run.mjs')))
+  .map((d) => d.name)
+  .filter((name) => wanted.length === 0 || wanted.includes(name))
+let failed = false
+for (const suite of suites) {
+  console.log(`\n=== bench/${suite}`)
+  const r = spawnSync(process.execPath, [join(here, suite, 'run.mjs')], { stdio: 'inherit' })
+  if (r.status !== 0) failed = true
+}
+process.exit(failed ? 1 : 0)

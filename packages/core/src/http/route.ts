@@ -9,7 +9,7 @@ import type { EndpointDefinition } from '../registry.js'
 import { routeToHandler } from '../router.js'
 import { sendError } from './error-reply.js'
 import { sendEventStream } from './sse.js'
-import { CALL } from './symbols.js'
+import { CALL, TRANSPORT_OVERRIDE, type TransportOverride } from './symbols.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -82,15 +82,18 @@ export function registerHttpRoute(
       // Fastify parses text/plain too; an endpoint only takes the formats it can decode.
       if (!requestFormat) throw new UnsupportedMediaTypeException('Unsupported Content-Type')
     }
+    const transport = (request as unknown as Record<symbol, TransportOverride | undefined>)[TRANSPORT_OVERRIDE]
     const call = new TriviumCall({
       definition,
-      protocol: 'http',
+      protocol: transport?.protocol ?? 'http',
+      metadata: transport?.metadata,
+      connection: transport?.connection,
       requestId: request.id,
       log: request.log,
       headers: request.headers,
       method: request.method,
       query: request.query as Record<string, unknown>,
-      clientIp: request.ip,
+      clientIp: transport ? transport.clientIp : request.ip,
       raw: request,
       decodeBody: bodyDecoder(definition, request, requestFormat),
       signal: lazyAbortSignal(request, reply),

@@ -1,2 +1,16 @@
 /** Where the HTTP adapter keeps the common request form on the Fastify request. */
 export const CALL = Symbol.for('trivium.call')
+
+/**
+ * Set on a Fastify request by a bridge that replays a frame through `app.inject()` (the TCP bridge):
+ * the HTTP route then builds the call with this protocol, metadata and client address. A property
+ * keyed by a module-private Symbol cannot be set by an HTTP client (no header or body reaches it).
+ */
+export const TRANSPORT_OVERRIDE = Symbol('trivium.transportOverride')
+
+export interface TransportOverride {
+  protocol: 'websocket' | 'tcp'
+  metadata?: Record<string, string>
+  clientIp?: string
+  connection?: Record<string, unknown>
+}

@@ -1,0 +1,114 @@
+// CORS per the spec, in one onRequest hook (so it also answers OPTIONS on routes that do not exist):
+// every OPTIONS is a preflight, answered here with 200 + headers or 403 `Origin not allowed`; other
+// requests with an allowed Origin get the same headers minus Access-Control-Max-Age.
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+
+export interface CorsOptions {
+  /** Allowed origins (default `['*']`): `*` = any, `*.example.com` = any subdomain, else exact. */
+  allowedOrigins?: string[]
+  /** Default GET, POST, PUT, DELETE, OPTIONS. */
+  allowedMethods?: string[]
+  /** Default Content-Type, Authorization. */
+  allowedHeaders?: string[]
+  /** Sends `Access-Control-Allow-Credentials: true` (default false). Refused together with `*`. */
+  allowCredentials?: boolean
+  /** Access-Control-Max-Age in seconds (default 86400). */
+  maxAge?: number
+}
+
+export const CORS_DEFAULTS = Object.freeze({
+  allowedOrigins: Object.freeze(['*']),
+  allowedMethods: Object.freeze(['GET', 'POST', 'PUT', 'DELETE', 'OPTIONS']),
+  allowedHeaders: Object.freeze(['Content-Type', 'Authorization']),
+  allowCredentials: false,
+  maxAge: 86_400,
+})
+
+export const ORIGIN_NOT_ALLOWED = 'Origin not allowed'
+
+function stringList(value: unknown, name: string): string[] {
+  if (
+    !Array.isArray(value) ||
+    value.some((v) => typeof v !== 'string' || v.length === 0 || /[\r\n,]/.test(v))
+  ) {
+    throw new TypeError(
+      `@trivium/protections: cors.${name} must be an array of non-empty strings without commas`,
+    )
+  }
+  return [...value]
+}
+
+/**
+ * Builds the origin test. `*.example.com` matches an origin ending in `.example.com` (a dot boundary):
+ * `https://api.example.com` yes, `https://evilexample.com` and `https://example.com` no. The spec's
+ * literal "ends with example.com" would let `evilexample.com` in; that hole is closed on purpose.
+ */
+export function originMatcher(allowedOrigins: readonly string[]): (origin: string) => boolean {
+  if (allowedOrigins.includes('*')) return () => true
+  const exact = new Set<string>()
+  const suffixes: string[] = []
+  for (const entry of allowedOrigins) {
+    if (entry.startsWith('*.'))
+      suffixes.push(entry.slice(1)) // keeps the leading dot
+    else exact.add(entry)
+  }
+  return (origin) => {
+    if (exact.has(origin)) return true
+    for (const suffix of suffixes) if (origin.length > suffix.length && origin.endsWith(suffix)) return true
+    return false
+  }
+}
+
+function validate(options: CorsOptions) {
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError('@trivium/protections: cors options must be an object')
+  const allowedOrigins = stringList(options.allowedOrigins ?? CORS_DEFAULTS.allowedOrigins, 'allowedOrigins')
+  const allowedMethods = stringList(options.allowedMethods ?? CORS_DEFAULTS.allowedMethods, 'allowedMethods')
+  const allowedHeaders = stringList(options.allowedHeaders ?? CORS_DEFAULTS.allowedHeaders, 'allowedHeaders')
+  const allowCredentials = options.allowCredentials ?? CORS_DEFAULTS.allowCredentials
+  if (typeof allowCredentials !== 'boolean')
+    throw new TypeError('@trivium/protections: cors.allowCredentials must be a boolean')
+  const maxAge = options.maxAge ?? CORS_DEFAULTS.maxAge
+  if (!Number.isSafeInteger(maxAge) || maxAge < 0) {
+    throw new TypeError('@trivium/protections: cors.maxAge must be a non-negative integer (seconds)')
+  }
+  if (allowCredentials && allowedOrigins.includes('*')) {
+    throw new TypeError(
+      '@trivium/protections: cors.allowCredentials cannot be combined with the origin "*" (any site could make credentialed requests); list the allowed origins',
+    )
+  }
+  return { allowedOrigins, allowedMethods, allowedHeaders, allowCredentials, maxAge }
+}
+
+const corsPlugin: FastifyPluginAsync<CorsOptions> = async (fastify, options) => {
+  const config = validate(options)
+  const isAllowed = originMatcher(config.allowedOrigins)
+  // Everything but the origin is fixed, so it is computed once.
+  const common: Record<string, string> = {
+    'Access-Control-Allow-Methods': config.allowedMethods.join(', '),
+    'Access-Control-Allow-Headers': config.allowedHeaders.join(', '),
+  }
+  if (config.allowCredentials) common['Access-Control-Allow-Credentials'] = 'true'
+  common.Vary = 'Origin'
+  const preflight: Record<string, string> = { ...common, 'Access-Control-Max-Age': String(config.maxAge) }
+
+  fastify.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done) => {
+    const origin = request.headers.origin
+    if (request.method === 'OPTIONS') {
+      if (origin === undefined || !isAllowed(origin)) {
+        reply.code(403).type('text/plain; charset=utf-8').send(ORIGIN_NOT_ALLOWED)
+        return
+      }
+      reply.header('Access-Control-Allow-Origin', origin).headers(preflight).code(200).send()
+      return
+    }
+    if (origin !== undefined && isAllowed(origin)) {
+      reply.header('Access-Control-Allow-Origin', origin).headers(common)
+    }
+    done()
+  })
+}
+
+/** CORS exactly per the spec; HTTP only (WebSocket messages and TCP frames never see it). */
+export const cors = fp(corsPlugin, { fastify: '5.x', name: '@trivium/protections/cors' })

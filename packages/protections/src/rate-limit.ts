@@ -1,0 +1,167 @@
+// Rate limiting as a core middleware, so an HTTP request, a WebSocket message and a TCP frame all count
+// against the same (client, endpoint) key. HTTP responses of allowed calls get the X-RateLimit-* headers.
+
+import { type Middleware, RateLimitExceededException, type TriviumCall } from '@trivium/core'
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
+import fp from 'fastify-plugin'
+import { RateLimiter, type WhenStoreDown } from './limiter.js'
+import { DEFAULT_SWEEP_INTERVAL_MS, MemoryStore, type RateLimitStore } from './memory-store.js'
+import { type RedisClientLike, RedisStore } from './redis-store.js'
+import { assertRateLimit, DEFAULT_LIMIT, type RateLimit, type RateLimitResult } from './window.js'
+
+declare module '@trivium/core' {
+  interface TriviumEndpointConfig {
+    /** This endpoint's limit (the plugin's `limits` map wins over it); `false` = not limited. */
+    rateLimit?: RateLimit | false
+  }
+}
+
+export interface RateLimitPluginOptions {
+  /** Limit for endpoints with no entry of their own (default 100 requests per 60 000 ms). */
+  defaultLimit?: RateLimit
+  /** Endpoint name → limit, or `false` for no limit. Wins over the endpoint's own `rateLimit`. */
+  limits?: Record<string, RateLimit | false>
+  /** Register as middleware `rate-limit` with `after: ['auth']` (default true), so authenticated
+   *  clients are counted as `user:<id>`. Set false in an app without `auth`. */
+  afterAuth?: boolean
+  /** An ioredis client: counters then live in Redis, shared by every instance. */
+  redis?: RedisClientLike
+  /** Redis key prefix (default `trivium:rl:`). */
+  redisPrefix?: string
+  /** A Redis call slower than this counts as Redis down (default 500 ms). */
+  redisTimeoutMs?: number
+  /** Policy while the store fails (default `memory`, see README). */
+  whenStoreDown?: WhenStoreDown
+  /** Sweep period of the memory store, in ms (default 300 000 = 5 minutes). */
+  sweepIntervalMs?: number
+  /** Any other store (wins over `redis`). */
+  store?: RateLimitStore
+}
+
+export interface TriviumRateLimit {
+  /** Counts one request for `key` (e.g. `user:7:tasks.create`) against `limit`. */
+  check(key: string, limit: RateLimit): Promise<RateLimitResult>
+  /** The spec's client identifier for a call: `user:<user_id>`, `ip:<client_ip>` or `ip:unknown`. */
+  clientId(call: TriviumCall<any>): string
+  /** The limit applied to an endpoint, or false when it is not limited. */
+  limitFor(endpoint: string): RateLimit | false
+  readonly limiter: RateLimiter
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    triviumRateLimit: TriviumRateLimit
+  }
+}
+
+export const RATE_LIMIT_MIDDLEWARE_NAME = 'rate-limit'
+
+export function clientId(call: TriviumCall<any>): string {
+  const userId = call.context.user_id
+  if (userId !== undefined && userId !== null) return `user:${String(userId)}`
+  return call.clientIp ? `ip:${call.clientIp}` : 'ip:unknown'
+}
+
+function validate(options: RateLimitPluginOptions) {
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError('@trivium/protections: rate-limit options must be an object')
+  }
+  const defaultLimit = options.defaultLimit ?? DEFAULT_LIMIT
+  assertRateLimit(defaultLimit, 'defaultLimit')
+  const limits = new Map<string, RateLimit | false>()
+  for (const [name, limit] of Object.entries(options.limits ?? {})) {
+    if (limit !== false) assertRateLimit(limit, `limits["${name}"]`)
+    limits.set(name, limit === false ? false : { requests: limit.requests, windowMs: limit.windowMs })
+  }
+  const afterAuth = options.afterAuth ?? true
+  if (typeof afterAuth !== 'boolean') throw new TypeError('@trivium/protections: afterAuth must be a boolean')
+  const sweepIntervalMs = options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS
+  return { defaultLimit: { ...defaultLimit }, limits, afterAuth, sweepIntervalMs }
+}
+
+const rateLimitPlugin: FastifyPluginAsync<RateLimitPluginOptions> = async (
+  fastify: FastifyInstance,
+  options,
+) => {
+  const { defaultLimit, limits, afterAuth, sweepIntervalMs } = validate(options)
+  let store: RateLimitStore
+  if (options.store !== undefined) {
+    if (typeof options.store?.hit !== 'function')
+      throw new TypeError('@trivium/protections: store must have a hit(key, limit) method')
+    store = options.store
+  } else if (options.redis !== undefined) {
+    const redisOptions: { prefix?: string; timeoutMs?: number } = {}
+    if (options.redisPrefix !== undefined) redisOptions.prefix = options.redisPrefix
+    if (options.redisTimeoutMs !== undefined) redisOptions.timeoutMs = options.redisTimeoutMs
+    store = new RedisStore(options.redis, redisOptions)
+  } else {
+    store = new MemoryStore({ sweepIntervalMs })
+  }
+  const limiter = new RateLimiter({
+    store,
+    whenStoreDown: options.whenStoreDown ?? 'memory',
+    log: fastify.log,
+    sweepIntervalMs,
+  })
+
+  // Resolved once per endpoint (the registry is sealed at ready, so the cache cannot go stale).
+  const resolved = new Map<string, RateLimit | false>()
+  function limitFor(endpoint: string): RateLimit | false {
+    let limit = resolved.get(endpoint)
+    if (limit !== undefined) return limit
+    limit = limits.get(endpoint)
+    if (limit === undefined) {
+      const declared = fastify.trivium.registry.get(endpoint)?.config.rateLimit
+      if (declared === false) limit = false
+      else if (declared !== undefined) {
+        assertRateLimit(declared, `endpoint "${endpoint}" rateLimit`)
+        limit = { requests: declared.requests, windowMs: declared.windowMs }
+      } else limit = defaultLimit
+    }
+    resolved.set(endpoint, limit)
+    return limit
+  }
+
+  const middleware: Middleware = async (call, next) => {
+    const limit = limitFor(call.endpoint)
+    if (limit === false) return next()
+    const result = await limiter.check(`${clientId(call)}:${call.endpoint}`, limit)
+    if (!result.isAllowed) throw new RateLimitExceededException(result.retryAfter)
+    if (call.protocol === 'http') {
+      call.setHeader('X-RateLimit-Limit', String(result.limit))
+      call.setHeader('X-RateLimit-Remaining', String(result.remaining))
+      call.setHeader('X-RateLimit-Reset', String(result.resetTime))
+    }
+    return next()
+  }
+
+  fastify.trivium.use(
+    middleware,
+    afterAuth ? { name: RATE_LIMIT_MIDDLEWARE_NAME, after: ['auth'] } : { name: RATE_LIMIT_MIDDLEWARE_NAME },
+  )
+
+  fastify.decorate('triviumRateLimit', {
+    check: async (key: string, limit: RateLimit) => {
+      assertRateLimit(limit, 'limit')
+      return limiter.check(key, limit)
+    },
+    clientId,
+    limitFor,
+    limiter,
+  } satisfies TriviumRateLimit)
+
+  fastify.addHook('onReady', async () => {
+    // Validate every endpoint's declared limit at start-up rather than on its first call.
+    for (const definition of fastify.trivium.registry.list()) limitFor(definition.name)
+  })
+  fastify.addHook('onClose', async () => {
+    await limiter.close()
+  })
+}
+
+/** Rate limiting on every transport. Needs @trivium/core (and, unless `afterAuth: false`, `auth`). */
+export const rateLimit = fp(rateLimitPlugin, {
+  fastify: '5.x',
+  name: '@trivium/protections/rate-limit',
+  dependencies: ['@trivium/core'],
+})

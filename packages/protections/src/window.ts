@@ -1,0 +1,83 @@
+// The spec's fixed-window rule ("Limits → Rate limiting" §4 and "States and transitions → Rate-limit
+// window"), as one pure function shared by the memory store and mirrored line by line in the Redis
+// Lua script:
+//   now - windowStart >= window → new window (count 0, windowStart = now), then evaluate;
+//   count >= requests          → denied, remaining 0, retryAfter = whole seconds to windowStart + window;
+//   otherwise                  → count + 1, remaining = requests - count.
+
+/** The spec's RateLimit record: `requests` per `windowMs` milliseconds. */
+export interface RateLimit {
+  requests: number
+  windowMs: number
+}
+
+/** The spec's RateLimitResult record, plus the limit it was checked against. */
+export interface RateLimitResult {
+  isAllowed: boolean
+  /** Requests left in this window (0 when denied). */
+  remaining: number
+  /** Window end (windowStart + window), milliseconds since the Unix epoch. */
+  resetTime: number
+  /** Whole seconds until the window ends, rounded up; 0 when allowed. */
+  retryAfter: number
+  /** `requests` of the limit applied. */
+  limit: number
+}
+
+/** One counter: the state of a (client, endpoint) window. */
+export interface WindowState {
+  count: number
+  windowStart: number
+  windowMs: number
+}
+
+export const DEFAULT_LIMIT: Readonly<RateLimit> = Object.freeze({ requests: 100, windowMs: 60_000 })
+
+/** Applies one request to `state` (mutated in place) and returns the verdict. */
+export function evaluateWindow(state: WindowState, limit: RateLimit, now: number): RateLimitResult {
+  if (now - state.windowStart >= limit.windowMs) {
+    state.count = 0
+    state.windowStart = now
+  }
+  state.windowMs = limit.windowMs
+  const resetTime = state.windowStart + limit.windowMs
+  if (state.count >= limit.requests) {
+    return {
+      isAllowed: false,
+      remaining: 0,
+      resetTime,
+      retryAfter: retryAfterSeconds(resetTime, now),
+      limit: limit.requests,
+    }
+  }
+  state.count += 1
+  return {
+    isAllowed: true,
+    remaining: limit.requests - state.count,
+    resetTime,
+    retryAfter: 0,
+    limit: limit.requests,
+  }
+}
+
+/**
+ * "whole seconds from now to windowStart + window". Rounded up, so a client told to wait n seconds is
+ * never refused again for the same window; a denial always happens before the window ends, so n >= 1.
+ */
+export function retryAfterSeconds(resetTime: number, now: number): number {
+  return Math.max(1, Math.ceil((resetTime - now) / 1000))
+}
+
+/** Throws a TypeError naming `where` unless `limit` is a valid RateLimit. */
+export function assertRateLimit(limit: unknown, where: string): asserts limit is RateLimit {
+  const l = limit as Partial<RateLimit> | null
+  if (typeof l !== 'object' || l === null) {
+    throw new TypeError(`@trivium/protections: ${where} must be { requests, windowMs } or false`)
+  }
+  if (!Number.isSafeInteger(l.requests) || (l.requests as number) < 1) {
+    throw new TypeError(`@trivium/protections: ${where}.requests must be a positive integer`)
+  }
+  if (!Number.isSafeInteger(l.windowMs) || (l.windowMs as number) < 1) {
+    throw new TypeError(`@trivium/protections: ${where}.windowMs must be a positive integer (milliseconds)`)
+  }
+}

@@ -1,0 +1,173 @@
+// CORS per the spec: origin matching, preflight 200/403, non-preflight headers, Vary, start-up checks.
+
+import trivium from '@trivium/core'
+import { type CorsOptions, cors, originMatcher } from '@trivium/protections'
+import Fastify from 'fastify'
+import t from 'tap'
+
+const CORS_NAMES = [
+  'access-control-allow-origin',
+  'access-control-allow-methods',
+  'access-control-allow-headers',
+  'access-control-allow-credentials',
+  'access-control-max-age',
+  'vary',
+]
+
+function corsHeaders(headers: Record<string, unknown>) {
+  return Object.fromEntries(CORS_NAMES.filter((n) => headers[n] !== undefined).map((n) => [n, headers[n]]))
+}
+
+async function build(options: CorsOptions = {}) {
+  const app = Fastify()
+  await app.register(trivium)
+  await app.register(cors, options)
+  app.trivium.endpoint('ping', { method: 'GET', url: '/ping' }, () => ({ ok: true }))
+  app.trivium.endpoint('boom', { method: 'GET', url: '/boom' }, () => {
+    throw new Error('boom')
+  })
+  await app.ready()
+  t.teardown(() => app.close())
+  return app
+}
+
+t.test('origin matching: *, *.suffix at a dot boundary, exact', async (t) => {
+  const any = originMatcher(['*'])
+  t.equal(any('https://anything.test'), true)
+  const m = originMatcher(['*.example.com', 'https://app.test'])
+  t.equal(m('https://api.example.com'), true)
+  t.equal(m('http://a.b.example.com'), true)
+  t.equal(m('https://evilexample.com'), false, 'no match without the dot boundary')
+  t.equal(m('https://example.com'), false, 'the apex is not a subdomain')
+  t.equal(m('https://api.example.com.evil.test'), false)
+  t.equal(m('https://app.test'), true)
+  t.equal(m('https://app.test:8443'), false, 'exact entries must be equal')
+  t.equal(m('http://app.test'), false)
+})
+
+t.test('preflight with the defaults: 200, exact headers, empty body', async (t) => {
+  const app = await build()
+  const r = await app.inject({ method: 'OPTIONS', url: '/ping', headers: { origin: 'https://site.test' } })
+  t.equal(r.statusCode, 200)
+  t.equal(r.body, '')
+  t.same(corsHeaders(r.headers), {
+    'access-control-allow-origin': 'https://site.test',
+    'access-control-allow-methods': 'GET, POST, PUT, DELETE, OPTIONS',
+    'access-control-allow-headers': 'Content-Type, Authorization',
+    'access-control-max-age': '86400',
+    vary: 'Origin',
+  })
+})
+
+t.test(
+  'preflight without Origin or with a disallowed one: 403 text/plain `Origin not allowed`',
+  async (t) => {
+    const app = await build({ allowedOrigins: ['*.example.com'] })
+    for (const headers of [{}, { origin: 'https://evilexample.com' }, { origin: 'https://example.com' }]) {
+      const r = await app.inject({ method: 'OPTIONS', url: '/ping', headers })
+      t.equal(r.statusCode, 403)
+      t.equal(r.body, 'Origin not allowed')
+      t.equal(r.headers['content-type'], 'text/plain; charset=utf-8')
+      t.same(corsHeaders(r.headers), {}, 'no CORS headers on a refusal')
+    }
+    const ok = await app.inject({
+      method: 'OPTIONS',
+      url: '/ping',
+      headers: { origin: 'https://api.example.com' },
+    })
+    t.equal(ok.statusCode, 200)
+    t.equal(ok.headers['access-control-allow-origin'], 'https://api.example.com')
+  },
+)
+
+t.test(
+  'preflight on a route that does not exist (OPTIONS /anything) and without Access-Control-Request-Method',
+  async (t) => {
+    const app = await build()
+    const r = await app.inject({
+      method: 'OPTIONS',
+      url: '/no/such/route',
+      headers: { origin: 'https://x.test' },
+    })
+    t.equal(r.statusCode, 200)
+    t.equal(r.headers['access-control-allow-origin'], 'https://x.test')
+    const refused = await app.inject({ method: 'OPTIONS', url: '/anything' })
+    t.equal(refused.statusCode, 403)
+    t.equal(refused.body, 'Origin not allowed')
+  },
+)
+
+t.test(
+  'non-preflight with an allowed Origin: the same headers minus Max-Age, on success and errors',
+  async (t) => {
+    const app = await build({ allowedOrigins: ['https://app.test'], allowCredentials: true, maxAge: 600 })
+    const expected = {
+      'access-control-allow-origin': 'https://app.test',
+      'access-control-allow-methods': 'GET, POST, PUT, DELETE, OPTIONS',
+      'access-control-allow-headers': 'Content-Type, Authorization',
+      'access-control-allow-credentials': 'true',
+      vary: 'Origin',
+    }
+    const r = await app.inject({ url: '/ping', headers: { origin: 'https://app.test' } })
+    t.equal(r.statusCode, 200)
+    t.same(corsHeaders(r.headers), expected)
+    const err = await app.inject({ url: '/boom', headers: { origin: 'https://app.test' } })
+    t.equal(err.statusCode, 500)
+    t.same(corsHeaders(err.headers), expected)
+    const nf = await app.inject({ url: '/nope', headers: { origin: 'https://app.test' } })
+    t.equal(nf.statusCode, 404)
+    t.same(corsHeaders(nf.headers), expected)
+    const pre = await app.inject({ method: 'OPTIONS', url: '/ping', headers: { origin: 'https://app.test' } })
+    t.same(corsHeaders(pre.headers), { ...expected, 'access-control-max-age': '600' })
+  },
+)
+
+t.test('non-preflight with no or a disallowed Origin: request proceeds, no CORS headers', async (t) => {
+  const app = await build({ allowedOrigins: ['https://app.test'] })
+  for (const headers of [{}, { origin: 'https://other.test' }]) {
+    const r = await app.inject({ url: '/ping', headers })
+    t.equal(r.statusCode, 200)
+    t.same(corsHeaders(r.headers), {})
+  }
+})
+
+t.test('Allow-Credentials only when enabled; custom lists joined with ", "', async (t) => {
+  const app = await build({ allowedMethods: ['GET'], allowedHeaders: ['X-A', 'X-B'] })
+  const r = await app.inject({ method: 'OPTIONS', url: '/ping', headers: { origin: 'https://s.test' } })
+  t.equal(r.headers['access-control-allow-credentials'], undefined)
+  t.equal(r.headers['access-control-allow-methods'], 'GET')
+  t.equal(r.headers['access-control-allow-headers'], 'X-A, X-B')
+})
+
+t.test('start-up checks: `*` with credentials is refused; bad values', async (t) => {
+  const cases: [CorsOptions, string][] = [
+    [
+      { allowCredentials: true },
+      '@trivium/protections: cors.allowCredentials cannot be combined with the origin "*" (any site could make credentialed requests); list the allowed origins',
+    ],
+    [
+      { allowCredentials: true, allowedOrigins: ['https://a.test', '*'] },
+      '@trivium/protections: cors.allowCredentials cannot be combined with the origin "*" (any site could make credentialed requests); list the allowed origins',
+    ],
+    [
+      { allowedOrigins: 'https://a.test' as never },
+      '@trivium/protections: cors.allowedOrigins must be an array of non-empty strings without commas',
+    ],
+    [
+      { allowedHeaders: ['a\r\nb'] },
+      '@trivium/protections: cors.allowedHeaders must be an array of non-empty strings without commas',
+    ],
+    [{ maxAge: -1 }, '@trivium/protections: cors.maxAge must be a non-negative integer (seconds)'],
+    [{ allowCredentials: 'yes' as never }, '@trivium/protections: cors.allowCredentials must be a boolean'],
+  ]
+  for (const [options, message] of cases) {
+    const app = Fastify()
+    await t.rejects(
+      async () => {
+        await app.register(cors, options)
+      },
+      { message },
+    )
+    await app.close()
+  }
+})

@@ -1,0 +1,263 @@
+// The Redis store against the real Redis at 127.0.0.1:6379 (each test its own key prefix, deleted at the
+// end), and the behaviour when Redis is unreachable (a closed port).
+import { randomBytes } from 'node:crypto'
+import { createServer } from 'node:net'
+import { Writable } from 'node:stream'
+import trivium from '@trivium/core'
+import {
+  RateLimiter,
+  type RateLimitPluginOptions,
+  type RateLimitResult,
+  type RateLimitStore,
+  RedisStore,
+  rateLimit,
+} from '@trivium/protections'
+import Fastify from 'fastify'
+import { Redis } from 'ioredis'
+import t from 'tap'
+
+const REDIS_URL = 'redis://127.0.0.1:6379'
+
+function prefix(): string {
+  return `test_${randomBytes(6).toString('hex')}:rl:`
+}
+
+async function cleanup(client: Redis, keyPrefix: string): Promise<void> {
+  const keys = await client.keys(`${keyPrefix}*`)
+  if (keys.length > 0) await client.del(...keys)
+}
+
+function logCapture() {
+  const lines: Record<string, unknown>[] = []
+  const stream = new Writable({
+    write(chunk, _enc, cb) {
+      for (const line of chunk.toString().split('\n')) if (line) lines.push(JSON.parse(line))
+      cb()
+    },
+  })
+  return { lines, stream }
+}
+
+async function build(options: RateLimitPluginOptions, logStream?: Writable) {
+  const app = Fastify(logStream ? { logger: { level: 'info', stream: logStream } } : {})
+  await app.register(trivium)
+  await app.register(rateLimit, { afterAuth: false, ...options })
+  app.trivium.endpoint('ping', { method: 'GET', url: '/ping' }, () => ({ ok: true }))
+  await app.ready()
+  return app
+}
+
+async function closedPort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as { port: number }
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
+t.test('fixed window in Redis: exact results, key has a PEXPIRE at the window end', async (t) => {
+  const client = new Redis(REDIS_URL)
+  const keyPrefix = prefix()
+  t.teardown(async () => {
+    await cleanup(client, keyPrefix)
+    client.disconnect()
+  })
+  const store = new RedisStore(client, { prefix: keyPrefix })
+  const limit = { requests: 2, windowMs: 60_000 }
+  const r1 = await store.hit('ip:1.2.3.4:ping', limit)
+  t.equal(r1.isAllowed, true)
+  t.equal(r1.remaining, 1)
+  t.equal(r1.limit, 2)
+  t.equal(r1.retryAfter, 0)
+  t.ok(Math.abs(r1.resetTime - (Date.now() + 60_000)) < 2000, 'reset = window start (Redis clock) + window')
+  const r2 = await store.hit('ip:1.2.3.4:ping', limit)
+  t.same(r2, { isAllowed: true, remaining: 0, resetTime: r1.resetTime, retryAfter: 0, limit: 2 })
+  const r3 = await store.hit('ip:1.2.3.4:ping', limit)
+  t.same(r3, { isAllowed: false, remaining: 0, resetTime: r1.resetTime, retryAfter: 60, limit: 2 })
+  const key = `${keyPrefix}ip:1.2.3.4:ping`
+  t.same(
+    await client.hgetall(key),
+    { c: '2', s: String(r1.resetTime - 60_000) },
+    'denied requests are not counted',
+  )
+  const pttl = await client.pttl(key)
+  t.ok(pttl > 55_000 && pttl <= 60_000, `PTTL ${pttl} within the window`)
+  t.equal(await client.pexpiretime(key), r1.resetTime, 'the key expires exactly at the window end')
+})
+
+t.test('a new window after windowMs; the key expires by itself', async (t) => {
+  const client = new Redis(REDIS_URL)
+  const keyPrefix = prefix()
+  t.teardown(async () => {
+    await cleanup(client, keyPrefix)
+    client.disconnect()
+  })
+  const store = new RedisStore(client, { prefix: keyPrefix })
+  const limit = { requests: 1, windowMs: 60 }
+  t.equal((await store.hit('k', limit)).isAllowed, true)
+  t.equal((await store.hit('k', limit)).isAllowed, false)
+  await new Promise((resolve) => setTimeout(resolve, 80))
+  t.equal(await client.exists(`${keyPrefix}k`), 0, 'expired, nothing left behind')
+  const again = await store.hit('k', limit)
+  t.equal(again.isAllowed, true)
+  t.equal(again.remaining, 0)
+})
+
+t.test('two app instances sharing one Redis never allow more than `requests` per window', async (t) => {
+  const keyPrefix = prefix()
+  const clientA = new Redis(REDIS_URL)
+  const clientB = new Redis(REDIS_URL)
+  const options = {
+    redis: undefined,
+    redisPrefix: keyPrefix,
+    limits: { ping: { requests: 25, windowMs: 60_000 } },
+  }
+  const appA = await build({ ...options, redis: clientA })
+  const appB = await build({ ...options, redis: clientB })
+  t.teardown(async () => {
+    await appA.close()
+    await appB.close()
+    await cleanup(clientA, keyPrefix)
+    clientA.disconnect()
+    clientB.disconnect()
+  })
+  const requests = []
+  for (let i = 0; i < 60; i++) {
+    requests.push(appA.inject('/ping'), appB.inject('/ping'))
+  }
+  const responses = await Promise.all(requests)
+  const allowed = responses.filter((r) => r.statusCode === 200)
+  const denied = responses.filter((r) => r.statusCode === 429)
+  t.equal(allowed.length, 25, 'exactly `requests` allowed across both instances')
+  t.equal(denied.length, 95)
+  t.same(
+    allowed.map((r) => Number(r.headers['x-ratelimit-remaining'])).sort((a, b) => a - b),
+    Array.from({ length: 25 }, (_, i) => i),
+    'every remaining value 0..24 handed out once',
+  )
+  t.equal(new Set(allowed.map((r) => r.headers['x-ratelimit-reset'])).size, 1, 'one shared window end')
+  t.ok(denied.every((r) => r.json().message === 'Rate limit exceeded. Try again in 60 seconds'))
+  t.equal(await clientA.hget(`${keyPrefix}ip:127.0.0.1:ping`, 'c'), '25')
+})
+
+t.test('NOSCRIPT (script cache flushed): falls back to EVAL with the script text', async (t) => {
+  const client = new Redis(REDIS_URL)
+  const keyPrefix = prefix()
+  t.teardown(async () => {
+    await cleanup(client, keyPrefix)
+    client.disconnect()
+  })
+  const used: string[] = []
+  const flushed = {
+    evalsha: async () => {
+      used.push('evalsha')
+      throw new Error('NOSCRIPT No matching script. Please use EVAL.')
+    },
+    eval: (script: string, numkeys: number, ...args: (string | number)[]) => {
+      used.push('eval')
+      return client.eval(script, numkeys, ...args)
+    },
+  }
+  const store = new RedisStore(flushed, { prefix: keyPrefix })
+  t.equal((await store.hit('k', { requests: 5, windowMs: 1000 })).remaining, 4)
+  t.same(used, ['evalsha', 'eval'])
+})
+
+t.test(
+  'Redis unreachable, default whenStoreDown=memory: still limited per instance, logged once',
+  async (t) => {
+    const port = await closedPort()
+    const client = new Redis({ host: '127.0.0.1', port, retryStrategy: () => 50 })
+    client.on('error', () => {})
+    const { lines, stream } = logCapture()
+    const app = await build(
+      { redis: client, redisTimeoutMs: 100, limits: { ping: { requests: 2, windowMs: 60_000 } } },
+      stream,
+    )
+    t.teardown(async () => {
+      await app.close()
+      client.disconnect()
+    })
+    const r1 = await app.inject('/ping')
+    t.equal(r1.statusCode, 200)
+    t.equal(r1.headers['x-ratelimit-remaining'], '1')
+    t.equal((await app.inject('/ping')).statusCode, 200)
+    const denied = await app.inject('/ping')
+    t.equal(denied.statusCode, 429)
+    t.equal(denied.json().message, 'Rate limit exceeded. Try again in 60 seconds')
+    for (let i = 0; i < 5; i++) await app.inject('/ping')
+    const errors = lines.filter((l) => String(l.msg).includes('rate-limit store failed'))
+    t.equal(errors.length, 1, 'one log line for the outage, not one per request')
+    t.equal(errors[0]?.level, 50)
+    t.equal(errors[0]?.msg, '@trivium/protections: rate-limit store failed; whenStoreDown=memory')
+    t.equal(app.triviumRateLimit.limiter.storeDown, true)
+  },
+)
+
+t.test('Redis unreachable, whenStoreDown=closed: 503 ServiceUnavailableException', async (t) => {
+  const port = await closedPort()
+  const client = new Redis({ host: '127.0.0.1', port, retryStrategy: () => 50 })
+  client.on('error', () => {})
+  const app = await build({ redis: client, redisTimeoutMs: 100, whenStoreDown: 'closed' })
+  t.teardown(async () => {
+    await app.close()
+    client.disconnect()
+  })
+  const r = await app.inject('/ping')
+  t.equal(r.statusCode, 503)
+  t.equal(r.json().code, 'TRV_SERVICE_UNAVAILABLE')
+  t.equal(r.json().error, 'ServiceUnavailableException')
+  t.equal(r.json().message, 'Rate limit store unavailable')
+})
+
+t.test('Redis unreachable, whenStoreDown=open: allowed, remaining = requests', async (t) => {
+  const port = await closedPort()
+  const client = new Redis({ host: '127.0.0.1', port, retryStrategy: () => 50 })
+  client.on('error', () => {})
+  const app = await build({
+    redis: client,
+    redisTimeoutMs: 100,
+    whenStoreDown: 'open',
+    limits: { ping: { requests: 1, windowMs: 1000 } },
+  })
+  t.teardown(async () => {
+    await app.close()
+    client.disconnect()
+  })
+  for (let i = 0; i < 3; i++) {
+    const r = await app.inject('/ping')
+    t.equal(r.statusCode, 200)
+    t.equal(r.headers['x-ratelimit-remaining'], '1')
+  }
+})
+
+t.test('limiter: outage logged once, recovery logged once, fallback dropped on recovery', async (t) => {
+  let failing = true
+  const calls: string[] = []
+  const store: RateLimitStore = {
+    async hit(key): Promise<RateLimitResult> {
+      calls.push(key)
+      if (failing) throw new Error('ECONNREFUSED')
+      return { isAllowed: true, remaining: 9, resetTime: 1, retryAfter: 0, limit: 10 }
+    },
+  }
+  const logged: string[] = []
+  const log = {
+    error: (_o: unknown, msg: string) => logged.push(`error ${msg}`),
+    info: (msg: string) => logged.push(`info ${msg}`),
+  } as never
+  const limiter = new RateLimiter({ store, log })
+  const limit = { requests: 2, windowMs: 60_000 }
+  t.equal((await limiter.check('a', limit)).remaining, 1, 'fallback memory store counts')
+  t.equal((await limiter.check('a', limit)).remaining, 0)
+  t.equal((await limiter.check('a', limit)).isAllowed, false)
+  failing = false
+  t.equal((await limiter.check('a', limit)).remaining, 9, 'back on the store')
+  t.equal((await limiter.check('a', limit)).remaining, 9)
+  t.same(logged, [
+    'error @trivium/protections: rate-limit store failed; whenStoreDown=memory',
+    'info @trivium/protections: rate-limit store answers again',
+  ])
+  t.equal(calls.length, 5, 'the store is tried on every request, so recovery is noticed')
+  await limiter.close()
+})

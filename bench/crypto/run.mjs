@@ -1,0 +1,2 @@
+// `pnpm bench crypto`
+import './event-loop.mjs'

@@ -1,0 +1,148 @@
+// A small pool of worker threads for bcrypt. A cost-12 hash is ~300 ms of CPU in pure JS; on the main
+// thread it would stall every other request. Workers are started lazily, kept `unref`'d while idle (so an
+// idle pool never keeps a process alive) and `ref`'d while they run a job.
+import { availableParallelism } from 'node:os'
+import { Worker } from 'node:worker_threads'
+import { ServiceUnavailableException } from '@trivium/core'
+import { InvalidArgumentError, PasswordWorkerError } from './errors.js'
+import type { PasswordJob, PasswordReply } from './password-worker.js'
+
+export interface PasswordPoolOptions {
+  /** Worker threads (default: available cores − 1, at least 2, at most 4). */
+  poolSize?: number
+  /** Jobs waiting for a worker before new ones are refused with ServiceUnavailableException (default 1000). */
+  maxQueue?: number
+}
+
+interface Job {
+  message: PasswordJob
+  resolve: (value: string | boolean) => void
+  reject: (err: Error) => void
+}
+
+interface Slot {
+  worker: Worker
+  job: Job | undefined
+}
+
+export const DEFAULT_MAX_QUEUE = 1000
+export const BUSY_MESSAGE = 'Password service is busy, try again later'
+
+export function defaultPoolSize(): number {
+  return Math.min(4, Math.max(2, availableParallelism() - 1))
+}
+
+const WORKER_URL = new URL('./password-worker.js', import.meta.url)
+
+export class PasswordPool {
+  #size: number
+  #maxQueue: number
+  #slots: Slot[] = []
+  #queue: Job[] = []
+  #nextId = 1
+
+  constructor(options: PasswordPoolOptions = {}) {
+    this.#size = defaultPoolSize()
+    this.#maxQueue = DEFAULT_MAX_QUEUE
+    this.configure(options)
+  }
+
+  configure(options: PasswordPoolOptions): void {
+    if (options.poolSize !== undefined) {
+      if (!Number.isInteger(options.poolSize) || options.poolSize < 1 || options.poolSize > 64) {
+        throw new InvalidArgumentError('@trivium/crypto: poolSize must be an integer from 1 to 64')
+      }
+      this.#size = options.poolSize
+    }
+    if (options.maxQueue !== undefined) {
+      if (!Number.isInteger(options.maxQueue) || options.maxQueue < 0) {
+        throw new InvalidArgumentError('@trivium/crypto: maxQueue must be a non-negative integer')
+      }
+      this.#maxQueue = options.maxQueue
+    }
+  }
+
+  get size(): number {
+    return this.#size
+  }
+
+  /** Workers currently started (0 before the first job and after shutdown). */
+  get started(): number {
+    return this.#slots.length
+  }
+
+  run(message: Omit<PasswordJob, 'id'>): Promise<string | boolean> {
+    const canStartNow = this.#slots.length < this.#size || this.#slots.some((slot) => !slot.job)
+    if (!canStartNow && this.#queue.length >= this.#maxQueue) {
+      return Promise.reject(new ServiceUnavailableException(BUSY_MESSAGE))
+    }
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ message: { ...message, id: this.#nextId++ }, resolve, reject })
+      this.#dispatch()
+    })
+  }
+
+  /** Terminates every worker; jobs in flight or queued are rejected. The pool restarts on the next job. */
+  async shutdown(): Promise<void> {
+    const slots = this.#slots
+    const queued = this.#queue
+    this.#slots = []
+    this.#queue = []
+    const error = new PasswordWorkerError('Password workers were shut down')
+    for (const job of queued) job.reject(error)
+    await Promise.all(
+      slots.map((slot) => {
+        slot.job?.reject(error)
+        slot.job = undefined
+        slot.worker.removeAllListeners()
+        slot.worker.on('error', () => {})
+        return slot.worker.terminate()
+      }),
+    )
+  }
+
+  #dispatch(): void {
+    while (this.#queue.length > 0) {
+      let slot = this.#slots.find((s) => !s.job)
+      if (!slot) {
+        if (this.#slots.length >= this.#size) return
+        slot = this.#spawn()
+      }
+      const job = this.#queue.shift()!
+      slot.job = job
+      slot.worker.ref()
+      slot.worker.postMessage(job.message)
+    }
+  }
+
+  #spawn(): Slot {
+    const worker = new Worker(WORKER_URL, { name: 'trivium-password' })
+    const slot: Slot = { worker, job: undefined }
+    worker.unref()
+    worker.on('message', (reply: PasswordReply) => {
+      const job = slot.job
+      slot.job = undefined
+      worker.unref()
+      if (job && job.message.id === reply.id) {
+        if (reply.ok && reply.result !== undefined) job.resolve(reply.result)
+        else job.reject(new PasswordWorkerError('Password operation failed'))
+      }
+      this.#dispatch()
+    })
+    const fail = () => {
+      const index = this.#slots.indexOf(slot)
+      if (index === -1) return
+      this.#slots.splice(index, 1)
+      slot.job?.reject(new PasswordWorkerError('Password worker stopped unexpectedly'))
+      slot.job = undefined
+      worker.removeAllListeners()
+      worker.on('error', () => {})
+      void worker.terminate()
+      this.#dispatch()
+    }
+    worker.on('error', fail)
+    worker.on('exit', fail)
+    this.#slots.push(slot)
+    return slot
+  }
+}

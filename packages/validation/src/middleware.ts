@@ -1,0 +1,175 @@
+// Endpoint validation as a core middleware: an endpoint declares which request fields to check, and the
+// check runs before the handler on every transport (HTTP, WebSocket, TCP share one pipeline).
+//
+//   fastify.trivium.endpoint('users.register', {
+//     method: 'POST', url: '/users',
+//     validate: { email: 'email', username: 'username', password: { rule: 'password', minLength: 10 } },
+//     sanitize: ['bio'],
+//   }, handler)
+import { type FieldError, type Middleware, type TriviumCall, ValidationException } from '@trivium/core'
+import { REQUIRED_MESSAGE } from './messages.js'
+import {
+  sanitize,
+  validateEmail,
+  validateFileContent,
+  validateFileExtension,
+  validateFileSize,
+  validatePassword,
+  validateUsername,
+} from './validators.js'
+
+export type RuleName = 'email' | 'username' | 'password' | 'fileExtension' | 'fileSize' | 'fileContent'
+
+/** A custom check: throw a ValidationException (its message is used) to reject the value. */
+export type CustomRule = (value: unknown, field: string) => void
+
+export interface RuleSpec {
+  rule: RuleName | CustomRule
+  /** Absent (undefined or null) passes; present values are still checked. Default false. */
+  optional?: boolean
+  /** For `password`: minimum length (default 8). */
+  minLength?: number
+}
+
+export type FieldRule = RuleName | CustomRule | RuleSpec
+
+declare module '@trivium/core' {
+  interface TriviumEndpointConfig {
+    /** Request-body fields to check before the handler, by field name. */
+    validate?: Record<string, FieldRule>
+    /** Request-body string fields to replace with `sanitize(value)` before the handler (after `validate`). */
+    sanitize?: string[]
+  }
+}
+
+function runRule(rule: RuleName | CustomRule, value: unknown, field: string, spec: RuleSpec): void {
+  switch (rule) {
+    case 'email':
+      validateEmail(value, field)
+      return
+    case 'username':
+      validateUsername(value, field)
+      return
+    case 'password':
+      validatePassword(value, spec.minLength === undefined ? {} : { minLength: spec.minLength }, field)
+      return
+    case 'fileExtension':
+      validateFileExtension(value, field)
+      return
+    case 'fileSize':
+      validateFileSize(value, field)
+      return
+    case 'fileContent':
+      validateFileContent(value, field)
+      return
+    default:
+      if (typeof rule === 'function') {
+        rule(value, field)
+        return
+      }
+      throw new TypeError(`@trivium/validation: unknown rule "${String(rule)}" for field "${field}"`)
+  }
+}
+
+function toSpec(rule: FieldRule): RuleSpec {
+  return typeof rule === 'object' && rule !== null ? rule : { rule }
+}
+
+function isValidationError(err: unknown): err is ValidationException {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 'TRV_VALIDATION'
+}
+
+function fieldValue(body: unknown, field: string): unknown {
+  if (typeof body !== 'object' || body === null || !Object.hasOwn(body, field)) return undefined
+  return (body as Record<string, unknown>)[field]
+}
+
+/**
+ * Checks `call.body` against the endpoint's `validate` declaration. Every declared field is checked;
+ * the thrown ValidationException's message is the first failure's and `details` lists every failure,
+ * each naming its field.
+ */
+export function checkCall(call: TriviumCall<any>): void {
+  const config = call.definition.config
+  const rules = config.validate
+  const toSanitize = config.sanitize
+  if (!rules && !toSanitize) return
+  const body: unknown = call.body
+  if (rules) {
+    const details: FieldError[] = []
+    let message: string | undefined
+    for (const [field, rule] of Object.entries(rules)) {
+      const spec = toSpec(rule)
+      const value = fieldValue(body, field)
+      if (value === undefined || value === null) {
+        if (spec.optional) continue
+        message ??= REQUIRED_MESSAGE
+        details.push({ field, message: REQUIRED_MESSAGE })
+        continue
+      }
+      try {
+        runRule(spec.rule, value, field, spec)
+      } catch (err) {
+        if (!isValidationError(err)) throw err
+        message ??= err.message
+        const fieldDetails =
+          Array.isArray(err.details) && err.details.length > 0
+            ? err.details
+            : [{ field, message: err.message }]
+        details.push(...fieldDetails)
+      }
+    }
+    if (message !== undefined) throw new ValidationException(message, details)
+  }
+  if (toSanitize && typeof body === 'object' && body !== null) {
+    const record = body as Record<string, unknown>
+    for (const field of toSanitize) {
+      const value = fieldValue(body, field)
+      if (typeof value === 'string') record[field] = sanitize(value)
+    }
+  }
+}
+
+/** The middleware: `fastify.trivium.use(validationMiddleware(), { name: 'validation' })`. */
+export function validationMiddleware(): Middleware {
+  return (call, next) => {
+    checkCall(call)
+    return next()
+  }
+}
+
+/** Checks every endpoint's declaration once at start-up, so a typo in a rule fails `ready()`. */
+export function checkDeclaration(name: string, config: { validate?: unknown; sanitize?: unknown }): void {
+  const { validate, sanitize: fields } = config
+  if (validate !== undefined) {
+    if (typeof validate !== 'object' || validate === null || Array.isArray(validate)) {
+      throw new TypeError(
+        `@trivium/validation: endpoint "${name}": validate must be an object of field rules`,
+      )
+    }
+    const names: readonly string[] = [
+      'email',
+      'username',
+      'password',
+      'fileExtension',
+      'fileSize',
+      'fileContent',
+    ]
+    for (const [field, rule] of Object.entries(validate)) {
+      const spec = toSpec(rule as FieldRule)
+      if (typeof spec.rule !== 'function' && !names.includes(spec.rule as string)) {
+        throw new TypeError(
+          `@trivium/validation: endpoint "${name}": unknown rule "${String(spec.rule)}" for field "${field}"`,
+        )
+      }
+      if (spec.minLength !== undefined && (!Number.isInteger(spec.minLength) || spec.minLength < 1)) {
+        throw new TypeError(
+          `@trivium/validation: endpoint "${name}": minLength of "${field}" must be a positive integer`,
+        )
+      }
+    }
+  }
+  if (fields !== undefined && (!Array.isArray(fields) || fields.some((f) => typeof f !== 'string'))) {
+    throw new TypeError(`@trivium/validation: endpoint "${name}": sanitize must be a list of field names`)
+  }
+}

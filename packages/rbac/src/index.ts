@@ -1,0 +1,85 @@
+// @trivium/rbac — the Fastify plugin. Runs the RBAC migrations, decorates `fastify.rbac` (the
+// service) and adds the authorization middleware to the app-wide chain as `rbac`, after `auth`.
+import type { SqlClient } from '@trivium/sql'
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
+import fp from 'fastify-plugin'
+import {
+  checkEndpointConfig,
+  checkRequirementMap,
+  createRbacMiddleware,
+  type RequirementMap,
+} from './middleware.js'
+import { migrateRbac, RbacService, type RbacServiceOptions } from './service.js'
+
+export * from './errors.js'
+export * from './middleware.js'
+export * from './migrations.js'
+export * from './service.js'
+
+export interface TriviumRbacOptions extends RbacServiceOptions {
+  /** The database (from `connectPostgres` or `connectPglite`); the plugin does not close it. */
+  sql: SqlClient
+  /** endpoint name → required permissions (any-of); replaces the endpoint's own declaration. */
+  permissions?: RequirementMap
+  /** endpoint name → required roles (any-of); replaces the endpoint's own declaration. */
+  roles?: RequirementMap
+  /** Endpoints whose checks read current rights from the database (as `liveRbac: true`). */
+  live?: string[]
+  /** Run the RBAC migrations at registration (default true). */
+  migrate?: boolean
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    rbac: RbacService
+  }
+}
+
+const triviumRbacPlugin: FastifyPluginAsync<TriviumRbacOptions> = async (
+  fastify: FastifyInstance,
+  options,
+) => {
+  if (typeof options !== 'object' || options === null || options.sql === undefined) {
+    throw new TypeError('@trivium/rbac: the sql option (a SqlClient from @trivium/sql) is required')
+  }
+  const permissions = checkRequirementMap(options.permissions, 'permissions')
+  const roles = checkRequirementMap(options.roles, 'roles')
+  const live = options.live ?? []
+  if (!Array.isArray(live) || live.some((n) => typeof n !== 'string')) {
+    throw new TypeError('@trivium/rbac: live must be a list of endpoint names')
+  }
+  const migrate = options.migrate ?? true
+  if (typeof migrate !== 'boolean') throw new TypeError('@trivium/rbac: migrate must be a boolean')
+
+  const service = new RbacService(options.sql, options)
+  if (migrate) await migrateRbac(options.sql)
+  fastify.decorate('rbac', service)
+  fastify.trivium.use(createRbacMiddleware({ permissions, roles, live, service }), {
+    name: 'rbac',
+    after: ['auth'],
+  })
+
+  // A map entry or live entry naming an endpoint that does not exist is a typo that would silently
+  // leave the real endpoint unprotected: fail at start-up.
+  fastify.addHook('onReady', async () => {
+    const registry = fastify.trivium.registry
+    for (const [option, names] of [
+      ['permissions', Object.keys(permissions)],
+      ['roles', Object.keys(roles)],
+      ['live', live],
+    ] as const) {
+      for (const name of names) {
+        if (!registry.has(name))
+          throw new TypeError(`@trivium/rbac: ${option} names unknown endpoint "${name}"`)
+      }
+    }
+    for (const def of registry.list()) checkEndpointConfig(def.name, def.config)
+  })
+}
+
+export const triviumRbac = fp(triviumRbacPlugin, {
+  fastify: '5.x',
+  name: '@trivium/rbac',
+  dependencies: ['@trivium/core'],
+})
+export default triviumRbac

@@ -1,0 +1,143 @@
+// Authorization middleware (spec "Authorization middleware"), the same on every transport.
+//   - context `authenticated` not true → passes unchecked (authentication must run first: the
+//     middleware is registered as `rbac` with `after: ['auth']`, checked at ready());
+//   - required permissions: any-of, else ForbiddenException `Insufficient permissions. Required: a, b`;
+//   - required roles: any-of, else ForbiddenException `Insufficient roles. Required: a, b`;
+//   - both lists present → both must pass (permissions are checked first).
+// Requirements come from the endpoint's registration (`permissions`, `roles`) unless the plugin's
+// option maps name the endpoint, which then replace the declaration.
+import { ForbiddenException, type Middleware, type TriviumCall } from '@trivium/core'
+import type { RbacService, UserRights } from './service.js'
+
+declare module '@trivium/core' {
+  interface TriviumEndpointConfig {
+    /** Any-of: the caller needs at least one of these permissions. */
+    permissions?: string[]
+    /** Any-of: the caller needs at least one of these roles. */
+    roles?: string[]
+    /**
+     * Check the user's current roles/permissions in the database (cached briefly) instead of the
+     * snapshot carried by the token, so a revoked role stops working before the token expires.
+     */
+    liveRbac?: boolean
+  }
+}
+
+/** The separator of the `Required:` list ("comma-separated" in the spec). */
+export const REQUIRED_SEPARATOR = ', '
+
+export function insufficientPermissions(required: readonly string[]): Error {
+  return new ForbiddenException(`Insufficient permissions. Required: ${required.join(REQUIRED_SEPARATOR)}`)
+}
+
+export function insufficientRoles(required: readonly string[]): Error {
+  return new ForbiddenException(`Insufficient roles. Required: ${required.join(REQUIRED_SEPARATOR)}`)
+}
+
+export type RequirementMap = Record<string, string[]>
+
+export interface RbacMiddlewareOptions {
+  /** endpoint name → permission names (any-of). Replaces the endpoint's own `permissions`. */
+  permissions?: RequirementMap
+  /** endpoint name → role names (any-of). Replaces the endpoint's own `roles`. */
+  roles?: RequirementMap
+  /** Endpoints checked live (in addition to those declared `liveRbac: true`). */
+  live?: string[]
+  /** Needed for live checks. */
+  service?: RbacService
+}
+
+export interface Requirements {
+  permissions: string[]
+  roles: string[]
+  live: boolean
+}
+
+function stringList(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : []
+}
+
+/** Checks a requirement map's shape; messages name the option. */
+export function checkRequirementMap(value: unknown, option: string): RequirementMap {
+  if (value === undefined) return {}
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new TypeError(`@trivium/rbac: ${option} must be an object mapping endpoint names to lists of names`)
+  }
+  for (const [endpoint, list] of Object.entries(value)) {
+    if (!Array.isArray(list) || list.some((n) => typeof n !== 'string' || n === '')) {
+      throw new TypeError(`@trivium/rbac: ${option}["${endpoint}"] must be a list of non-empty strings`)
+    }
+  }
+  return value as RequirementMap
+}
+
+export function checkEndpointConfig(
+  name: string,
+  config: { permissions?: unknown; roles?: unknown; liveRbac?: unknown },
+) {
+  for (const key of ['permissions', 'roles'] as const) {
+    const list = config[key]
+    if (list !== undefined && (!Array.isArray(list) || list.some((n) => typeof n !== 'string' || n === ''))) {
+      throw new TypeError(`@trivium/rbac: endpoint "${name}": ${key} must be a list of non-empty strings`)
+    }
+  }
+  if (config.liveRbac !== undefined && typeof config.liveRbac !== 'boolean') {
+    throw new TypeError(`@trivium/rbac: endpoint "${name}": liveRbac must be a boolean`)
+  }
+}
+
+function userIdOf(call: TriviumCall<unknown>): number | undefined {
+  const raw = call.context.user_id
+  const id = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : raw
+  return typeof id === 'number' && Number.isInteger(id) && id > 0 && id <= 2147483647 ? id : undefined
+}
+
+export function createRbacMiddleware(options: RbacMiddlewareOptions = {}): Middleware {
+  const permissionMap = checkRequirementMap(options.permissions, 'permissions')
+  const roleMap = checkRequirementMap(options.roles, 'roles')
+  const liveSet = new Set(options.live ?? [])
+  const service = options.service
+  // Requirements per endpoint, computed on first use (definitions are immutable after start).
+  const cache = new Map<string, Requirements>()
+
+  function requirementsOf(call: TriviumCall<unknown>): Requirements {
+    let req = cache.get(call.endpoint)
+    if (req === undefined) {
+      const config = call.definition.config
+      const own = Object.hasOwn
+      req = {
+        permissions: [
+          ...(own(permissionMap, call.endpoint)
+            ? permissionMap[call.endpoint]!
+            : stringList(config.permissions)),
+        ],
+        roles: [...(own(roleMap, call.endpoint) ? roleMap[call.endpoint]! : stringList(config.roles))],
+        live: config.liveRbac === true || liveSet.has(call.endpoint),
+      }
+      cache.set(call.endpoint, req)
+    }
+    return req
+  }
+
+  return async function rbac(call, next) {
+    if (call.context.authenticated !== true) return next()
+    const req = requirementsOf(call)
+    if (req.permissions.length === 0 && req.roles.length === 0) return next()
+
+    let rights: UserRights
+    if (req.live && service) {
+      const userId = userIdOf(call)
+      rights = userId === undefined ? { roles: [], permissions: [] } : await service.liveRights(userId)
+    } else {
+      rights = { roles: stringList(call.context.roles), permissions: stringList(call.context.permissions) }
+    }
+
+    if (req.permissions.length > 0 && !req.permissions.some((p) => rights.permissions.includes(p))) {
+      throw insufficientPermissions(req.permissions)
+    }
+    if (req.roles.length > 0 && !req.roles.some((r) => rights.roles.includes(r))) {
+      throw insufficientRoles(req.roles)
+    }
+    return next()
+  }
+}

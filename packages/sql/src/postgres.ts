@@ -1,0 +1,185 @@
+// PostgreSQL engine over a `pg` Pool.
+import type { Pool, PoolClient, PoolConfig } from 'pg'
+import { mapConnectionError } from './errors.js'
+import { checkSchema, type QueryResult, quoteIdent, type SqlClient } from './types.js'
+
+export interface PostgresOptions {
+  /** e.g. `postgres://postgres@127.0.0.1:5432/app`. Ignored when `pool` is given. */
+  connectionString?: string
+  /** An existing pool; it is not ended by `close()`. */
+  pool?: Pool
+  /** Schema to work in: created if missing and put on `search_path` of every connection. */
+  schema?: string
+  /** Pool size when the adapter creates the pool (default 10). */
+  max?: number
+  /** How long to wait for a connection before failing with DatabaseUnavailableError (default 5000 ms). */
+  connectionTimeoutMillis?: number
+}
+
+type Queryable = Pick<PoolClient, 'query'>
+
+async function run<R>(target: Queryable, text: string, params?: unknown[]): Promise<QueryResult<R>> {
+  try {
+    const result = await target.query(text, params as unknown[] | undefined)
+    return { rows: result.rows as R[], rowCount: result.rowCount ?? result.rows.length }
+  } catch (err) {
+    throw mapConnectionError(err)
+  }
+}
+
+async function runSimple(target: Queryable, sql: string): Promise<void> {
+  try {
+    await target.query(sql) // no parameters: simple protocol, several statements allowed
+  } catch (err) {
+    throw mapConnectionError(err)
+  }
+}
+
+/** A client bound to one checked-out connection inside BEGIN … COMMIT. */
+function transactionClient(conn: PoolClient): SqlClient {
+  let savepoints = 0
+  const tx: SqlClient = {
+    dialect: 'postgres',
+    query: (text, params) => run(conn, text, params),
+    exec: (sql) => runSimple(conn, sql),
+    async transaction(fn) {
+      const name = `trivium_sp_${++savepoints}`
+      await runSimple(conn, `SAVEPOINT ${name}`)
+      try {
+        const value = await fn(tx)
+        await runSimple(conn, `RELEASE SAVEPOINT ${name}`)
+        return value
+      } catch (err) {
+        await runSimple(conn, `ROLLBACK TO SAVEPOINT ${name}`).catch(() => {})
+        throw err
+      }
+    },
+    async close() {
+      throw new Error('@trivium/sql: close() cannot be called on a transaction client')
+    },
+  }
+  return tx
+}
+
+/**
+ * Connects to PostgreSQL. Checks the connection (and creates `schema`) before resolving, so a
+ * database that is down fails start-up with DatabaseUnavailableError.
+ */
+export async function connectPostgres(opts: PostgresOptions): Promise<SqlClient> {
+  if (typeof opts !== 'object' || opts === null)
+    throw new TypeError('@trivium/sql: connectPostgres needs options')
+  const schema = checkSchema(opts.schema)
+  if (opts.pool === undefined && typeof opts.connectionString !== 'string') {
+    throw new TypeError('@trivium/sql: connectPostgres needs a connectionString or a pool')
+  }
+  const max = opts.max ?? 10
+  if (!Number.isInteger(max) || max < 1) throw new TypeError('@trivium/sql: max must be a positive integer')
+
+  const ownsPool = opts.pool === undefined
+  let pool: Pool
+  if (opts.pool) {
+    pool = opts.pool
+  } else {
+    const { default: pg } = await import('pg')
+    const config: PoolConfig = {
+      connectionString: opts.connectionString,
+      max,
+      connectionTimeoutMillis: opts.connectionTimeoutMillis ?? 5000,
+    }
+    // Every connection of our own pool starts with the schema on its search_path.
+    if (schema) config.options = `-c search_path=${schema}`
+    pool = new pg.Pool(config)
+    // An idle connection dropped by the server must not crash the process; the next query reconnects.
+    pool.on('error', () => {})
+  }
+
+  // A pool passed in by the caller: set search_path once on each connection it hands us.
+  const prepared = new WeakSet<PoolClient>()
+  const guarded = new WeakSet<PoolClient>()
+  async function acquire(): Promise<PoolClient> {
+    let conn: PoolClient
+    try {
+      conn = await pool.connect()
+    } catch (err) {
+      throw mapConnectionError(err)
+    }
+    if (!guarded.has(conn)) {
+      // pg-pool only listens for 'error' on idle connections: a connection lost while checked out
+      // would otherwise be an uncaught exception. The failing query rejects on its own.
+      conn.on('error', () => {})
+      guarded.add(conn)
+    }
+    if (schema && !ownsPool && !prepared.has(conn)) {
+      try {
+        await conn.query(`SET search_path TO ${quoteIdent(schema)}`)
+        prepared.add(conn)
+      } catch (err) {
+        conn.release(err as Error)
+        throw mapConnectionError(err)
+      }
+    }
+    return conn
+  }
+
+  async function withConnection<T>(fn: (conn: PoolClient) => Promise<T>): Promise<T> {
+    if (ownsPool || !schema) {
+      // pool.query checks out and releases a connection itself
+      return fn(pool as unknown as PoolClient)
+    }
+    const conn = await acquire()
+    try {
+      return await fn(conn)
+    } finally {
+      conn.release()
+    }
+  }
+
+  const client: SqlClient = {
+    dialect: 'postgres',
+    query: (text, params) => withConnection((conn) => run(conn, text, params)),
+    exec: (sql) => withConnection((conn) => runSimple(conn, sql)),
+    async transaction(fn) {
+      const conn = await acquire()
+      let broken: Error | undefined
+      try {
+        await runSimple(conn, 'BEGIN')
+        const value = await fn(transactionClient(conn))
+        await runSimple(conn, 'COMMIT')
+        return value
+      } catch (err) {
+        try {
+          await conn.query('ROLLBACK')
+        } catch (rollbackErr) {
+          broken = rollbackErr as Error // the connection is unusable: destroy it instead of reusing
+        }
+        throw err
+      } finally {
+        conn.release(broken)
+      }
+    },
+    async close() {
+      if (ownsPool) await pool.end()
+    },
+  }
+
+  if (schema) {
+    try {
+      // Schema names were validated; IF NOT EXISTS can still race with another instance (23505/42P06).
+      await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`)
+    } catch (err) {
+      const code = (err as { code?: string }).code
+      if (code !== '23505' && code !== '42P06') {
+        if (ownsPool) await pool.end().catch(() => {})
+        throw err
+      }
+    }
+  } else {
+    try {
+      await client.query('SELECT 1')
+    } catch (err) {
+      if (ownsPool) await pool.end().catch(() => {})
+      throw err
+    }
+  }
+  return client
+}

@@ -1,0 +1,42 @@
+// The one client interface every Trivium package that stores data is written against. Two engines
+// implement it with the same SQL: PostgreSQL through `pg`, and PGlite (embedded WASM PostgreSQL).
+
+export type SqlDialect = 'postgres' | 'pglite'
+
+export interface QueryResult<R> {
+  rows: R[]
+  /** Rows returned (SELECT) or changed (INSERT/UPDATE/DELETE). */
+  rowCount: number
+}
+
+export interface SqlClient {
+  readonly dialect: SqlDialect
+  /** One statement with `$1`-style parameters. */
+  query<R = Record<string, unknown>>(text: string, params?: unknown[]): Promise<QueryResult<R>>
+  /** Several statements separated by `;`, without parameters (DDL, migrations). */
+  exec(sql: string): Promise<void>
+  /**
+   * Runs `fn` inside BEGIN/COMMIT; a throw rolls back and is rethrown. On PostgreSQL every query of
+   * `tx` uses one pooled connection. Calling `tx.transaction` nests with a SAVEPOINT.
+   */
+  transaction<T>(fn: (tx: SqlClient) => Promise<T>): Promise<T>
+  /** Ends the pool or the embedded database (a pool passed in by the caller is left open). */
+  close(): Promise<void>
+}
+
+/** Schema names are interpolated into SQL, so only plain identifiers are accepted. */
+export const SCHEMA_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
+
+export function checkSchema(schema: string | undefined): string | undefined {
+  if (schema === undefined) return undefined
+  if (typeof schema !== 'string' || !SCHEMA_NAME_PATTERN.test(schema)) {
+    throw new TypeError(
+      `@trivium/sql: schema must be a plain identifier (letters, digits, "_", at most 63 characters), got ${JSON.stringify(schema)}`,
+    )
+  }
+  return schema
+}
+
+export function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`
+}

@@ -1,0 +1,149 @@
+import triviumCore, { ValidationException } from '@trivium/core'
+import triviumWebSocket, { type TriviumWebSocketOptions } from '@trivium/websocket'
+import { decodeWsFrame, encodeWsFrame, type Frame, FrameType } from '@trivium/wire'
+import Fastify, { type FastifyInstance } from 'fastify'
+import WebSocket from 'ws'
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+export const enc = (v: unknown) => new TextEncoder().encode(JSON.stringify(v))
+export const dec = (b: Uint8Array) => JSON.parse(new TextDecoder().decode(b))
+
+export interface Probe {
+  finallyRan: number
+  produced: number
+}
+
+export async function buildApp(
+  wsOptions: TriviumWebSocketOptions = {},
+): Promise<{ app: FastifyInstance; url: string; probe: Probe }> {
+  const app = Fastify({ logger: false })
+  const probe: Probe = { finallyRan: 0, produced: 0 }
+  await app.register(triviumCore)
+  // A stand-in for @trivium/auth: token "u<id>" authenticates user <id>, with jti "j<id>".
+  app.trivium.use(
+    async (call, next) => {
+      const token = call.query.token
+      if (typeof token === 'string' && token.startsWith('u')) {
+        call.context.user_id = Number(token.slice(1))
+        call.context.token_claims = { jti: `j${token.slice(1)}`, exp: Math.floor(Date.now() / 1000) + 3600 }
+      }
+      return next()
+    },
+    { name: 'auth' },
+  )
+  await app.register(triviumWebSocket, wsOptions)
+  app.trivium.endpoint('echo', { method: 'POST', url: '/echo' }, (body) => body)
+  app.trivium.endpoint('slow', { method: 'POST', url: '/slow' }, async (body: { ms: number }) => {
+    await sleep(body.ms)
+    return { slept: body.ms }
+  })
+  app.trivium.endpoint('whoami', { method: 'GET', url: '/whoami' }, (_b, call) => ({
+    user: call.context.user_id ?? null,
+    protocol: call.protocol,
+    token: call.query.token ?? null,
+    header: call.headers['x-test'] ?? null,
+    ip: call.clientIp,
+  }))
+  app.trivium.endpoint('boom', { method: 'POST', url: '/boom' }, () => {
+    throw new Error('secret internals')
+  })
+  app.trivium.endpoint('invalid', { method: 'POST', url: '/invalid' }, () => {
+    throw new ValidationException('Invalid request: name is required', [
+      { field: 'name', message: 'is required' },
+    ])
+  })
+  app.trivium.stream(
+    'count',
+    { method: 'POST', url: '/count' },
+    async function* (body: { n: number; ms?: number; size?: number }, call) {
+      try {
+        for (let i = 0; i < body.n; i++) {
+          if (body.ms) await sleep(body.ms)
+          if (call.signal.aborted) return
+          probe.produced++
+          yield body.size ? { i, pad: 'x'.repeat(body.size) } : { i }
+        }
+      } finally {
+        probe.finallyRan++
+      }
+    },
+  )
+  app.trivium.stream('failing', { method: 'POST', url: '/failing' }, async function* () {
+    yield { i: 0 }
+    throw new Error('stream broke')
+  })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const address = app.server.address()
+  const port = typeof address === 'object' && address ? address.port : 0
+  return { app, url: `ws://127.0.0.1:${port}/ws`, probe }
+}
+
+export class Client {
+  readonly frames: Frame[] = []
+  closeCode: number | undefined
+  closeReason = ''
+  readonly closed: Promise<void>
+  #waiters: Array<() => void> = []
+
+  constructor(readonly ws: WebSocket) {
+    ws.on('message', (data: Buffer) => {
+      this.frames.push(decodeWsFrame(new Uint8Array(data)))
+      this.#wake()
+    })
+    this.closed = new Promise((resolve) =>
+      ws.on('close', (code, reason) => {
+        this.closeCode = code
+        this.closeReason = reason.toString()
+        this.#wake()
+        resolve()
+      }),
+    )
+    ws.on('error', () => {})
+  }
+
+  static async open(url: string, headers?: Record<string, string>): Promise<Client> {
+    const ws = new WebSocket(url, { headers })
+    const client = new Client(ws)
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve())
+      ws.once('error', reject)
+      ws.once('unexpected-response', (_req, res) =>
+        reject(Object.assign(new Error('unexpected-response'), { status: res.statusCode })),
+      )
+    })
+    return client
+  }
+
+  #wake(): void {
+    const w = this.#waiters
+    this.#waiters = []
+    for (const f of w) f()
+  }
+
+  send(frame: Frame): void {
+    this.ws.send(encodeWsFrame(frame))
+  }
+
+  request(requestId: number, endpoint: string, body: unknown): void {
+    this.send({ type: FrameType.REQUEST, requestId, endpoint, payload: enc(body) })
+  }
+
+  /** Waits until `pred` holds over the frames received so far (or the socket closes). */
+  async until(pred: (frames: Frame[]) => boolean, timeoutMs = 3000): Promise<Frame[]> {
+    const deadline = Date.now() + timeoutMs
+    while (!pred(this.frames)) {
+      if (this.closeCode !== undefined || Date.now() > deadline) break
+      await new Promise<void>((resolve) => {
+        this.#waiters.push(resolve)
+        setTimeout(resolve, 50)
+      })
+    }
+    return this.frames
+  }
+
+  async reply(requestId: number, type?: number): Promise<Frame | undefined> {
+    const match = (f: Frame) => f.requestId === requestId && (type === undefined || f.type === type)
+    await this.until((fs) => fs.some(match))
+    return this.frames.find(match)
+  }
+}

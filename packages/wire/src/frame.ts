@@ -1,0 +1,191 @@
+import { FrameError, FrameErrorCode } from './errors.js'
+
+export const FrameType = {
+  REQUEST: 0x01,
+  RESPONSE: 0x02,
+  ERROR: 0x03,
+  STREAM_ITEM: 0x04,
+  STREAM_END: 0x05,
+  CANCEL: 0x06,
+  PUSH: 0x07,
+  PING: 0x08,
+  PONG: 0x09,
+  GOAWAY: 0x0a,
+  SUBSCRIBE: 0x0b,
+  UNSUBSCRIBE: 0x0c,
+} as const
+export type FrameTypeName = keyof typeof FrameType
+
+export interface Frame {
+  type: number
+  requestId: number
+  /** REQUEST only. */
+  endpoint?: string
+  /** PUSH, SUBSCRIBE, UNSUBSCRIBE. */
+  topic?: string
+  payload: Uint8Array
+}
+
+/** 1 MiB of payload plus 1 KiB for the header, the endpoint name and TCP metadata. */
+export const DEFAULT_MAX_FRAME_BYTES = 1024 * 1024 + 1024
+/** Longest endpoint name or topic, in UTF-8 bytes. */
+export const MAX_NAME_BYTES = 255
+
+const EMPTY = new Uint8Array(0)
+const encoder = new TextEncoder()
+const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
+
+const TYPE_NAMES: Record<number, string> = {}
+for (const [name, code] of Object.entries(FrameType)) TYPE_NAMES[code] = name
+
+/** The name of a frame type (`REQUEST`), or `0x..` for an unknown one. */
+export function frameTypeName(type: number): string {
+  return TYPE_NAMES[type] ?? `0x${type.toString(16).padStart(2, '0')}`
+}
+
+export function isKnownFrameType(type: number): boolean {
+  return Number.isInteger(type) && type >= FrameType.REQUEST && type <= FrameType.UNSUBSCRIBE
+}
+
+/** Frame types whose request id must not be 0 (0 is reserved for server-initiated frames). */
+function needsRequestId(type: number): boolean {
+  return (
+    type === FrameType.REQUEST ||
+    type === FrameType.CANCEL ||
+    type === FrameType.SUBSCRIBE ||
+    type === FrameType.UNSUBSCRIBE
+  )
+}
+
+function hasEmptyBody(type: number): boolean {
+  return (
+    type === FrameType.STREAM_END ||
+    type === FrameType.CANCEL ||
+    type === FrameType.PING ||
+    type === FrameType.PONG
+  )
+}
+
+function malformed(message: string, requestId?: number): FrameError {
+  return new FrameError(FrameErrorCode.MALFORMED, message, requestId)
+}
+
+function encodeName(kind: string, name: unknown, requestId: number): Uint8Array {
+  if (typeof name !== 'string' || name.length === 0)
+    throw malformed(`${kind} must be a non-empty string`, requestId)
+  if (name.includes('\u0000')) throw malformed(`${kind} must not contain 0x00`, requestId)
+  const bytes = encoder.encode(name)
+  if (bytes.length > MAX_NAME_BYTES)
+    throw malformed(`${kind} is longer than ${MAX_NAME_BYTES} bytes`, requestId)
+  return bytes
+}
+
+/**
+ * The body of a frame (everything after type and request id) as up to two parts: a prefix (name +
+ * 0x00, or the topic) and the payload. Validates the frame.
+ */
+export function frameBodyParts(frame: Frame): [Uint8Array, Uint8Array] {
+  const { type, requestId } = frame
+  if (!Number.isInteger(requestId) || requestId < 0 || requestId > 0xffffffff) {
+    throw malformed('requestId must be an integer from 0 to 4294967295')
+  }
+  if (!isKnownFrameType(type)) {
+    throw new FrameError(FrameErrorCode.UNKNOWN_TYPE, `Unknown frame type ${frameTypeName(type)}`, requestId)
+  }
+  if (needsRequestId(type) && requestId === 0)
+    throw malformed(`${frameTypeName(type)} needs a request id other than 0`)
+  const payload = frame.payload ?? EMPTY
+  if (!(payload instanceof Uint8Array)) throw malformed('payload must be a Uint8Array', requestId)
+  switch (type) {
+    case FrameType.REQUEST:
+    case FrameType.PUSH: {
+      const name = encodeName(
+        type === FrameType.REQUEST ? 'endpoint' : 'topic',
+        type === FrameType.REQUEST ? frame.endpoint : frame.topic,
+        requestId,
+      )
+      const prefix = new Uint8Array(name.length + 1)
+      prefix.set(name)
+      return [prefix, payload]
+    }
+    case FrameType.SUBSCRIBE:
+    case FrameType.UNSUBSCRIBE:
+      if (payload.length > 0) throw malformed(`${frameTypeName(type)} has no payload`, requestId)
+      return [encodeName('topic', frame.topic, requestId), EMPTY]
+    default:
+      if (hasEmptyBody(type) && payload.length > 0)
+        throw malformed(`${frameTypeName(type)} has no payload`, requestId)
+      return [EMPTY, payload]
+  }
+}
+
+function decodeName(kind: string, bytes: Uint8Array, requestId: number): string {
+  if (bytes.length === 0) throw malformed(`Empty ${kind}`, requestId)
+  if (bytes.length > MAX_NAME_BYTES)
+    throw malformed(`${kind} is longer than ${MAX_NAME_BYTES} bytes`, requestId)
+  try {
+    return decoder.decode(bytes)
+  } catch {
+    throw malformed(`${kind} is not valid UTF-8`, requestId)
+  }
+}
+
+/**
+ * Builds a frame from its type, request id and body (a view; the payload is a subarray of it, not a
+ * copy). Shared by the WebSocket and TCP decoders.
+ */
+export function parseFrameBody(type: number, requestId: number, body: Uint8Array): Frame {
+  if (!isKnownFrameType(type)) {
+    throw new FrameError(FrameErrorCode.UNKNOWN_TYPE, `Unknown frame type ${frameTypeName(type)}`, requestId)
+  }
+  if (needsRequestId(type) && requestId === 0)
+    throw malformed(`${frameTypeName(type)} needs a request id other than 0`)
+  switch (type) {
+    case FrameType.REQUEST:
+    case FrameType.PUSH: {
+      const kind = type === FrameType.REQUEST ? 'endpoint name' : 'topic'
+      // Search the terminator only where a valid name can end: never scan a whole large payload.
+      const end = body.subarray(0, MAX_NAME_BYTES + 1).indexOf(0)
+      if (end < 0) throw malformed(`Missing 0x00 terminator after the ${kind}`, requestId)
+      const name = decodeName(kind, body.subarray(0, end), requestId)
+      const payload = body.subarray(end + 1)
+      return type === FrameType.REQUEST
+        ? { type, requestId, endpoint: name, payload }
+        : { type, requestId, topic: name, payload }
+    }
+    case FrameType.SUBSCRIBE:
+    case FrameType.UNSUBSCRIBE:
+      return { type, requestId, topic: decodeName('topic', body, requestId), payload: EMPTY }
+    default:
+      if (hasEmptyBody(type) && body.length > 0)
+        throw malformed(`${frameTypeName(type)} has no payload`, requestId)
+      return { type, requestId, payload: body }
+  }
+}
+
+/** WebSocket frame: `type (1) | request id (4, BE) | body`. */
+export function encodeWsFrame(frame: Frame): Uint8Array {
+  const [prefix, payload] = frameBodyParts(frame)
+  const out = new Uint8Array(5 + prefix.length + payload.length)
+  out[0] = frame.type
+  new DataView(out.buffer).setUint32(1, frame.requestId)
+  out.set(prefix, 5)
+  out.set(payload, 5 + prefix.length)
+  return out
+}
+
+/** Decodes one WebSocket message. The payload is a view into `bytes`. Throws {@link FrameError}. */
+export function decodeWsFrame(bytes: Uint8Array, opts?: { maxFrameBytes?: number }): Frame {
+  if (!(bytes instanceof Uint8Array)) throw malformed('A frame must be binary')
+  const max = opts?.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES
+  if (bytes.length < 5) throw malformed(`Frame of ${bytes.length} bytes is shorter than its 5-byte header`)
+  const requestId = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(1)
+  if (bytes.length > max) {
+    throw new FrameError(
+      FrameErrorCode.TOO_LARGE,
+      `Frame of ${bytes.length} bytes is over the limit of ${max} bytes`,
+      requestId,
+    )
+  }
+  return parseFrameBody(bytes[0] as number, requestId, bytes.subarray(5))
+}

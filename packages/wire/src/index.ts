@@ -1,0 +1,16 @@
+// @trivium/wire — frame codec shared by @trivium/websocket, @trivium/tcp and the client. Browser-safe:
+// Uint8Array, DataView, TextEncoder and TextDecoder only. Layouts: PROTOCOL.md, "Frames".
+export { FrameError, FrameErrorCode, type FrameErrorCodeValue } from './errors.js'
+export {
+  DEFAULT_MAX_FRAME_BYTES,
+  decodeWsFrame,
+  encodeWsFrame,
+  type Frame,
+  FrameType,
+  type FrameTypeName,
+  frameTypeName,
+  isKnownFrameType,
+  MAX_NAME_BYTES,
+} from './frame.js'
+export { decodeMetadata, encodeMetadata, MAX_METADATA_ENTRIES } from './metadata.js'
+export { encodeTcpFrame, TCP_LENGTH_BYTES, TCP_MIN_LENGTH, TcpFrameReader } from './tcp.js'

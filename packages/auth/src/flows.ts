@@ -1,0 +1,295 @@
+// Credential flows (the spec says "not shown"): register, login (+ TOTP), refresh with rotation and
+// reuse detection, logout, me, and TOTP enable/confirm/disable, registered as core endpoints so they are
+// served on every transport.
+import { randomBytes } from 'node:crypto'
+import {
+  jsonSchemaModel,
+  TokenExpiredException,
+  type Trivium,
+  type TriviumCall,
+  UnauthorizedException,
+  ValidationException,
+} from '@trivium/core'
+import { DataEncryptor, hashPassword, totp, verifyPassword } from '@trivium/crypto'
+import { validateEmail, validatePassword, validateUsername } from '@trivium/validation'
+import { extractToken, TOKEN_EXPIRED_MESSAGE, TOKEN_REVOKED } from './middleware.js'
+import type { AuthService, TokenPair } from './service.js'
+import { DuplicateUserError, type UserRecord, type UserStore } from './users.js'
+
+export const INVALID_CREDENTIALS = 'Invalid username or password'
+export const TOTP_REQUIRED = 'TOTP code required'
+export const INVALID_TOTP = 'Invalid TOTP code'
+export const TOTP_ALREADY_ENABLED = 'TOTP is already enabled'
+export const TOTP_NOT_STARTED = 'TOTP setup has not been started'
+export const TOTP_NOT_ENABLED = 'TOTP is not enabled'
+export const USERNAME_TAKEN = 'Username is already taken'
+export const EMAIL_TAKEN = 'Email is already registered'
+export const USER_GONE = 'Invalid token: user no longer exists'
+
+export interface FlowsOptions {
+  /** Where users live. */
+  users: UserStore
+  /** ENCRYPTION_KEY (standard base64 of 32 bytes): encrypts TOTP secrets at rest. */
+  encryptionKey: string
+  /** URL prefix of the endpoints (default `/auth`). */
+  basePath?: string
+  /** Minimum password length for registration (default 8). */
+  passwordMinLength?: number
+  /** Issuer shown by authenticator apps (default: the token issuer). */
+  totpIssuer?: string
+}
+
+const str = { type: 'string', maxLength: 1024 }
+const RegisterRequest = jsonSchemaModel<{ username: string; email: string; password: string }>(
+  'RegisterRequest',
+  {
+    type: 'object',
+    properties: { username: str, email: str, password: str },
+    required: ['username', 'email', 'password'],
+  },
+)
+const LoginRequest = jsonSchemaModel<{ username: string; password: string; totpCode?: string }>(
+  'LoginRequest',
+  {
+    type: 'object',
+    properties: { username: str, password: str, totpCode: str },
+    required: ['username', 'password'],
+  },
+)
+const RefreshRequest = jsonSchemaModel<{ refreshToken: string }>('RefreshRequest', {
+  type: 'object',
+  properties: { refreshToken: { type: 'string', maxLength: 8192 } },
+  required: ['refreshToken'],
+})
+const LogoutRequest = jsonSchemaModel<{ refreshToken?: string }>('LogoutRequest', {
+  type: 'object',
+  properties: { refreshToken: { type: 'string', maxLength: 8192 } },
+})
+const CodeRequest = jsonSchemaModel<{ code: string }>('TotpCodeRequest', {
+  type: 'object',
+  properties: { code: { type: 'string', maxLength: 16 } },
+  required: ['code'],
+})
+
+function publicUser(user: UserRecord) {
+  return { id: user.id, username: user.username, email: user.email, createdAt: user.createdAt.toISOString() }
+}
+
+/** Registers the flows' endpoints on core. */
+export function registerFlows(
+  trivium: Trivium,
+  auth: AuthService,
+  options: FlowsOptions,
+): { ready: Promise<void> } {
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError('@trivium/auth: flows options are required')
+  const users = options.users
+  if (!users || typeof users.findByUsername !== 'function') {
+    throw new TypeError('@trivium/auth: flows need a user store (flows.sql or flows.users)')
+  }
+  if (typeof options.encryptionKey !== 'string' || options.encryptionKey.length === 0) {
+    throw new TypeError('@trivium/auth: flows.encryptionKey is required (standard base64 of 32 bytes)')
+  }
+  if (!auth.ledger) throw new TypeError('@trivium/auth: flows need a token ledger (refresh rotation)')
+  const ledger = auth.ledger
+  const encryptor = new DataEncryptor(options.encryptionKey)
+  const base = options.basePath ?? '/auth'
+  if (typeof base !== 'string' || !base.startsWith('/') || base.endsWith('/')) {
+    throw new TypeError('@trivium/auth: flows.basePath must start with "/" and not end with "/"')
+  }
+  const minLength = options.passwordMinLength ?? 8
+  const totpIssuer = options.totpIssuer ?? auth.tokens.issuer
+  const tokens = auth.tokens
+
+  // A real bcrypt hash of a random password: an unknown username costs one bcrypt compare too, so
+  // wrong username and wrong password take the same time.
+  const dummyHash = hashPassword(randomBytes(24).toString('base64url'))
+  dummyHash.catch(() => {})
+
+  async function currentUser(call: TriviumCall<any>): Promise<UserRecord> {
+    const user = await users.findById(call.context.user_id as number)
+    if (!user) throw new UnauthorizedException(USER_GONE)
+    return user
+  }
+
+  function nowSec(): number {
+    return Math.floor(tokens.clock() / 1000)
+  }
+
+  trivium.endpoint(
+    'auth.register',
+    {
+      method: 'POST',
+      url: `${base}/register`,
+      request: RegisterRequest,
+      status: 201,
+      auth: 'public',
+      summary: 'Create a user',
+    },
+    async (req) => {
+      const username = validateUsername(req.username)
+      const email = validateEmail(req.email)
+      const password = validatePassword(req.password, { minLength })
+      const passwordHash = await hashPassword(password)
+      try {
+        return publicUser(await users.create({ username, email, passwordHash }))
+      } catch (err) {
+        if (err instanceof DuplicateUserError) {
+          const message = err.field === 'email' ? EMAIL_TAKEN : USERNAME_TAKEN
+          throw new ValidationException(message, [{ field: err.field, message }])
+        }
+        throw err
+      }
+    },
+  )
+
+  trivium.endpoint(
+    'auth.login',
+    {
+      method: 'POST',
+      url: `${base}/login`,
+      request: LoginRequest,
+      auth: 'public',
+      summary: 'Exchange credentials for tokens',
+    },
+    async (req): Promise<TokenPair> => {
+      const user = req.username.length <= 254 ? await users.findByUsername(req.username) : undefined
+      const matches = await verifyPassword(req.password, user?.passwordHash ?? (await dummyHash))
+      if (!user || !matches) throw new UnauthorizedException(INVALID_CREDENTIALS)
+      if (user.totpEnabled) {
+        if (!req.totpCode) throw new UnauthorizedException(TOTP_REQUIRED)
+        const secret = user.totpSecret ? encryptor.decrypt(user.totpSecret) : ''
+        if (!totp.verify(req.totpCode, secret, { at: tokens.clock() }))
+          throw new UnauthorizedException(INVALID_TOTP)
+      }
+      return auth.issueTokenPair(user)
+    },
+  )
+
+  trivium.endpoint(
+    'auth.refresh',
+    {
+      method: 'POST',
+      url: `${base}/refresh`,
+      request: RefreshRequest,
+      auth: 'public',
+      summary: 'Rotate a refresh token',
+    },
+    async (req): Promise<TokenPair> => {
+      const result = tokens.validateRefresh(req.refreshToken)
+      if (result.isExpired) throw new TokenExpiredException(TOKEN_EXPIRED_MESSAGE)
+      if (!result.isValid || !result.claims) throw new UnauthorizedException(`Invalid token: ${result.error}`)
+      const { jti, userId, expiresAt } = result.claims
+      // A refresh token is good once. Listed or already exchanged means it was used before: someone
+      // holds a copy. Revoke everything issued to the user, and refuse.
+      const reused = (await auth.revocation.contains(jti)) || !(await ledger.consume(jti))
+      if (reused) {
+        // Flag first, then revoke: a concurrent winner either sees the flag below or has already
+        // recorded its new tokens, which revokeAllForUser then finds.
+        await ledger.markReused(jti)
+        await auth.revokeAllForUser(userId)
+        throw new UnauthorizedException(TOKEN_REVOKED)
+      }
+      await auth.revocation.add(jti, Math.max(1, Math.floor(expiresAt.getTime() / 1000) - nowSec()))
+      const user = await users.findById(userId)
+      if (!user) throw new UnauthorizedException(USER_GONE)
+      const pair = await auth.issueTokenPair(user)
+      if (await ledger.isReused(jti)) {
+        await auth.revokeToken(pair.accessToken)
+        await auth.revokeToken(pair.refreshToken)
+        throw new UnauthorizedException(TOKEN_REVOKED)
+      }
+      return pair
+    },
+  )
+
+  trivium.endpoint(
+    'auth.logout',
+    { method: 'POST', url: `${base}/logout`, request: LogoutRequest, summary: 'Revoke the presented tokens' },
+    async (req, call) => {
+      const userId = call.context.user_id as number
+      let refreshToken: string | undefined
+      if (req.refreshToken !== undefined) {
+        const result = tokens.validateRefresh(req.refreshToken)
+        if (result.isValid && result.claims) {
+          if (result.claims.userId !== userId)
+            throw new UnauthorizedException('Invalid token: refresh token of another user')
+          refreshToken = req.refreshToken
+        } else if (!result.isExpired) {
+          throw new UnauthorizedException(`Invalid token: ${result.error}`)
+        }
+      }
+      const accessToken = extractToken(call)
+      if (accessToken) await auth.revokeToken(accessToken)
+      if (refreshToken) await auth.revokeToken(refreshToken)
+      return { loggedOut: true }
+    },
+  )
+
+  trivium.endpoint(
+    'auth.me',
+    { method: 'GET', url: `${base}/me`, summary: 'The authenticated user' },
+    async (_req, call) => {
+      const user = await currentUser(call)
+      return {
+        ...publicUser(user),
+        roles: call.context.roles,
+        permissions: call.context.permissions,
+        totpEnabled: user.totpEnabled,
+      }
+    },
+  )
+
+  trivium.endpoint(
+    'auth.totp.enable',
+    { method: 'POST', url: `${base}/totp/enable`, summary: 'Start TOTP setup: a new secret to confirm' },
+    async (_req, call) => {
+      const user = await currentUser(call)
+      if (user.totpEnabled) throw new ValidationException(TOTP_ALREADY_ENABLED)
+      const secret = totp.generateSecret()
+      await users.setTotp(user.id, encryptor.encrypt(secret), false)
+      return { secret, otpauthUrl: totp.keyUri({ secret, accountName: user.username, issuer: totpIssuer }) }
+    },
+  )
+
+  trivium.endpoint(
+    'auth.totp.confirm',
+    {
+      method: 'POST',
+      url: `${base}/totp/confirm`,
+      request: CodeRequest,
+      summary: 'Finish TOTP setup with a code',
+    },
+    async (req, call) => {
+      const user = await currentUser(call)
+      if (user.totpEnabled) throw new ValidationException(TOTP_ALREADY_ENABLED)
+      if (!user.totpSecret) throw new ValidationException(TOTP_NOT_STARTED)
+      if (!totp.verify(req.code, encryptor.decrypt(user.totpSecret), { at: tokens.clock() })) {
+        throw new ValidationException(INVALID_TOTP, [{ field: 'code', message: INVALID_TOTP }])
+      }
+      await users.setTotp(user.id, user.totpSecret, true)
+      return { totpEnabled: true }
+    },
+  )
+
+  trivium.endpoint(
+    'auth.totp.disable',
+    {
+      method: 'POST',
+      url: `${base}/totp/disable`,
+      request: CodeRequest,
+      summary: 'Turn TOTP off (needs a current code)',
+    },
+    async (req, call) => {
+      const user = await currentUser(call)
+      if (!user.totpEnabled || !user.totpSecret) throw new ValidationException(TOTP_NOT_ENABLED)
+      if (!totp.verify(req.code, encryptor.decrypt(user.totpSecret), { at: tokens.clock() })) {
+        throw new ValidationException(INVALID_TOTP, [{ field: 'code', message: INVALID_TOTP }])
+      }
+      await users.setTotp(user.id, null, false)
+      return { totpEnabled: false }
+    },
+  )
+
+  return { ready: dummyHash.then(() => undefined) }
+}

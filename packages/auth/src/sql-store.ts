@@ -1,0 +1,179 @@
+// SQL variants (PostgreSQL and PGlite through @trivium/sql): the revocation table of the spec and the
+// issued-token ledger. All tables of the package are created by one migration list, component `auth`.
+// An unreachable database surfaces as @trivium/sql's DatabaseUnavailableError, a
+// ServiceUnavailableException (503): the middleware then refuses the request (fail closed).
+import { type Migration, runMigrations, type SqlClient } from '@trivium/sql'
+import type { LedgerEntry, TokenLedger } from './ledger.js'
+import type { RevocationStore } from './revocation.js'
+import type { Clock } from './tokens.js'
+
+export const AUTH_MIGRATIONS: Migration[] = [
+  {
+    version: 1,
+    name: 'revoked_tokens',
+    sql: `CREATE TABLE revoked_tokens (
+  jti text PRIMARY KEY,
+  expires_at timestamptz NULL,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX revoked_tokens_expires_at_idx ON revoked_tokens (expires_at) WHERE expires_at IS NOT NULL;`,
+  },
+  {
+    version: 2,
+    name: 'users',
+    sql: `CREATE TABLE auth_users (
+  id bigserial PRIMARY KEY,
+  username text NOT NULL,
+  email text NOT NULL,
+  password_hash text NOT NULL,
+  totp_secret text NULL,
+  totp_enabled boolean NOT NULL DEFAULT false,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE UNIQUE INDEX auth_users_username_key ON auth_users (lower(username));
+CREATE UNIQUE INDEX auth_users_email_key ON auth_users (lower(email));`,
+  },
+  {
+    version: 3,
+    name: 'issued_tokens',
+    sql: `CREATE TABLE auth_issued_tokens (
+  jti text PRIMARY KEY,
+  user_id bigint NOT NULL,
+  expires_at bigint NOT NULL,
+  consumed_at timestamptz NULL,
+  reused_at timestamptz NULL
+);
+CREATE INDEX auth_issued_tokens_user_idx ON auth_issued_tokens (user_id, expires_at);`,
+  },
+]
+
+/** Creates or updates the package's tables (idempotent, safe from several instances at once). */
+export function migrateAuth(client: SqlClient): Promise<void> {
+  return runMigrations(client, 'auth', AUTH_MIGRATIONS)
+}
+
+export interface SqlRevocationStoreOptions {
+  client: SqlClient
+  clock?: Clock
+}
+
+/** Table variant: revoked_tokens(jti, expires_at, created_at). Call `migrate()` once at start. */
+export class SqlRevocationStore implements RevocationStore {
+  private readonly client: SqlClient
+  private readonly clock: Clock
+
+  constructor(options: SqlRevocationStoreOptions) {
+    if (!options || typeof options.client?.query !== 'function') {
+      throw new TypeError('@trivium/auth: SqlRevocationStore needs a @trivium/sql client')
+    }
+    this.client = options.client
+    this.clock = options.clock ?? Date.now
+  }
+
+  /** Runs the package's migrations. */
+  migrate(): Promise<void> {
+    return migrateAuth(this.client)
+  }
+
+  private now(): Date {
+    return new Date(this.clock())
+  }
+
+  async add(jti: string, ttlSeconds?: number): Promise<void> {
+    if (typeof jti !== 'string' || jti.length === 0 || jti.length > 512) {
+      throw new TypeError('@trivium/auth: jti must be a non-empty string of at most 512 characters')
+    }
+    if (
+      ttlSeconds !== undefined &&
+      (typeof ttlSeconds !== 'number' || !Number.isFinite(ttlSeconds) || ttlSeconds <= 0)
+    ) {
+      throw new TypeError('@trivium/auth: ttlSeconds must be a positive number')
+    }
+    const now = this.clock()
+    const expiresAt = ttlSeconds === undefined ? null : new Date(now + Math.ceil(ttlSeconds) * 1000)
+    await this.client.query(
+      `INSERT INTO revoked_tokens (jti, expires_at, created_at) VALUES ($1, $2, $3)
+       ON CONFLICT (jti) DO UPDATE SET expires_at = EXCLUDED.expires_at`,
+      [jti, expiresAt, new Date(now)],
+    )
+  }
+
+  /** True only when the row exists and expires_at is null or later than now. */
+  async contains(jti: string): Promise<boolean> {
+    const { rows } = await this.client.query(
+      'SELECT 1 AS x FROM revoked_tokens WHERE jti = $1 AND (expires_at IS NULL OR expires_at > $2)',
+      [jti, this.now()],
+    )
+    return rows.length > 0
+  }
+
+  async remove(jti: string): Promise<void> {
+    await this.client.query('DELETE FROM revoked_tokens WHERE jti = $1', [jti])
+  }
+
+  /** Deletes rows whose expires_at is not null and <= now. */
+  async cleanup(): Promise<number> {
+    const { rowCount } = await this.client.query(
+      'DELETE FROM revoked_tokens WHERE expires_at IS NOT NULL AND expires_at <= $1',
+      [this.now()],
+    )
+    return rowCount
+  }
+}
+
+/** SQL ledger of issued tokens (auth_issued_tokens). */
+export class SqlTokenLedger implements TokenLedger {
+  constructor(private readonly client: SqlClient) {
+    if (typeof client?.query !== 'function')
+      throw new TypeError('@trivium/auth: SqlTokenLedger needs a @trivium/sql client')
+  }
+
+  migrate(): Promise<void> {
+    return migrateAuth(this.client)
+  }
+
+  async record(userId: number, jti: string, exp: number): Promise<void> {
+    await this.client.query(
+      'INSERT INTO auth_issued_tokens (jti, user_id, expires_at) VALUES ($1, $2, $3) ON CONFLICT (jti) DO NOTHING',
+      [jti, userId, exp],
+    )
+  }
+
+  async consume(jti: string): Promise<boolean> {
+    const { rows } = await this.client.query(
+      'UPDATE auth_issued_tokens SET consumed_at = now() WHERE jti = $1 AND consumed_at IS NULL RETURNING jti',
+      [jti],
+    )
+    return rows.length === 1
+  }
+
+  async markReused(jti: string): Promise<void> {
+    await this.client.query(
+      'UPDATE auth_issued_tokens SET reused_at = now() WHERE jti = $1 AND reused_at IS NULL',
+      [jti],
+    )
+  }
+
+  async isReused(jti: string): Promise<boolean> {
+    const { rows } = await this.client.query(
+      'SELECT 1 AS x FROM auth_issued_tokens WHERE jti = $1 AND reused_at IS NOT NULL',
+      [jti],
+    )
+    return rows.length > 0
+  }
+
+  async listActive(userId: number, nowSec: number): Promise<LedgerEntry[]> {
+    const { rows } = await this.client.query<{ jti: string; expires_at: string | number }>(
+      'SELECT jti, expires_at FROM auth_issued_tokens WHERE user_id = $1 AND expires_at > $2',
+      [userId, nowSec],
+    )
+    return rows.map((r) => ({ jti: r.jti, exp: Number(r.expires_at) }))
+  }
+
+  async cleanup(nowSec: number): Promise<number> {
+    const { rowCount } = await this.client.query('DELETE FROM auth_issued_tokens WHERE expires_at <= $1', [
+      nowSec,
+    ])
+    return rowCount
+  }
+}

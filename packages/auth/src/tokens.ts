@@ -1,0 +1,355 @@
+// Issuing and validating tokens. Every verifier of the package is built here, once, pinned to HS256,
+// the configured issuer, the audience `platform-api` and the required registered claims. Time checks
+// (exp, nbf) are done by hand with the injectable clock, in the spec's order.
+import { randomInt } from 'node:crypto'
+import { createSigner, createVerifier } from 'fast-jwt'
+import {
+  ClaimError,
+  parseAccessClaims,
+  parseRefreshClaims,
+  type RefreshValidationResult,
+  type TokenSubject,
+  type ValidationResult,
+  type ValidationResultOf,
+} from './claims.js'
+
+export const AUDIENCE = 'platform-api'
+export const ACCESS_TOKEN_TTL_SECONDS = 60 * 60
+export const REFRESH_TOKEN_TTL_SECONDS = 7 * 24 * 60 * 60
+/** Tokens longer than this are refused before any parsing. */
+export const MAX_TOKEN_LENGTH = 8192
+/** Minimum secret length (bytes) accepted when NODE_ENV=production. */
+export const MIN_SECRET_BYTES = 32
+export const DEFAULT_VERIFIED_CACHE_SIZE = 10_000
+
+export const TOKEN_EXPIRED = 'Token has expired'
+export const MISSING_TOKEN_TYPE = 'Missing token type'
+export const TOKEN_NOT_YET_VALID = 'Token not yet valid'
+
+const ALNUM = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'
+
+/** Milliseconds since the Unix epoch. Injectable for tests. */
+export type Clock = () => number
+
+export interface TokenServiceOptions {
+  /** The HS256 signing secret (<SIGNING_SECRET>). */
+  secret: string | Buffer
+  /** The configured issuer (`iss`). */
+  issuer: string
+  /** Default access-token lifetime in seconds (default 3600). */
+  accessTokenTtlSeconds?: number
+  /** Clock in ms since epoch (default Date.now). */
+  clock?: Clock
+  /** Entries of the verified-token cache (default 10 000; 0 disables it). */
+  verifiedCacheSize?: number
+  /** Treat as production: refuse secrets shorter than 32 bytes (default NODE_ENV === 'production'). */
+  production?: boolean
+}
+
+export interface IssueAccessOptions {
+  /** Custom lifetime in seconds (the spec's optional override). */
+  ttlSeconds?: number
+}
+
+/** A signed token with its id and expiry (seconds since epoch). */
+export interface IssuedToken {
+  token: string
+  jti: string
+  exp: number
+}
+
+/** Payload fields read from a token whose signature checked out (used by revocation). */
+export interface VerifiedPayload {
+  jti: string
+  exp: number
+  userId: number | undefined
+  tokenType: string | undefined
+}
+
+/** Checks a signing secret; throws TypeError with an `@trivium/auth:` message. */
+export function checkSecret(secret: unknown, production: boolean): Buffer {
+  if (typeof secret !== 'string' && !Buffer.isBuffer(secret)) {
+    throw new TypeError('@trivium/auth: secret is required (a string or Buffer)')
+  }
+  const bytes = Buffer.isBuffer(secret) ? secret : Buffer.from(secret, 'utf8')
+  if (bytes.length === 0) throw new TypeError('@trivium/auth: secret must not be empty')
+  if (production && bytes.length < MIN_SECRET_BYTES) {
+    throw new TypeError(`@trivium/auth: secret must be at least ${MIN_SECRET_BYTES} bytes in production`)
+  }
+  return bytes
+}
+
+/** A token id: `<ms since epoch>_<8 random characters from a-z, A-Z, 0-9>` (unbiased, crypto.randomInt). */
+export function generateJti(nowMs: number): string {
+  let suffix = ''
+  for (let i = 0; i < 8; i++) suffix += ALNUM[randomInt(ALNUM.length)]
+  return `${nowMs}_${suffix}`
+}
+
+function checkTtl(value: unknown, name: string): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
+    throw new TypeError(`@trivium/auth: ${name} must be a positive integer (seconds)`)
+  }
+  return value
+}
+
+function uniqueStrings(list: readonly string[] | undefined, name: string): string[] {
+  if (list === undefined) return []
+  if (!Array.isArray(list) || !list.every((x) => typeof x === 'string')) {
+    throw new TypeError(`@trivium/auth: ${name} must be a list of strings`)
+  }
+  return [...new Set(list)]
+}
+
+type Payload = Record<string, unknown>
+
+interface CacheEntry {
+  result: ValidationResult
+  exp: number
+  nbf: number | undefined
+}
+
+const invalid = (error: string): ValidationResultOf<never> => ({ isValid: false, isExpired: false, error })
+const EXPIRED: ValidationResultOf<never> = Object.freeze({
+  isValid: false,
+  isExpired: true,
+  error: TOKEN_EXPIRED,
+})
+
+function libraryMessage(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code
+  if (err instanceof Error && typeof code === 'string' && code.startsWith('FAST_JWT_')) return err.message
+  return `Token validation failed: ${err instanceof Error ? err.message : String(err)}`
+}
+
+export class TokenService {
+  readonly issuer: string
+  readonly accessTokenTtlSeconds: number
+  readonly refreshTokenTtlSeconds = REFRESH_TOKEN_TTL_SECONDS
+  readonly clock: Clock
+  private readonly sign: (payload: Payload) => string
+  private readonly verify: (token: string) => Payload
+  private readonly cache = new Map<string, CacheEntry>()
+  private readonly cacheSize: number
+
+  constructor(options: TokenServiceOptions) {
+    if (typeof options !== 'object' || options === null)
+      throw new TypeError('@trivium/auth: options are required')
+    const production = options.production ?? process.env.NODE_ENV === 'production'
+    const key = checkSecret(options.secret, production)
+    if (typeof options.issuer !== 'string' || options.issuer.length === 0) {
+      throw new TypeError('@trivium/auth: issuer must be a non-empty string')
+    }
+    this.issuer = options.issuer
+    this.accessTokenTtlSeconds = checkTtl(
+      options.accessTokenTtlSeconds ?? ACCESS_TOKEN_TTL_SECONDS,
+      'accessTokenTtlSeconds',
+    )
+    this.clock = options.clock ?? Date.now
+    if (typeof this.clock !== 'function') throw new TypeError('@trivium/auth: clock must be a function')
+    const size = options.verifiedCacheSize ?? DEFAULT_VERIFIED_CACHE_SIZE
+    if (!Number.isSafeInteger(size) || size < 0) {
+      throw new TypeError('@trivium/auth: verifiedCacheSize must be a non-negative integer')
+    }
+    this.cacheSize = size
+    // iat, exp and nbf are set explicitly in every payload; the library keeps the given values.
+    this.sign = createSigner({ key, algorithm: 'HS256' })
+    // THE verifier. Signature, algorithm, issuer, audience and presence of the registered claims are
+    // the library's job; exp and nbf are checked by hand afterwards, with the injectable clock and the
+    // spec's order and boundary (now >= exp is expired; the library would still accept now == exp).
+    this.verify = createVerifier({
+      key,
+      algorithms: ['HS256'],
+      allowedIss: [this.issuer],
+      allowedAud: [AUDIENCE],
+      requiredClaims: ['iss', 'sub', 'aud', 'exp', 'iat', 'jti'],
+      ignoreExpiration: true,
+      ignoreNotBefore: true,
+      clockTolerance: 0,
+      cache: false,
+    }) as (token: string) => Payload
+  }
+
+  private nowMs(): number {
+    return this.clock()
+  }
+
+  /** Signs an access token with exactly the spec's claims. */
+  issueAccessToken(subject: TokenSubject, options: IssueAccessOptions = {}): string {
+    return this.signAccessToken(subject, options).token
+  }
+
+  /** Signs a refresh token: iss, sub, aud, exp (7 days), iat, jti, user_id, token_type `refresh`. */
+  issueRefreshToken(userId: number): string {
+    return this.signRefreshToken(userId).token
+  }
+
+  /** Like issueAccessToken, also returning the jti and exp. */
+  signAccessToken(subject: TokenSubject, options: IssueAccessOptions = {}): IssuedToken {
+    if (typeof subject !== 'object' || subject === null)
+      throw new TypeError('@trivium/auth: subject is required')
+    if (!Number.isSafeInteger(subject.userId)) throw new TypeError('@trivium/auth: userId must be an integer')
+    if (typeof subject.username !== 'string') throw new TypeError('@trivium/auth: username must be a string')
+    if (typeof subject.email !== 'string') throw new TypeError('@trivium/auth: email must be a string')
+    const ttl =
+      options.ttlSeconds === undefined
+        ? this.accessTokenTtlSeconds
+        : checkTtl(options.ttlSeconds, 'ttlSeconds')
+    const nowMs = this.nowMs()
+    const iat = Math.floor(nowMs / 1000)
+    const jti = generateJti(nowMs)
+    const exp = iat + ttl
+    const token = this.sign({
+      iss: this.issuer,
+      sub: String(subject.userId),
+      aud: AUDIENCE,
+      exp,
+      iat,
+      nbf: iat,
+      jti,
+      user_id: subject.userId,
+      username: subject.username,
+      email: subject.email,
+      roles: uniqueStrings(subject.roles, 'roles'),
+      permissions: uniqueStrings(subject.permissions, 'permissions'),
+      token_type: 'access',
+    })
+    return { token, jti, exp }
+  }
+
+  /** Like issueRefreshToken, also returning the jti and exp. */
+  signRefreshToken(userId: number): IssuedToken {
+    if (!Number.isSafeInteger(userId)) throw new TypeError('@trivium/auth: userId must be an integer')
+    const nowMs = this.nowMs()
+    const iat = Math.floor(nowMs / 1000)
+    const jti = generateJti(nowMs)
+    const exp = iat + REFRESH_TOKEN_TTL_SECONDS
+    const token = this.sign({
+      iss: this.issuer,
+      sub: String(userId),
+      aud: AUDIENCE,
+      exp,
+      iat,
+      jti,
+      user_id: userId,
+      token_type: 'refresh',
+    })
+    return { token, jti, exp }
+  }
+
+  /**
+   * The spec's validation, in its order: signature/format (library message), `Missing token type`,
+   * expiry, `Token not yet valid`, then claim parsing (`Token validation failed: <reason>`).
+   * Never throws. Revocation is not checked here (see the middleware / AuthService.check).
+   */
+  validate(token: unknown): ValidationResult {
+    if (this.cacheSize > 0 && typeof token === 'string') {
+      const hit = this.cache.get(token)
+      if (hit !== undefined) {
+        const now = Math.floor(this.nowMs() / 1000)
+        if (now < hit.exp && (hit.nbf === undefined || now >= hit.nbf)) return hit.result
+        this.cache.delete(token)
+      }
+    }
+    const outcome = this.run(token, parseAccessClaims)
+    if (outcome.isValid && this.cacheSize > 0) {
+      const payload = outcome.payload!
+      if (this.cache.size >= this.cacheSize) {
+        const oldest = this.cache.keys().next().value
+        if (oldest !== undefined) this.cache.delete(oldest)
+      }
+      this.cache.set(token as string, {
+        result: outcome.result,
+        exp: payload.exp as number,
+        nbf: typeof payload.nbf === 'number' ? payload.nbf : undefined,
+      })
+    }
+    return outcome.result
+  }
+
+  /** Same steps as `validate`, for a refresh token (token_type must be `refresh`). */
+  validateRefresh(token: unknown): RefreshValidationResult {
+    return this.run(token, parseRefreshClaims).result
+  }
+
+  /**
+   * Checks signature, algorithm, issuer, audience and required claims, ignoring time. Throws the
+   * library's error. Used to revoke a token (which may already be expired).
+   */
+  verifySignature(token: unknown): VerifiedPayload {
+    if (typeof token !== 'string' || token.length > MAX_TOKEN_LENGTH)
+      throw new ClaimError('The token is malformed.')
+    const payload = this.verify(token)
+    if (typeof payload.jti !== 'string' || payload.jti.length === 0)
+      throw new ClaimError('claim jti must be a string')
+    if (typeof payload.exp !== 'number') throw new ClaimError('The exp claim must be a number.')
+    return {
+      jti: payload.jti,
+      exp: payload.exp,
+      userId: typeof payload.user_id === 'number' ? payload.user_id : undefined,
+      tokenType: typeof payload.token_type === 'string' ? payload.token_type : undefined,
+    }
+  }
+
+  /** Drops a token from the verified-token cache. */
+  forget(token: string): void {
+    this.cache.delete(token)
+  }
+
+  /** Empties the verified-token cache. */
+  clearCache(): void {
+    this.cache.clear()
+  }
+
+  private run<C>(
+    token: unknown,
+    parse: (payload: Payload) => C,
+  ): { isValid: boolean; result: ValidationResultOf<C>; payload?: Payload } {
+    // 1. signature / format (the library), including what the library itself would call expired.
+    if (typeof token === 'string' && token.length > MAX_TOKEN_LENGTH) {
+      return { isValid: false, result: invalid('The token is malformed.') }
+    }
+    let payload: Payload
+    try {
+      payload = this.verify(token as string)
+    } catch (err) {
+      return { isValid: false, result: invalid(libraryMessage(err)) }
+    }
+    if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
+      return { isValid: false, result: invalid('The token payload must be an object.') }
+    }
+    const exp = payload.exp
+    const nbf = payload.nbf
+    // The library's own claim-type checks for the two date claims it was told to skip.
+    if (typeof exp !== 'number' || Number.isNaN(exp)) {
+      return { isValid: false, result: invalid('The exp claim must be a number.') }
+    }
+    if (nbf !== undefined && (typeof nbf !== 'number' || Number.isNaN(nbf))) {
+      return { isValid: false, result: invalid('The nbf claim must be a number.') }
+    }
+    const nowMs = this.nowMs()
+    if (nowMs > exp * 1000) return { isValid: false, result: EXPIRED } // what fast-jwt reports as expired
+    // 2. token_type
+    if (payload.token_type === undefined || payload.token_type === null) {
+      return { isValid: false, result: invalid(MISSING_TOKEN_TYPE) }
+    }
+    // 3. expiry, in whole seconds: now >= exp
+    const now = Math.floor(nowMs / 1000)
+    if (now >= exp) return { isValid: false, result: EXPIRED }
+    // 4. not before
+    if (nbf !== undefined && now < nbf) return { isValid: false, result: invalid(TOKEN_NOT_YET_VALID) }
+    // 5. anything else, including parsing the claims
+    let claims: C
+    try {
+      claims = parse(payload)
+    } catch (err) {
+      const reason = err instanceof ClaimError ? err.message : 'unexpected error'
+      return { isValid: false, result: invalid(`Token validation failed: ${reason}`) }
+    }
+    return {
+      isValid: true,
+      result: Object.freeze({ isValid: true, isExpired: false, claims }),
+      payload,
+    }
+  }
+}

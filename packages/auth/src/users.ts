@@ -1,0 +1,112 @@
+// The user store the credential flows need, and its SQL implementation (table auth_users, created by
+// the package's migrations) on PostgreSQL and PGlite.
+import { isUniqueViolation, type SqlClient, violatedConstraint } from '@trivium/sql'
+import { migrateAuth } from './sql-store.js'
+
+export interface UserRecord {
+  id: number
+  username: string
+  email: string
+  passwordHash: string
+  /** TOTP secret encrypted with DataEncryptor (`<iv>:<ciphertext>`), or null. */
+  totpSecret: string | null
+  totpEnabled: boolean
+  createdAt: Date
+}
+
+export interface NewUser {
+  username: string
+  email: string
+  passwordHash: string
+}
+
+/** Thrown by `create` when the username or the e-mail is taken. */
+export class DuplicateUserError extends Error {
+  constructor(readonly field: 'username' | 'email') {
+    super(`@trivium/auth: ${field} already exists`)
+    this.name = 'DuplicateUserError'
+  }
+}
+
+export interface UserStore {
+  /** Creates a user; rejects with DuplicateUserError when username or e-mail is taken. */
+  create(user: NewUser): Promise<UserRecord>
+  /** Case-insensitive lookup. */
+  findByUsername(username: string): Promise<UserRecord | undefined>
+  findById(id: number): Promise<UserRecord | undefined>
+  /** Sets (or clears, with null) the encrypted TOTP secret and the enabled flag. */
+  setTotp(id: number, encryptedSecret: string | null, enabled: boolean): Promise<void>
+}
+
+interface Row {
+  id: string | number
+  username: string
+  email: string
+  password_hash: string
+  totp_secret: string | null
+  totp_enabled: boolean
+  created_at: Date | string
+}
+
+function toRecord(row: Row): UserRecord {
+  return {
+    id: Number(row.id),
+    username: row.username,
+    email: row.email,
+    passwordHash: row.password_hash,
+    totpSecret: row.totp_secret,
+    totpEnabled: row.totp_enabled,
+    createdAt: row.created_at instanceof Date ? row.created_at : new Date(row.created_at),
+  }
+}
+
+const COLUMNS = 'id, username, email, password_hash, totp_secret, totp_enabled, created_at'
+
+export class SqlUserStore implements UserStore {
+  constructor(private readonly client: SqlClient) {
+    if (typeof client?.query !== 'function')
+      throw new TypeError('@trivium/auth: SqlUserStore needs a @trivium/sql client')
+  }
+
+  migrate(): Promise<void> {
+    return migrateAuth(this.client)
+  }
+
+  async create(user: NewUser): Promise<UserRecord> {
+    try {
+      const { rows } = await this.client.query<Row>(
+        `INSERT INTO auth_users (username, email, password_hash) VALUES ($1, $2, $3) RETURNING ${COLUMNS}`,
+        [user.username, user.email, user.passwordHash],
+      )
+      return toRecord(rows[0]!)
+    } catch (err) {
+      if (isUniqueViolation(err)) {
+        const constraint = violatedConstraint(err) ?? (err instanceof Error ? err.message : '')
+        throw new DuplicateUserError(constraint.includes('email') ? 'email' : 'username')
+      }
+      throw err
+    }
+  }
+
+  async findByUsername(username: string): Promise<UserRecord | undefined> {
+    const { rows } = await this.client.query<Row>(
+      `SELECT ${COLUMNS} FROM auth_users WHERE lower(username) = lower($1)`,
+      [username],
+    )
+    return rows[0] ? toRecord(rows[0]) : undefined
+  }
+
+  async findById(id: number): Promise<UserRecord | undefined> {
+    if (!Number.isSafeInteger(id)) return undefined
+    const { rows } = await this.client.query<Row>(`SELECT ${COLUMNS} FROM auth_users WHERE id = $1`, [id])
+    return rows[0] ? toRecord(rows[0]) : undefined
+  }
+
+  async setTotp(id: number, encryptedSecret: string | null, enabled: boolean): Promise<void> {
+    await this.client.query('UPDATE auth_users SET totp_secret = $2, totp_enabled = $3 WHERE id = $1', [
+      id,
+      encryptedSecret,
+      enabled,
+    ])
+  }
+}

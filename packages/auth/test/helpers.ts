@@ -1,0 +1,67 @@
+import { createHmac } from 'node:crypto'
+
+export const SECRET = 'test-secret-0123456789-abcdefghijklmnop'
+export const ISSUER = 'trivium-test'
+
+export function b64url(value: unknown): string {
+  return Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url')
+}
+
+/** Hand-made JWT: any header, any payload, HMAC with `alg` (sha256/sha384/sha512) or an explicit signature. */
+export function craft(
+  header: Record<string, unknown>,
+  payload: unknown,
+  options: { secret?: string; hmac?: 'sha256' | 'sha384' | 'sha512'; signature?: string } = {},
+): string {
+  const input = `${b64url(header)}.${b64url(payload)}`
+  const signature =
+    options.signature ??
+    createHmac(options.hmac ?? 'sha256', options.secret ?? SECRET)
+      .update(input)
+      .digest('base64url')
+  return `${input}.${signature}`
+}
+
+/** A clock the test moves by hand (ms since epoch). */
+export function manualClock(startMs = 1_700_000_000_000) {
+  let now = startMs
+  const clock = () => now
+  clock.set = (ms: number) => {
+    now = ms
+  }
+  clock.advance = (ms: number) => {
+    now += ms
+  }
+  clock.seconds = () => Math.floor(now / 1000)
+  return clock
+}
+
+export function accessPayload(
+  nowSec: number,
+  overrides: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return {
+    iss: ISSUER,
+    sub: '7',
+    aud: 'platform-api',
+    exp: nowSec + 3600,
+    iat: nowSec,
+    nbf: nowSec,
+    jti: `${nowSec * 1000}_abcdEFGH`,
+    user_id: 7,
+    username: 'alice',
+    email: 'alice@example.com',
+    roles: ['admin'],
+    permissions: ['users.read'],
+    token_type: 'access',
+    ...overrides,
+  }
+}
+
+export function decodePayload(token: string): Record<string, unknown> {
+  return JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8'))
+}
+
+export function decodeHeader(token: string): Record<string, unknown> {
+  return JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString('utf8'))
+}

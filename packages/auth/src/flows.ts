@@ -75,12 +75,11 @@ function publicUser(user: UserRecord) {
   return { id: user.id, username: user.username, email: user.email, createdAt: user.createdAt.toISOString() }
 }
 
-/** Registers the flows' endpoints on core. */
-export function registerFlows(
-  trivium: Trivium,
-  auth: AuthService,
-  options: FlowsOptions,
-): { ready: Promise<void> } {
+/**
+ * The credential flows as plain functions (register, login, refresh, logout, me, TOTP). Use them to
+ * serve the flows under your own models and routes; `registerFlows` registers them on core as is.
+ */
+export function createAuthFlows(auth: AuthService, options: FlowsOptions) {
   if (typeof options !== 'object' || options === null)
     throw new TypeError('@trivium/auth: flows options are required')
   const users = options.users
@@ -116,17 +115,8 @@ export function registerFlows(
     return Math.floor(tokens.clock() / 1000)
   }
 
-  trivium.endpoint(
-    'auth.register',
-    {
-      method: 'POST',
-      url: `${base}/register`,
-      request: RegisterRequest,
-      status: 201,
-      auth: 'public',
-      summary: 'Create a user',
-    },
-    async (req) => {
+  const flows = {
+    register: async (req: { username: string; email: string; password: string }) => {
       const username = validateUsername(req.username)
       const email = validateEmail(req.email)
       const password = validatePassword(req.password, { minLength })
@@ -141,18 +131,11 @@ export function registerFlows(
         throw err
       }
     },
-  )
-
-  trivium.endpoint(
-    'auth.login',
-    {
-      method: 'POST',
-      url: `${base}/login`,
-      request: LoginRequest,
-      auth: 'public',
-      summary: 'Exchange credentials for tokens',
-    },
-    async (req): Promise<TokenPair> => {
+    login: async (req: {
+      username: string
+      password: string
+      totpCode?: string | null
+    }): Promise<TokenPair> => {
       const user = req.username.length <= 254 ? await users.findByUsername(req.username) : undefined
       const matches = await verifyPassword(req.password, user?.passwordHash ?? (await dummyHash))
       if (!user || !matches) throw new UnauthorizedException(INVALID_CREDENTIALS)
@@ -164,18 +147,7 @@ export function registerFlows(
       }
       return auth.issueTokenPair(user)
     },
-  )
-
-  trivium.endpoint(
-    'auth.refresh',
-    {
-      method: 'POST',
-      url: `${base}/refresh`,
-      request: RefreshRequest,
-      auth: 'public',
-      summary: 'Rotate a refresh token',
-    },
-    async (req): Promise<TokenPair> => {
+    refresh: async (req: { refreshToken: string }): Promise<TokenPair> => {
       const result = tokens.validateRefresh(req.refreshToken)
       if (result.isExpired) throw new TokenExpiredException(TOKEN_EXPIRED_MESSAGE)
       if (!result.isValid || !result.claims) throw new UnauthorizedException(`Invalid token: ${result.error}`)
@@ -201,15 +173,10 @@ export function registerFlows(
       }
       return pair
     },
-  )
-
-  trivium.endpoint(
-    'auth.logout',
-    { method: 'POST', url: `${base}/logout`, request: LogoutRequest, summary: 'Revoke the presented tokens' },
-    async (req, call) => {
+    logout: async (req: { refreshToken?: string | null }, call: TriviumCall<any>) => {
       const userId = call.context.user_id as number
       let refreshToken: string | undefined
-      if (req.refreshToken !== undefined) {
+      if (req.refreshToken !== undefined && req.refreshToken !== null) {
         const result = tokens.validateRefresh(req.refreshToken)
         if (result.isValid && result.claims) {
           if (result.claims.userId !== userId)
@@ -224,12 +191,7 @@ export function registerFlows(
       if (refreshToken) await auth.revokeToken(refreshToken)
       return { loggedOut: true }
     },
-  )
-
-  trivium.endpoint(
-    'auth.me',
-    { method: 'GET', url: `${base}/me`, summary: 'The authenticated user' },
-    async (_req, call) => {
+    me: async (_req: unknown, call: TriviumCall<any>) => {
       const user = await currentUser(call)
       return {
         ...publicUser(user),
@@ -238,18 +200,96 @@ export function registerFlows(
         totpEnabled: user.totpEnabled,
       }
     },
-  )
-
-  trivium.endpoint(
-    'auth.totp.enable',
-    { method: 'POST', url: `${base}/totp/enable`, summary: 'Start TOTP setup: a new secret to confirm' },
-    async (_req, call) => {
+    totpEnable: async (_req: unknown, call: TriviumCall<any>) => {
       const user = await currentUser(call)
       if (user.totpEnabled) throw new ValidationException(TOTP_ALREADY_ENABLED)
       const secret = totp.generateSecret()
       await users.setTotp(user.id, encryptor.encrypt(secret), false)
       return { secret, otpauthUrl: totp.keyUri({ secret, accountName: user.username, issuer: totpIssuer }) }
     },
+    totpConfirm: async (req: { code: string }, call: TriviumCall<any>) => {
+      const user = await currentUser(call)
+      if (user.totpEnabled) throw new ValidationException(TOTP_ALREADY_ENABLED)
+      if (!user.totpSecret) throw new ValidationException(TOTP_NOT_STARTED)
+      if (!totp.verify(req.code, encryptor.decrypt(user.totpSecret), { at: tokens.clock() })) {
+        throw new ValidationException(INVALID_TOTP, [{ field: 'code', message: INVALID_TOTP }])
+      }
+      await users.setTotp(user.id, user.totpSecret, true)
+      return { totpEnabled: true }
+    },
+    totpDisable: async (req: { code: string }, call: TriviumCall<any>) => {
+      const user = await currentUser(call)
+      if (!user.totpEnabled || !user.totpSecret) throw new ValidationException(TOTP_NOT_ENABLED)
+      if (!totp.verify(req.code, encryptor.decrypt(user.totpSecret), { at: tokens.clock() })) {
+        throw new ValidationException(INVALID_TOTP, [{ field: 'code', message: INVALID_TOTP }])
+      }
+      await users.setTotp(user.id, null, false)
+      return { totpEnabled: false }
+    },
+  }
+
+  return { ...flows, ready: dummyHash.then(() => undefined) }
+}
+
+export type AuthFlows = ReturnType<typeof createAuthFlows>
+
+/** Registers the flows' endpoints on core. */
+export function registerFlows(trivium: Trivium, auth: AuthService, options: FlowsOptions): AuthFlows {
+  const flows = createAuthFlows(auth, options)
+  const base = options.basePath ?? '/auth'
+  trivium.endpoint(
+    'auth.register',
+    {
+      method: 'POST',
+      url: `${base}/register`,
+      request: RegisterRequest,
+      status: 201,
+      auth: 'public',
+      summary: 'Create a user',
+    },
+    (req) => flows.register(req as never),
+  )
+
+  trivium.endpoint(
+    'auth.login',
+    {
+      method: 'POST',
+      url: `${base}/login`,
+      request: LoginRequest,
+      auth: 'public',
+      summary: 'Exchange credentials for tokens',
+    },
+    (req) => flows.login(req as never),
+  )
+
+  trivium.endpoint(
+    'auth.refresh',
+    {
+      method: 'POST',
+      url: `${base}/refresh`,
+      request: RefreshRequest,
+      auth: 'public',
+      summary: 'Rotate a refresh token',
+    },
+    (req) => flows.refresh(req as never),
+  )
+
+  trivium.endpoint(
+    'auth.logout',
+    { method: 'POST', url: `${base}/logout`, request: LogoutRequest, summary: 'Revoke the presented tokens' },
+    (req, call) => flows.logout(req as never, call),
+  )
+
+  trivium.endpoint(
+    'auth.me',
+    { method: 'GET', url: `${base}/me`, summary: 'The authenticated user' },
+    (req, call) => flows.me(req as never, call),
+  )
+
+  trivium.endpoint(
+    'auth.totp.enable',
+    { method: 'POST', url: `${base}/totp/enable`, summary: 'Start TOTP setup: a new secret to confirm' },
+    (req, call) => flows.totpEnable(req as never, call),
   )
 
   trivium.endpoint(
@@ -260,16 +300,7 @@ export function registerFlows(
       request: CodeRequest,
       summary: 'Finish TOTP setup with a code',
     },
-    async (req, call) => {
-      const user = await currentUser(call)
-      if (user.totpEnabled) throw new ValidationException(TOTP_ALREADY_ENABLED)
-      if (!user.totpSecret) throw new ValidationException(TOTP_NOT_STARTED)
-      if (!totp.verify(req.code, encryptor.decrypt(user.totpSecret), { at: tokens.clock() })) {
-        throw new ValidationException(INVALID_TOTP, [{ field: 'code', message: INVALID_TOTP }])
-      }
-      await users.setTotp(user.id, user.totpSecret, true)
-      return { totpEnabled: true }
-    },
+    (req, call) => flows.totpConfirm(req as never, call),
   )
 
   trivium.endpoint(
@@ -280,16 +311,8 @@ export function registerFlows(
       request: CodeRequest,
       summary: 'Turn TOTP off (needs a current code)',
     },
-    async (req, call) => {
-      const user = await currentUser(call)
-      if (!user.totpEnabled || !user.totpSecret) throw new ValidationException(TOTP_NOT_ENABLED)
-      if (!totp.verify(req.code, encryptor.decrypt(user.totpSecret), { at: tokens.clock() })) {
-        throw new ValidationException(INVALID_TOTP, [{ field: 'code', message: INVALID_TOTP }])
-      }
-      await users.setTotp(user.id, null, false)
-      return { totpEnabled: false }
-    },
+    (req, call) => flows.totpDisable(req as never, call),
   )
 
-  return { ready: dummyHash.then(() => undefined) }
+  return flows
 }

@@ -5,7 +5,7 @@
 import type { SqlClient } from '@trivium/sql'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
-import { type FlowsOptions, registerFlows } from './flows.js'
+import { type AuthFlows, createAuthFlows, type FlowsOptions, registerFlows } from './flows.js'
 import { MemoryTokenLedger, type TokenLedger } from './ledger.js'
 import { type AuthMode, createAuthMiddleware } from './middleware.js'
 import { MemoryRevocationStore, type RevocationStore } from './revocation.js'
@@ -30,6 +30,11 @@ export interface TriviumAuthFlowsOptions extends Omit<FlowsOptions, 'users'> {
   sql?: SqlClient
   /** A user store of your own (instead of `sql`). */
   users?: UserStore
+  /**
+   * Register the `/auth/*` endpoints (default true). With false, only `fastify.authFlows` is
+   * decorated, so an application can serve the flows under its own models and routes.
+   */
+  registerEndpoints?: boolean
 }
 
 export interface TriviumAuthOptions {
@@ -64,6 +69,8 @@ export interface TriviumAuthOptions {
 declare module 'fastify' {
   interface FastifyInstance {
     auth: AuthService
+    /** The credential flows as functions (present when the `flows` option is given). */
+    authFlows: AuthFlows
   }
 }
 
@@ -129,7 +136,14 @@ const triviumAuth: FastifyPluginAsync<TriviumAuthOptions> = async (fastify: Fast
     if (!fastify.hasDecorator('trivium'))
       throw new Error('@trivium/auth: register @trivium/core before @trivium/auth')
     const users = flows.users ?? (flows.sql ? new SqlUserStore(flows.sql) : undefined)
-    registerFlows(fastify.trivium, service, { ...flows, users: users as UserStore })
+    const flowOptions = { ...flows, users: users as UserStore }
+    const authFlows =
+      flows.registerEndpoints === false
+        ? createAuthFlows(service, flowOptions)
+        : registerFlows(fastify.trivium, service, flowOptions)
+    fastify.decorate('authFlows', authFlows)
+    // The dummy hash for timing-safe logins is computed in a worker; wait for it before serving.
+    fastify.addHook('onReady', async () => authFlows.ready)
   }
 
   const interval = options.cleanupIntervalMs ?? 600_000

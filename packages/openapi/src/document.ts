@@ -1,0 +1,392 @@
+// The OpenAPI 3.1 document of an endpoint registry. Pure: the plugin calls it at ready time, a build
+// script can call it with the same registry to write the file.
+import type { EndpointDefinition, Model } from '@trivium/core'
+import { COMPONENT_PREFIX, type Schema, SchemaComponents } from './schemas.js'
+
+export const JSON_MEDIA_TYPE = 'application/json'
+export const BINARY_MEDIA_TYPE = 'application/x-platform-binary'
+export const SSE_MEDIA_TYPE = 'text/event-stream'
+
+export interface OpenApiInfo {
+  title: string
+  version: string
+  description?: string
+}
+
+export interface OpenApiServer {
+  url: string
+  description?: string
+}
+
+export interface BuildOptions {
+  servers?: OpenApiServer[]
+  /**
+   * Document authentication (security schemes, per-endpoint `security`, 401 responses). Default true;
+   * the plugin sets it to whether `@trivium/auth` is registered.
+   */
+  auth?: boolean
+  /**
+   * Document `application/x-platform-binary` for models that have a binary form. Default true; the
+   * plugin sets it to whether the binary format (`@trivium/codec`) is registered.
+   */
+  binary?: boolean
+}
+
+/** The document: typed loosely, it is plain JSON. */
+export interface OpenApiDocument {
+  openapi: '3.1.0'
+  info: OpenApiInfo
+  servers?: OpenApiServer[]
+  tags: { name: string; description?: string }[]
+  paths: Record<string, Record<string, OpenApiOperation>>
+  components: {
+    schemas: Record<string, Schema>
+    responses: Record<string, Schema>
+    securitySchemes?: Record<string, Schema>
+  }
+  [extension: `x-${string}`]: unknown
+}
+
+export interface OpenApiOperation {
+  operationId: string
+  summary?: string
+  description: string
+  tags: string[]
+  parameters?: Schema[]
+  requestBody?: Schema
+  responses: Record<string, Schema>
+  security?: Record<string, string[]>[]
+  'x-trivium-streaming': boolean
+  'x-trivium-permissions'?: string[]
+  'x-trivium-roles'?: string[]
+  'x-trivium-rate-limit'?: unknown
+  'x-trivium-auth'?: string
+  [extension: `x-${string}`]: unknown
+}
+
+/** The one error body of PROTOCOL.md "Errors". */
+export const ERROR_BODY_SCHEMA: Schema = {
+  type: 'object',
+  description: 'The Trivium error body, the same on every transport (PROTOCOL.md "Errors").',
+  properties: {
+    statusCode: { type: 'integer', description: 'HTTP status of the error' },
+    code: { type: 'string', description: 'Stable error code, e.g. TRV_VALIDATION', pattern: '^TRV_[A-Z_]+$' },
+    error: { type: 'string', description: 'Error kind, e.g. ValidationException' },
+    message: { type: 'string' },
+    requestId: {
+      type: 'string',
+      description: 'Fastify request id (HTTP) or `<connection>:<request id>` (frames)',
+    },
+    retryAfter: { type: 'integer', minimum: 0, description: 'Seconds to wait (rate limiting only)' },
+    details: {
+      type: 'array',
+      description: 'Field errors of a validation error',
+      items: {
+        type: 'object',
+        properties: { field: { type: 'string' }, message: { type: 'string' } },
+        required: ['field', 'message'],
+      },
+    },
+  },
+  required: ['statusCode', 'code', 'error', 'message', 'requestId'],
+}
+
+const ERROR_REF = { $ref: `${COMPONENT_PREFIX}ErrorBody` }
+const errorContent = { [JSON_MEDIA_TYPE]: { schema: ERROR_REF } }
+
+/** Shared error responses, by status. */
+export const ERROR_RESPONSES: Readonly<Record<string, { name: string; response: Schema }>> = {
+  '400': {
+    name: 'BadRequest',
+    response: {
+      description: 'ValidationException (TRV_VALIDATION): the input fails a check or is malformed',
+      content: errorContent,
+    },
+  },
+  '401': {
+    name: 'Unauthorized',
+    response: {
+      description:
+        'UnauthorizedException (TRV_UNAUTHORIZED): no token, or an invalid or revoked one; TokenExpiredException (TRV_TOKEN_EXPIRED)',
+      content: errorContent,
+    },
+  },
+  '403': {
+    name: 'Forbidden',
+    response: {
+      description: 'ForbiddenException (TRV_FORBIDDEN): a required permission or role is missing',
+      content: errorContent,
+    },
+  },
+  '404': {
+    name: 'NotFound',
+    response: { description: 'NotFoundException (TRV_NOT_FOUND)', content: errorContent },
+  },
+  '413': {
+    name: 'PayloadTooLarge',
+    response: {
+      description: 'PayloadTooLargeException (TRV_PAYLOAD_TOO_LARGE): the body is over the limit',
+      content: errorContent,
+    },
+  },
+  '415': {
+    name: 'UnsupportedMediaType',
+    response: {
+      description:
+        'UnsupportedMediaTypeException (TRV_UNSUPPORTED_MEDIA_TYPE): a Content-Type the endpoint cannot decode',
+      content: errorContent,
+    },
+  },
+  '429': {
+    name: 'RateLimited',
+    response: {
+      description:
+        'RateLimitExceededException (TRV_RATE_LIMITED): over the limit; retry after `retryAfter` seconds',
+      headers: {
+        'Retry-After': {
+          description: 'Seconds until the window ends (equals `retryAfter` in the body)',
+          schema: { type: 'integer', minimum: 0 },
+        },
+      },
+      content: errorContent,
+    },
+  },
+  '500': {
+    name: 'InternalError',
+    response: {
+      description: 'InternalErrorException (TRV_INTERNAL): message is always `Internal server error`',
+      content: errorContent,
+    },
+  },
+}
+
+export const SECURITY_SCHEMES: Readonly<Record<string, Schema>> = {
+  bearerAuth: {
+    type: 'http',
+    scheme: 'bearer',
+    bearerFormat: 'JWT',
+    description: '`Authorization: Bearer <token>` (checked first)',
+  },
+  tokenQuery: {
+    type: 'apiKey',
+    in: 'query',
+    name: 'token',
+    description: 'The same token in the query parameter `token`, when there is no Authorization header',
+  },
+}
+
+const REQUIRED_SECURITY: Record<string, string[]>[] = [{ bearerAuth: [] }, { tokenQuery: [] }]
+const OPTIONAL_SECURITY: Record<string, string[]>[] = [{}, { bearerAuth: [] }, { tokenQuery: [] }]
+
+const SSE_DESCRIPTION =
+  'Server-Sent Events. Each item is an event `item` whose data is the item as JSON (schema ' +
+  '`x-trivium-item-schema`) and whose `id` counts from 0; a normal end is an event `end` with data `{}`; ' +
+  'a failure is an event `error` whose data is the error body (`ErrorBody`).'
+
+/** `/tasks/:id` → `/tasks/{id}`, segment by segment as core's HttpMapping splits it. */
+export function toOpenApiPath(url: string): string {
+  return url
+    .split('/')
+    .map((segment) => (segment.startsWith(':') ? `{${segment.slice(1)}}` : segment))
+    .join('/')
+}
+
+function nonNullType(schema: Schema): unknown {
+  const t = schema.type
+  return Array.isArray(t) ? t.find((x) => x !== 'null') : t
+}
+
+/** A field that core's mapping cannot carry in a query string (nested objects). */
+function isNestedObject(schema: Schema): boolean {
+  return nonNullType(schema) === 'object' || typeof schema.$ref === 'string'
+}
+
+function propertiesOf(schema: Schema): Record<string, Schema> {
+  const props = schema.properties
+  return typeof props === 'object' && props !== null ? (props as Record<string, Schema>) : {}
+}
+
+function requiredOf(schema: Schema): string[] {
+  return Array.isArray(schema.required) ? (schema.required as string[]) : []
+}
+
+function nonEmptyStrings(value: unknown): string[] | undefined {
+  return Array.isArray(value) && value.length > 0 ? value.map(String) : undefined
+}
+
+function tagOf(name: string): string {
+  return name.split('.')[0] as string
+}
+
+function hasBinaryForm(model: Model, direction: 'request' | 'response'): boolean {
+  return direction === 'request' ? typeof model.decode === 'function' : typeof model.encode === 'function'
+}
+
+/** Builds the OpenAPI 3.1 document of every endpoint of `registry` (or of a list of definitions). */
+export function buildOpenApi(
+  registry: { list(): readonly EndpointDefinition[] } | readonly EndpointDefinition[],
+  info: OpenApiInfo,
+  options: BuildOptions = {},
+): OpenApiDocument {
+  const endpoints = Array.isArray(registry)
+    ? (registry as readonly EndpointDefinition[])
+    : (registry as { list(): readonly EndpointDefinition[] }).list()
+  const auth = options.auth ?? true
+  const binary = options.binary ?? true
+  const components = new SchemaComponents({ ErrorBody: ERROR_BODY_SCHEMA })
+  const paths: OpenApiDocument['paths'] = {}
+  const tags = new Set<string>()
+  const usedResponses = new Set<string>()
+
+  for (const endpoint of endpoints) {
+    const config = endpoint.config as unknown as Record<string, unknown>
+    const request = components.add(endpoint.request)
+    const response = components.add(endpoint.response)
+    const pathParams = endpoint.http.pathParams
+    const requestProps = propertiesOf(request.schema)
+    const tag = tagOf(endpoint.name)
+    tags.add(tag)
+
+    const parameters: Schema[] = pathParams.map((name) => ({
+      name,
+      in: 'path',
+      required: true,
+      schema: requestProps[name] ?? { type: 'string' },
+    }))
+    if (!endpoint.http.hasBody) {
+      const required = new Set(requiredOf(request.schema))
+      for (const [name, schema] of Object.entries(requestProps)) {
+        if (pathParams.includes(name) || isNestedObject(schema)) continue
+        const parameter: Schema = { name, in: 'query', required: required.has(name), schema }
+        if (nonNullType(schema) === 'array') Object.assign(parameter, { style: 'form', explode: true })
+        parameters.push(parameter)
+      }
+    }
+
+    // Keys in the order a reader expects them.
+    const operation = { operationId: endpoint.name } as OpenApiOperation
+    if (typeof config.summary === 'string') operation.summary = config.summary
+    operation.description = describe(endpoint)
+    operation.tags = [tag]
+    if (parameters.length > 0) operation.parameters = parameters
+
+    if (endpoint.http.hasBody) {
+      // JSON: the body carries every field but the path parameters; binary: the whole model.
+      let jsonBody: Schema = request.ref
+      let bodyRequired = requiredOf(request.schema).length > 0
+      if (pathParams.length > 0 && Object.keys(requestProps).length > 0) {
+        const properties = Object.fromEntries(
+          Object.entries(requestProps).filter(([k]) => !pathParams.includes(k)),
+        )
+        const required = requiredOf(request.schema).filter((k) => !pathParams.includes(k))
+        jsonBody = { ...request.schema, properties }
+        if (required.length > 0) jsonBody.required = required
+        else delete jsonBody.required
+        bodyRequired = required.length > 0
+      }
+      const content: Schema = { [JSON_MEDIA_TYPE]: { schema: jsonBody } }
+      if (binary && hasBinaryForm(endpoint.request, 'request')) {
+        content[BINARY_MEDIA_TYPE] = {
+          schema: {
+            type: 'string',
+            format: 'binary',
+            description: `${endpoint.request.name} in the binary format`,
+          },
+        }
+      }
+      operation.requestBody = { required: bodyRequired, content }
+    }
+
+    operation.responses = {}
+    if (endpoint.streaming) {
+      operation.responses['200'] = {
+        description: 'A stream of response items (Server-Sent Events)',
+        content: {
+          [SSE_MEDIA_TYPE]: {
+            schema: { type: 'string', description: SSE_DESCRIPTION },
+            'x-trivium-item-schema': response.ref,
+          },
+        },
+      }
+    } else {
+      const content: Schema = { [JSON_MEDIA_TYPE]: { schema: response.ref } }
+      if (binary && hasBinaryForm(endpoint.response, 'response')) {
+        content[BINARY_MEDIA_TYPE] = {
+          schema: {
+            type: 'string',
+            format: 'binary',
+            description: `${endpoint.response.name} in the binary format`,
+          },
+        }
+      }
+      operation.responses[String(endpoint.status)] = { description: 'Success', content }
+    }
+
+    const mode = typeof config.auth === 'string' ? config.auth : 'required'
+    const permissions = nonEmptyStrings(config.permissions)
+    const roles = nonEmptyStrings(config.roles)
+    const errors = ['400']
+    if (auth && mode !== 'public') errors.push('401')
+    if (permissions || roles) errors.push('403')
+    errors.push('404')
+    if (endpoint.http.hasBody) errors.push('413', '415')
+    if (config.rateLimit !== false) errors.push('429')
+    errors.push('500')
+    for (const status of errors) {
+      const shared = ERROR_RESPONSES[status] as { name: string }
+      usedResponses.add(status)
+      operation.responses[status] = { $ref: `#/components/responses/${shared.name}` }
+    }
+
+    if (auth) {
+      operation.security =
+        mode === 'public' ? [] : mode === 'optional' ? OPTIONAL_SECURITY : REQUIRED_SECURITY
+      operation['x-trivium-auth'] = mode
+    }
+    operation['x-trivium-streaming'] = endpoint.streaming
+    if (permissions) operation['x-trivium-permissions'] = permissions
+    if (roles) operation['x-trivium-roles'] = roles
+    if (config.rateLimit !== undefined) operation['x-trivium-rate-limit'] = config.rateLimit
+
+    const path = toOpenApiPath(endpoint.url)
+    paths[path] ??= {}
+    ;(paths[path] as Record<string, OpenApiOperation>)[endpoint.method.toLowerCase()] = operation
+  }
+
+  const responses: Record<string, Schema> = {}
+  for (const [status, { name, response }] of Object.entries(ERROR_RESPONSES)) {
+    if (usedResponses.has(status)) responses[name] = response
+  }
+  const document: OpenApiDocument = {
+    openapi: '3.1.0',
+    info: {
+      ...info,
+      description:
+        (info.description ? `${info.description}\n\n` : '') +
+        'Every operation is a Trivium endpoint: the same endpoint is reachable over WebSocket and TCP ' +
+        'by its name (the operationId), with the same request and response models.',
+    },
+    tags: [...tags].sort().map((name) => ({ name })),
+    paths,
+    components: { schemas: components.schemas, responses },
+  }
+  if (options.servers && options.servers.length > 0) document.servers = options.servers.map((s) => ({ ...s }))
+  if (auth) document.components.securitySchemes = { ...SECURITY_SCHEMES }
+  // Plain JSON: no shared objects between operations, so callers may edit the result freely.
+  return JSON.parse(JSON.stringify(document)) as OpenApiDocument
+}
+
+function describe(endpoint: EndpointDefinition): string {
+  const lines = [
+    `Trivium endpoint \`${endpoint.name}\`: also reachable over WebSocket and TCP as a REQUEST frame ` +
+      `to \`${endpoint.name}\` with the same models (request \`${endpoint.request.name}\`, ` +
+      `${endpoint.streaming ? 'items' : 'response'} \`${endpoint.response.name}\`).`,
+  ]
+  if (endpoint.streaming) {
+    lines.push(
+      'Streaming: over HTTP the answer is `text/event-stream` (events `item`, `end`, `error`); over ' +
+        'WebSocket and TCP, STREAM_ITEM frames then STREAM_END.',
+    )
+  }
+  return lines.join('\n\n')
+}

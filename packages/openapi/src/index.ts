@@ -1,0 +1,141 @@
+// @trivium/openapi — builds the OpenAPI 3.1 document of `fastify.trivium.registry` at ready time and
+// serves it, with a self-contained HTML docs page (no script, nothing loaded from elsewhere).
+import { BINARY_CONTENT_TYPE } from '@trivium/core'
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { DOCS_CSP, renderDocsPage } from './docs-page.js'
+import { buildOpenApi, type OpenApiDocument, type OpenApiInfo, type OpenApiServer } from './document.js'
+
+export { DOCS_CSP, type DocsPageOptions, escapeHtml, renderDocsPage } from './docs-page.js'
+export * from './document.js'
+export { componentName, type RegisteredModel, SchemaComponents } from './schemas.js'
+
+export interface TriviumOpenApiOptions {
+  /** Where the JSON document is served (default `/openapi.json`). */
+  path?: string
+  /** Where the HTML docs page is served (default `/docs`); `false` serves none. */
+  docsPath?: string | false
+  info: OpenApiInfo
+  servers?: OpenApiServer[]
+  /** Document authentication; default: whether `@trivium/auth` is registered at ready time. */
+  auth?: boolean
+  /** Document the binary format; default: whether it is registered (`@trivium/codec`) at ready time. */
+  binary?: boolean
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The OpenAPI document built at ready time (throws before). */
+    openapi(): OpenApiDocument
+  }
+}
+
+const PREFIX = '@trivium/openapi: '
+
+function fail(message: string): never {
+  throw new TypeError(PREFIX + message)
+}
+
+function checkPath(value: unknown, what: string): string {
+  if (typeof value !== 'string' || !value.startsWith('/') || /[\s?#]/.test(value)) {
+    fail(`${what} must be a path starting with "/" (no spaces, "?" or "#")`)
+  }
+  return value
+}
+
+interface ValidOptions {
+  path: string
+  docsPath: string | false
+  info: OpenApiInfo
+  servers: OpenApiServer[] | undefined
+  auth: boolean | undefined
+  binary: boolean | undefined
+}
+
+function validateOptions(options: TriviumOpenApiOptions): ValidOptions {
+  if (typeof options !== 'object' || options === null)
+    fail('options with info { title, version } are required')
+  const path = checkPath(options.path ?? '/openapi.json', 'path')
+  const docsPath = options.docsPath === false ? false : checkPath(options.docsPath ?? '/docs', 'docsPath')
+  if (docsPath === path) fail('path and docsPath must differ')
+  const info = options.info
+  if (typeof info !== 'object' || info === null) fail('info { title, version } is required')
+  if (typeof info.title !== 'string' || info.title.length === 0) fail('info.title must be a non-empty string')
+  if (typeof info.version !== 'string' || info.version.length === 0)
+    fail('info.version must be a non-empty string')
+  if (info.description !== undefined && typeof info.description !== 'string')
+    fail('info.description must be a string')
+  const servers = options.servers
+  if (servers !== undefined) {
+    if (!Array.isArray(servers)) fail('servers must be an array of { url, description? }')
+    for (const server of servers) {
+      if (
+        typeof server !== 'object' ||
+        server === null ||
+        typeof server.url !== 'string' ||
+        server.url === ''
+      )
+        fail('each server needs a url string')
+      if (server.description !== undefined && typeof server.description !== 'string')
+        fail('server description must be a string')
+    }
+  }
+  for (const flag of ['auth', 'binary'] as const) {
+    if (options[flag] !== undefined && typeof options[flag] !== 'boolean') fail(`${flag} must be a boolean`)
+  }
+  return {
+    path,
+    docsPath,
+    info: { ...info },
+    servers: servers?.map((s) => ({ ...s })),
+    auth: options.auth,
+    binary: options.binary,
+  }
+}
+
+const openApi: FastifyPluginAsync<TriviumOpenApiOptions> = async (fastify: FastifyInstance, rawOptions) => {
+  const options = validateOptions(rawOptions)
+  let json: string | undefined
+  let html: string | undefined
+  let document: OpenApiDocument | undefined
+
+  fastify.decorate('openapi', () => {
+    if (!document) throw new Error(`${PREFIX}the document is built when the server is ready`)
+    return document
+  })
+
+  fastify.get(options.path, (_request: FastifyRequest, reply: FastifyReply) => {
+    reply.type('application/json; charset=utf-8').send(json)
+  })
+
+  if (options.docsPath !== false) {
+    fastify.get(options.docsPath, {
+      // Route-level onSend runs after the app's (e.g. security headers): the page's own policy wins.
+      onSend: (_request, reply, payload, done) => {
+        reply.header('Content-Security-Policy', DOCS_CSP)
+        done(null, payload)
+      },
+      handler: (_request: FastifyRequest, reply: FastifyReply) => {
+        reply.type('text/html; charset=utf-8').send(html)
+      },
+    })
+  }
+
+  fastify.addHook('onReady', async () => {
+    const trivium = fastify.trivium
+    document = buildOpenApi(trivium.registry, options.info, {
+      servers: options.servers,
+      auth: options.auth ?? fastify.hasPlugin('@trivium/auth'),
+      binary: options.binary ?? trivium.formats.contentTypes().includes(BINARY_CONTENT_TYPE),
+    })
+    json = JSON.stringify(document)
+    if (options.docsPath !== false) html = renderDocsPage(document, { documentPath: options.path })
+  })
+}
+
+export const triviumOpenApi = fp(openApi, {
+  fastify: '5.x',
+  name: '@trivium/openapi',
+  dependencies: ['@trivium/core'],
+})
+export default triviumOpenApi

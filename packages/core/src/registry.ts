@@ -26,6 +26,8 @@ export interface EndpointOptions<Req = any, Res = any> extends TriviumEndpointCo
   timeoutMs?: number
   /** One-line description for docs and OpenAPI. */
   summary?: string
+  /** Largest HTTP request body for this endpoint in bytes (default: the plugin's `bodyLimit`). */
+  bodyLimit?: number
 }
 
 export type UnaryHandler<Req, Res> = (request: Req, call: TriviumCall<Req>) => Res | Promise<Res>
@@ -116,6 +118,9 @@ export class EndpointRegistry {
     const status = options.status ?? 200
     if (!Number.isInteger(status) || status < 200 || status > 299) {
       throw new RegistrationError(`endpoint "${name}": status must be a 2xx code`)
+    }
+    if (options.bodyLimit !== undefined && (!Number.isInteger(options.bodyLimit) || options.bodyLimit <= 0)) {
+      throw new RegistrationError(`endpoint "${name}": bodyLimit must be a positive integer (bytes)`)
     }
     const request = (options.request ?? anyModel) as Model<Req>
     const definition = {

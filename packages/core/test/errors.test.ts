@@ -214,3 +214,16 @@ t.test('toErrorBody / fromErrorBody round-trip every kind', async (t) => {
   t.ok(new InternalErrorException('x') instanceof InternalErrorException)
   t.notOk(new InternalErrorException('x') instanceof NotFoundException)
 })
+
+t.test('an endpoint can raise its own body limit', async (t) => {
+  const fastify = Fastify()
+  await fastify.register(trivium, { bodyLimit: 64 })
+  fastify.trivium.endpoint('small', { method: 'POST', url: '/small' }, () => ({ ok: true }))
+  fastify.trivium.endpoint('upload', { method: 'POST', url: '/upload', bodyLimit: 4096 }, () => ({ ok: true }))
+  t.throws(() => fastify.trivium.endpoint('bad', { method: 'POST', url: '/bad', bodyLimit: 0 }, () => ({})), {
+    message: '@trivium/core: endpoint "bad": bodyLimit must be a positive integer (bytes)',
+  })
+  const payload = { s: 'x'.repeat(200) }
+  t.equal((await fastify.inject({ method: 'POST', url: '/small', payload })).statusCode, 413)
+  t.equal((await fastify.inject({ method: 'POST', url: '/upload', payload })).statusCode, 200)
+})

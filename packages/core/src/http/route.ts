@@ -121,7 +121,7 @@ export function registerHttpRoute(
     method: definition.method,
     url: definition.url,
     config: { trivium: definition },
-    bodyLimit: ctx.bodyLimit,
+    bodyLimit: definition.config.bodyLimit ?? ctx.bodyLimit,
     errorHandler: sendError,
     handler,
   })

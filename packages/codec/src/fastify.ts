@@ -1,0 +1,55 @@
+// Fastify integration: the binary WireFormat and a plugin that adds it to @trivium/core. This is the
+// server-side layer, so it turns the runtime's DecodeError into core's ValidationException.
+import {
+  BINARY_CONTENT_TYPE,
+  type Model,
+  UnsupportedMediaTypeException,
+  ValidationException,
+  type WireFormat,
+} from '@trivium/core'
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
+import fp from 'fastify-plugin'
+import { DecodeError, setValidationErrorFactory } from './runtime/index.js'
+
+function useCoreValidationErrors(): void {
+  setValidationErrorFactory((message, details) => new ValidationException(message, details))
+}
+useCoreValidationErrors()
+
+/** `application/x-platform-binary`: a model's binary form. Bad bytes are a 400 ValidationException. */
+export const binaryFormat: WireFormat = {
+  name: 'binary',
+  contentType: BINARY_CONTENT_TYPE,
+  decode(model: Model, bytes: Uint8Array): unknown {
+    if (!model.decode) throw new UnsupportedMediaTypeException(`${model.name} has no binary form`)
+    try {
+      return model.decode(bytes)
+    } catch (err) {
+      if (err instanceof DecodeError)
+        throw new ValidationException(`Malformed binary payload: ${err.message}`)
+      throw err
+    }
+  },
+  encode(model: Model, value: unknown): Uint8Array {
+    if (!model.encode) throw new UnsupportedMediaTypeException(`${model.name} has no binary form`)
+    return model.encode(value)
+  },
+}
+
+// biome-ignore lint/complexity/noBannedTypes: the plugin takes no options yet
+export type TriviumCodecOptions = {}
+
+const plugin: FastifyPluginAsync<TriviumCodecOptions> = async (fastify: FastifyInstance, options) => {
+  if (options !== undefined && (typeof options !== 'object' || options === null)) {
+    throw new TypeError('@trivium/codec: options must be an object')
+  }
+  useCoreValidationErrors()
+  if (!fastify.trivium.formats.get(binaryFormat.name)) fastify.trivium.addFormat(binaryFormat)
+}
+
+/** Adds the binary format to @trivium/core (register after it). */
+export const triviumCodec = fp(plugin, {
+  fastify: '5.x',
+  name: '@trivium/codec',
+  dependencies: ['@trivium/core'],
+})

@@ -1,0 +1,544 @@
+// Reads and checks a model schema: the JSON text (with duplicate keys detected, which JSON.parse
+// hides), the type expressions, names, custom types and the optional `endpoints` section. Every
+// problem names its model (or endpoint) and field and says why; nothing here throws a raw error.
+
+export type Primitive = 'string' | 'int32' | 'int64' | 'float32' | 'float64' | 'bool' | 'datetime' | 'bytes'
+export const PRIMITIVES: readonly Primitive[] = [
+  'string',
+  'int32',
+  'int64',
+  'float32',
+  'float64',
+  'bool',
+  'datetime',
+  'bytes',
+]
+export type MapKey = 'string' | 'int32' | 'int64'
+export const MAP_KEYS: readonly MapKey[] = ['string', 'int32', 'int64']
+
+export type TypeNode =
+  | { kind: 'prim'; name: Primitive }
+  | { kind: 'any' }
+  | { kind: 'nullable'; inner: TypeNode }
+  | { kind: 'list'; item: TypeNode }
+  | { kind: 'map'; key: MapKey; value: TypeNode }
+  | { kind: 'ref'; model: string }
+  | { kind: 'custom'; name: string }
+
+export interface FieldDef {
+  name: string
+  expr: string
+  type: TypeNode
+}
+
+export interface ModelDef {
+  name: string
+  fields: FieldDef[]
+}
+
+export interface CustomTypeDef {
+  name: string
+  /** Module specifier, relative to the generated files (e.g. `../money.js`) or a package name. */
+  from: string
+  /** Exported binding (default: the type name). */
+  export: string
+}
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE'
+
+export interface EndpointDef {
+  name: string
+  request: string
+  response: string
+  streaming: boolean
+  method: HttpMethod
+  url: string
+  status: number
+  /** Pass-through settings (auth, permissions, roles, rateLimit, summary, ...). */
+  config: Record<string, unknown>
+}
+
+export interface SchemaDef {
+  models: ModelDef[]
+  types: CustomTypeDef[]
+  endpoints: EndpointDef[]
+}
+
+export interface SchemaProblem {
+  model?: string
+  field?: string
+  endpoint?: string
+  reason: string
+}
+
+function describeProblem(p: SchemaProblem): string {
+  const where: string[] = []
+  if (p.model !== undefined) where.push(`model "${p.model}"`)
+  if (p.endpoint !== undefined) where.push(`endpoint "${p.endpoint}"`)
+  if (p.field !== undefined) where.push(`field "${p.field}"`)
+  return where.length > 0 ? `${where.join(', ')}: ${p.reason}` : p.reason
+}
+
+/** A schema that cannot be generated. `problems` lists every problem found; the message shows them all. */
+export class SchemaError extends Error {
+  readonly code = 'TRV_SCHEMA'
+  readonly problems: SchemaProblem[]
+  constructor(problems: SchemaProblem[]) {
+    super(problems.map(describeProblem).join('\n'))
+    this.name = 'SchemaError'
+    this.problems = problems
+  }
+}
+
+// ---------- JSON text with duplicate-key detection ----------
+
+/** Paths of keys that occur twice in one object of (valid) JSON text. */
+function duplicateKeys(text: string): { path: string[]; key: string }[] {
+  const found: { path: string[]; key: string }[] = []
+  let i = 0
+  const ws = () => {
+    while (i < text.length && (text[i] === ' ' || text[i] === '\t' || text[i] === '\n' || text[i] === '\r'))
+      i++
+  }
+  const str = (): string => {
+    const start = i++
+    while (text[i] !== '"') i += text[i] === '\\' ? 2 : 1
+    i++
+    return JSON.parse(text.slice(start, i)) as string
+  }
+  const value = (path: string[]): void => {
+    ws()
+    const c = text[i]
+    if (c === '{') {
+      i++
+      const seen = new Set<string>()
+      ws()
+      if (text[i] === '}') {
+        i++
+        return
+      }
+      for (;;) {
+        ws()
+        const key = str()
+        if (seen.has(key)) found.push({ path, key })
+        seen.add(key)
+        ws()
+        i++ // ':'
+        value([...path, key])
+        ws()
+        if (text[i++] === ',') continue
+        return
+      }
+    } else if (c === '[') {
+      i++
+      ws()
+      if (text[i] === ']') {
+        i++
+        return
+      }
+      for (let n = 0; ; n++) {
+        value([...path, String(n)])
+        ws()
+        if (text[i++] === ',') continue
+        return
+      }
+    } else if (c === '"') {
+      str()
+    } else {
+      while (i < text.length && !',]} \t\n\r'.includes(text[i]!)) i++
+    }
+  }
+  value([])
+  return found
+}
+
+/** Parses schema JSON text; syntax errors and duplicate keys are SchemaErrors. */
+export function parseSchemaText(text: string): unknown {
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch (err) {
+    throw new SchemaError([{ reason: `schema is not valid JSON: ${(err as Error).message}` }])
+  }
+  const problems: SchemaProblem[] = []
+  for (const { path, key } of duplicateKeys(text)) {
+    if (path.length === 0) problems.push({ reason: `duplicate top-level key "${key}"` })
+    else if (path[0] === 'models' && path.length === 1)
+      problems.push({ model: key, reason: 'duplicate model' })
+    else if (path[0] === 'models' && path.length === 2)
+      problems.push({ model: path[1]!, field: key, reason: 'duplicate field' })
+    else if (path[0] === 'endpoints' && path.length === 1)
+      problems.push({ endpoint: key, reason: 'duplicate endpoint' })
+    else problems.push({ reason: `duplicate key "${key}" in ${path.join('.')}` })
+  }
+  if (problems.length > 0) throw new SchemaError(problems)
+  return json
+}
+
+// ---------- type expressions ----------
+
+class ExprError extends Error {}
+
+/**
+ * Parses a type expression: `string`, `int32?`, `[T]`, `map<K, V>`, `@Model`, `@Model?`, `CustomType`,
+ * nested freely. `isModel` / `isCustom` resolve names.
+ */
+export function parseTypeExpression(
+  expr: string,
+  isModel: (name: string) => boolean,
+  isCustom: (name: string) => boolean,
+): TypeNode {
+  let i = 0
+  const ws = () => {
+    while (i < expr.length && /\s/.test(expr[i]!)) i++
+  }
+  const ident = (): string => {
+    const m = /^[A-Za-z_][A-Za-z0-9_]*/.exec(expr.slice(i))
+    if (!m) throw new ExprError(`expected a type at position ${i}`)
+    i += m[0].length
+    return m[0]
+  }
+  const expect = (c: string) => {
+    ws()
+    if (expr[i] !== c) {
+      throw new ExprError(`expected "${c}" at position ${i}${i < expr.length ? `, found "${expr[i]}"` : ''}`)
+    }
+    i++
+  }
+  const type = (): TypeNode => {
+    ws()
+    let node: TypeNode
+    if (expr[i] === '[') {
+      i++
+      node = { kind: 'list', item: type() }
+      expect(']')
+    } else if (expr[i] === '@') {
+      i++
+      const name = ident()
+      if (!isModel(name)) throw new ExprError(`unknown model reference "@${name}"`)
+      node = { kind: 'ref', model: name }
+    } else {
+      const name = ident()
+      if (name === 'map') {
+        expect('<')
+        ws()
+        const keyAt = i
+        const key = type()
+        if (key.kind !== 'prim' || !(MAP_KEYS as readonly string[]).includes(key.name)) {
+          throw new ExprError(
+            `map key type must be one of ${MAP_KEYS.join(', ')}, got "${expr.slice(keyAt, i).trim()}"`,
+          )
+        }
+        expect(',')
+        const value = type()
+        expect('>')
+        node = { kind: 'map', key: key.name as MapKey, value }
+      } else if (name === 'any') {
+        node = { kind: 'any' }
+      } else if ((PRIMITIVES as readonly string[]).includes(name)) {
+        node = { kind: 'prim', name: name as Primitive }
+      } else if (isCustom(name)) {
+        node = { kind: 'custom', name }
+      } else if (isModel(name)) {
+        throw new ExprError(`unknown type "${name}" (a model reference is written "@${name}")`)
+      } else {
+        throw new ExprError(`unknown type "${name}"`)
+      }
+    }
+    ws()
+    if (expr[i] === '?') {
+      i++
+      ws()
+      if (expr[i] === '?') throw new ExprError(`"??" at position ${i - 1}: a type is nullable once`)
+      // `any` already includes null.
+      if (node.kind !== 'any') node = { kind: 'nullable', inner: node }
+    }
+    return node
+  }
+  if (typeof expr !== 'string') throw new ExprError('type expression must be a string')
+  const node = type()
+  ws()
+  if (i < expr.length) throw new ExprError(`unexpected "${expr[i]}" at position ${i}`)
+  return node
+}
+
+/** Canonical text of a type (used for helper names and messages). */
+export function typeKey(t: TypeNode): string {
+  switch (t.kind) {
+    case 'prim':
+      return t.name
+    case 'any':
+      return 'any'
+    case 'nullable':
+      return `${typeKey(t.inner)}?`
+    case 'list':
+      return `[${typeKey(t.item)}]`
+    case 'map':
+      return `map<${t.key}, ${typeKey(t.value)}>`
+    case 'ref':
+      return `@${t.model}`
+    case 'custom':
+      return t.name
+  }
+}
+
+// ---------- names ----------
+
+const MODEL_NAME = /^[A-Za-z][A-Za-z0-9_]*$/
+const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
+const JS_RESERVED = new Set(
+  (
+    'break case catch class const continue debugger default delete do else enum export extends false finally ' +
+    'for function if import in instanceof new null return super switch this throw true try typeof var void ' +
+    'while with yield let static implements interface package private protected public await undefined NaN Infinity'
+  ).split(' '),
+)
+/** Globals and TypeScript types generated code refers to: a model of that name would shadow them. */
+const RESERVED_MODEL_NAMES = new Set(
+  (
+    'Array Object Map Set Date Math Number String Boolean BigInt Symbol JSON Error TypeError Promise Function ' +
+    'Uint8Array DataView ArrayBuffer Record Partial Readonly ReadonlyMap ReadonlyArray AsyncIterable Iterable ' +
+    'PromiseLike any unknown never string number boolean bigint object map'
+  ).split(' '),
+)
+/** Instance members of a generated class, and Object.prototype members read by fromJSON. */
+const RESERVED_FIELD_NAMES = new Set(
+  (
+    'constructor prototype __proto__ toString toLocaleString valueOf hasOwnProperty isPrototypeOf ' +
+    'propertyIsEnumerable equals hashCode copyWith toJSON'
+  ).split(' '),
+)
+export const ENDPOINT_NAME = /^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)*$/
+const HTTP_METHODS: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'DELETE']
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+}
+
+// ---------- the whole schema ----------
+
+/** Checks a parsed schema and returns its definitions. Throws SchemaError listing every problem. */
+export function checkSchema(input: unknown): SchemaDef {
+  const problems: SchemaProblem[] = []
+  if (!isPlainObject(input))
+    throw new SchemaError([{ reason: 'schema must be a JSON object with a "models" object' }])
+  for (const key of Object.keys(input)) {
+    if (!['models', 'types', 'endpoints', '$schema', 'description'].includes(key)) {
+      problems.push({ reason: `unknown top-level key "${key}" (expected models, types, endpoints)` })
+    }
+  }
+  const rawModels = input.models
+  if (!isPlainObject(rawModels)) {
+    problems.push({ reason: 'schema must have a "models" object' })
+    throw new SchemaError(problems)
+  }
+
+  // custom types
+  const types: CustomTypeDef[] = []
+  const rawTypes = input.types ?? {}
+  if (!isPlainObject(rawTypes)) problems.push({ reason: '"types" must be an object' })
+  else {
+    for (const [name, def] of Object.entries(rawTypes)) {
+      if (!MODEL_NAME.test(name) || JS_RESERVED.has(name) || RESERVED_MODEL_NAMES.has(name)) {
+        problems.push({
+          reason: `custom type "${name}": invalid name (letters, digits and _, starting with a letter; not a reserved word)`,
+        })
+      } else if ((PRIMITIVES as readonly string[]).includes(name)) {
+        problems.push({ reason: `custom type "${name}": a primitive type cannot be redefined` })
+      } else if (Object.hasOwn(rawModels, name)) {
+        problems.push({ reason: `custom type "${name}": a model has the same name` })
+      } else if (!isPlainObject(def) || typeof def.import !== 'string' || def.import === '') {
+        problems.push({ reason: `custom type "${name}": needs { "import": "<module specifier>" }` })
+      } else if (
+        def.export !== undefined &&
+        (typeof def.export !== 'string' || !MODEL_NAME.test(def.export))
+      ) {
+        problems.push({ reason: `custom type "${name}": "export" must be an identifier` })
+      } else {
+        types.push({ name, from: def.import, export: (def.export as string | undefined) ?? name })
+      }
+    }
+  }
+  const customNames = new Set(types.map((t) => t.name))
+  const modelNames = new Set(Object.keys(rawModels))
+
+  // models
+  const models: ModelDef[] = []
+  for (const [name, rawFields] of Object.entries(rawModels)) {
+    if (!MODEL_NAME.test(name)) {
+      problems.push({
+        model: name,
+        reason: 'invalid model name: use letters, digits and _, starting with a letter',
+      })
+      continue
+    }
+    if (JS_RESERVED.has(name) || RESERVED_MODEL_NAMES.has(name)) {
+      problems.push({ model: name, reason: `invalid model name: "${name}" is reserved` })
+      continue
+    }
+    for (const suffix of ['Data', 'Init']) {
+      if (name.endsWith(suffix) && modelNames.has(name.slice(0, -suffix.length))) {
+        problems.push({
+          model: name,
+          reason: `invalid model name: clashes with the generated type ${name} of model "${name.slice(0, -suffix.length)}"`,
+        })
+      }
+    }
+    if (!isPlainObject(rawFields)) {
+      problems.push({
+        model: name,
+        reason: 'a model must be an object mapping field names to type expressions',
+      })
+      continue
+    }
+    const fields: FieldDef[] = []
+    for (const [field, expr] of Object.entries(rawFields)) {
+      if (!FIELD_NAME.test(field)) {
+        problems.push({
+          model: name,
+          field,
+          reason: 'invalid field name: use letters, digits and _, not starting with a digit',
+        })
+        continue
+      }
+      if (RESERVED_FIELD_NAMES.has(field)) {
+        problems.push({ model: name, field, reason: `invalid field name: "${field}" is reserved` })
+        continue
+      }
+      if (typeof expr !== 'string') {
+        problems.push({ model: name, field, reason: 'type expression must be a string' })
+        continue
+      }
+      try {
+        const type = parseTypeExpression(
+          expr,
+          (m) => modelNames.has(m),
+          (c) => customNames.has(c),
+        )
+        fields.push({ name: field, expr, type })
+      } catch (err) {
+        if (!(err instanceof ExprError)) throw err
+        const reason =
+          err.message.startsWith('unknown') || err.message.startsWith('map key')
+            ? err.message
+            : `malformed type expression "${expr}": ${err.message}`
+        problems.push({ model: name, field, reason })
+      }
+    }
+    models.push({ name, fields })
+  }
+
+  // endpoints
+  const endpoints: EndpointDef[] = []
+  const rawEndpoints = input.endpoints ?? {}
+  if (!isPlainObject(rawEndpoints)) problems.push({ reason: '"endpoints" must be an object' })
+  else {
+    const names = Object.keys(rawEndpoints)
+    for (const [name, raw] of Object.entries(rawEndpoints)) {
+      const bad = (reason: string) => problems.push({ endpoint: name, reason })
+      if (!ENDPOINT_NAME.test(name)) {
+        bad(
+          'invalid endpoint name: dot-separated segments of letters, digits, "_" and "-", each starting with a letter',
+        )
+        continue
+      }
+      const clash = names.find((other) => other.startsWith(`${name}.`))
+      if (clash) bad(`name is also the namespace of "${clash}" (the typed client cannot have both)`)
+      if (!isPlainObject(raw)) {
+        bad('must be an object with request, response and http')
+        continue
+      }
+      const modelRef = (key: 'request' | 'response'): string | undefined => {
+        const v = raw[key]
+        if (typeof v !== 'string') {
+          bad(`"${key}" must name a model ("@Model" or "Model")`)
+          return undefined
+        }
+        const m = v.startsWith('@') ? v.slice(1) : v
+        if (!modelNames.has(m)) {
+          bad(`"${key}": unknown model "${m}"`)
+          return undefined
+        }
+        return m
+      }
+      const request = modelRef('request')
+      const response = modelRef('response')
+      const streaming = raw.streaming ?? false
+      if (typeof streaming !== 'boolean') bad('"streaming" must be a boolean')
+      const http = raw.http
+      let method: HttpMethod = 'POST'
+      let url = ''
+      let status = 200
+      if (!isPlainObject(http)) bad('"http" must be an object { method, url, status? }')
+      else {
+        if (!HTTP_METHODS.includes(http.method as HttpMethod))
+          bad(`"http.method" must be one of ${HTTP_METHODS.join(', ')}`)
+        else method = http.method as HttpMethod
+        if (typeof http.url !== 'string' || !http.url.startsWith('/'))
+          bad('"http.url" must be a path starting with "/"')
+        else url = http.url
+        if (http.status !== undefined) {
+          if (
+            !Number.isInteger(http.status) ||
+            (http.status as number) < 200 ||
+            (http.status as number) > 299
+          ) {
+            bad('"http.status" must be a 2xx code')
+          } else status = http.status as number
+        }
+        for (const key of Object.keys(http)) {
+          if (!['method', 'url', 'status'].includes(key)) bad(`unknown key "http.${key}"`)
+        }
+      }
+      if (streaming === true && method !== 'GET' && method !== 'POST')
+        bad('a streaming endpoint must use GET or POST')
+      const config: Record<string, unknown> = {}
+      for (const [key, v] of Object.entries(raw)) {
+        if (['request', 'response', 'streaming', 'http'].includes(key)) continue
+        if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) {
+          bad(`invalid setting name "${key}"`)
+          continue
+        }
+        if (key === 'auth' && !['public', 'optional', 'required'].includes(v as string)) {
+          bad('"auth" must be "public", "optional" or "required"')
+        } else if (
+          (key === 'permissions' || key === 'roles') &&
+          !(Array.isArray(v) && v.every((x) => typeof x === 'string'))
+        ) {
+          bad(`"${key}" must be a list of strings`)
+        } else if (
+          key === 'rateLimit' &&
+          !(
+            isPlainObject(v) &&
+            Number.isInteger(v.requests) &&
+            (v.requests as number) > 0 &&
+            Number.isInteger(v.windowMs) &&
+            (v.windowMs as number) > 0 &&
+            Object.keys(v).every((k) => k === 'requests' || k === 'windowMs')
+          )
+        ) {
+          bad('"rateLimit" must be { "requests": <positive integer>, "windowMs": <positive integer> }')
+        } else if (key === 'summary' && typeof v !== 'string') {
+          bad('"summary" must be a string')
+        } else if (key === 'timeoutMs' && !(Number.isInteger(v) && (v as number) > 0)) {
+          bad('"timeoutMs" must be a positive integer')
+        } else config[key] = v
+      }
+      if (request && response) {
+        endpoints.push({
+          name,
+          request,
+          response,
+          streaming: streaming === true,
+          method,
+          url,
+          status,
+          config,
+        })
+      }
+    }
+  }
+
+  if (problems.length > 0) throw new SchemaError(problems)
+  return { models, types, endpoints }
+}

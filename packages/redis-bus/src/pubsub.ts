@@ -1,0 +1,317 @@
+// One pair of Redis connections (a publisher and a subscriber) shared by any number of channels and
+// buses. The subscriber is resubscribed by us on every reconnect (not by ioredis' autoResubscribe) so we
+// know when the subscriptions are active again and can tell listeners that messages may have been missed.
+// The publisher has no offline queue and no resend of unfulfilled commands: a publish is sent now or
+// rejected now (bounded by publishTimeoutMs), never replayed later behind the caller's back.
+import { Redis } from 'ioredis'
+import { RedisBusUnavailableError } from './errors.js'
+
+/** The pino-style logger part used here (`fastify.log` fits). */
+export interface LoggerLike {
+  info(obj: object, msg: string): void
+  warn(obj: object, msg: string): void
+  error(obj: object, msg: string): void
+}
+
+export interface RedisPubSubOptions {
+  /** A Redis URL, or an ioredis client that is `duplicate()`d twice (the client itself is not used or closed). */
+  redis: string | Redis
+  /** Where outages, recoveries, malformed messages and throwing handlers are logged (default: console). */
+  logger?: LoggerLike
+  /** A publish waits at most this long (ms) for the connection to be ready and Redis to answer (default 500). */
+  publishTimeoutMs?: number
+  /** Reconnect backoff cap (ms) of both connections (default 1000): the longest a recovery goes unnoticed. */
+  retryMaxDelayMs?: number
+}
+
+type RawHandler = (payload: string) => void
+
+const PENDING = new Set(['wait', 'connecting', 'connect'])
+
+const consoleLogger: LoggerLike = {
+  info: (obj, msg) => console.info(msg, obj),
+  warn: (obj, msg) => console.warn(msg, obj),
+  error: (obj, msg) => console.error(msg, obj),
+}
+
+export class RedisPubSub {
+  readonly logger: LoggerLike
+  readonly #pub: Redis
+  readonly #sub: Redis
+  readonly #timeoutMs: number
+  readonly #handlers = new Map<string, Set<RawHandler>>()
+  readonly #resubscribeListeners = new Set<() => void>()
+  readonly #pendingSubscribes = new Set<Promise<unknown>>()
+  #subWasReady = false
+  #downSince: number | undefined
+  #closed = false
+  #closing: Promise<void> | undefined
+
+  constructor(options: RedisPubSubOptions) {
+    if (options === null || typeof options !== 'object') {
+      throw new TypeError('@trivium/redis-bus: options must be an object with `redis`')
+    }
+    const { redis } = options
+    if (typeof redis !== 'string' && !(redis instanceof Redis)) {
+      throw new TypeError('@trivium/redis-bus: redis must be a Redis URL or an ioredis Redis client')
+    }
+    const timeoutMs = options.publishTimeoutMs ?? 500
+    if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) {
+      throw new TypeError('@trivium/redis-bus: publishTimeoutMs must be a positive integer (milliseconds)')
+    }
+    const retryMax = options.retryMaxDelayMs ?? 1000
+    if (!Number.isSafeInteger(retryMax) || retryMax < 1) {
+      throw new TypeError('@trivium/redis-bus: retryMaxDelayMs must be a positive integer (milliseconds)')
+    }
+    const logger = options.logger ?? consoleLogger
+    if (typeof logger?.warn !== 'function' || typeof logger.info !== 'function') {
+      throw new TypeError('@trivium/redis-bus: logger must have info, warn and error methods')
+    }
+    this.logger = logger
+    this.#timeoutMs = timeoutMs
+
+    const retryStrategy = (times: number) => Math.min(50 * 2 ** Math.min(times - 1, 10), retryMax)
+    const pubOptions = {
+      retryStrategy,
+      lazyConnect: false,
+      enableOfflineQueue: false,
+      autoResendUnfulfilledCommands: false,
+      connectionName: 'trivium-redis-bus-pub',
+    }
+    const subOptions = {
+      retryStrategy,
+      lazyConnect: false,
+      enableOfflineQueue: true,
+      autoResubscribe: false,
+      maxRetriesPerRequest: null,
+      connectionName: 'trivium-redis-bus-sub',
+    }
+    if (typeof redis === 'string') {
+      this.#pub = new Redis(redis, pubOptions)
+      this.#sub = new Redis(redis, subOptions)
+    } else {
+      this.#pub = redis.duplicate(pubOptions)
+      this.#sub = redis.duplicate(subOptions)
+    }
+
+    for (const [conn, name] of [
+      [this.#pub, 'publisher'],
+      [this.#sub, 'subscriber'],
+    ] as const) {
+      conn.on('error', (err: Error) => this.#markDown(name, err))
+      conn.on('close', () => this.#markDown(name, undefined))
+      conn.on('ready', () => this.#markUp())
+    }
+    this.#sub.on('ready', () => this.#onSubscriberReady())
+    this.#sub.on('message', (channel: string, payload: string) => this.#dispatch(channel, payload))
+  }
+
+  /** True while both connections are up. */
+  get connected(): boolean {
+    return this.#pub.status === 'ready' && this.#sub.status === 'ready'
+  }
+
+  /**
+   * Publishes a raw string on `channel`; resolves with the number of subscriber connections that got it.
+   * Rejects with `RedisBusUnavailableError` when the publisher is down (at once), still connecting after
+   * `publishTimeoutMs`, Redis does not answer within `publishTimeoutMs`, or the pair is closed.
+   */
+  async publishRaw(channel: string, payload: string): Promise<number> {
+    if (this.#closed) throw new RedisBusUnavailableError('closed')
+    const status = this.#pub.status
+    if (status !== 'ready') {
+      // First connection (not an outage): wait for it, bounded. During an outage: fail at once.
+      if (this.#downSince !== undefined || !PENDING.has(status)) {
+        throw new RedisBusUnavailableError(`connection is ${status}`)
+      }
+      await this.#withTimeout(this.#whenReady(this.#pub, true), 'still connecting')
+    }
+    return this.#withTimeout(this.#pub.publish(channel, payload), `no reply within ${this.#timeoutMs} ms`)
+  }
+
+  /** Calls `handler` with every raw message on `channel`; returns the unsubscribe function. */
+  subscribeRaw(channel: string, handler: RawHandler): () => void {
+    if (this.#closed) throw new RedisBusUnavailableError('closed')
+    let set = this.#handlers.get(channel)
+    if (!set) {
+      set = new Set()
+      this.#handlers.set(channel, set)
+      this.#track(this.#sub.subscribe(channel))
+    }
+    // Wrapped so the same function may be subscribed twice and removed once per subscription.
+    const entry: RawHandler = (payload) => handler(payload)
+    set.add(entry)
+    return () => {
+      const current = this.#handlers.get(channel)
+      if (!current?.delete(entry) || current.size > 0) return
+      this.#handlers.delete(channel)
+      if (!this.#closed) this.#track(this.#sub.unsubscribe(channel))
+    }
+  }
+
+  /**
+   * Calls `listener` each time the subscriber is subscribed again after a lost connection: messages
+   * published while it was down were NOT received (Redis pub/sub keeps nothing), so caches fed by
+   * invalidation messages should be flushed. Returns the removal function.
+   */
+  onResubscribed(listener: () => void): () => void {
+    this.#resubscribeListeners.add(listener)
+    return () => {
+      this.#resubscribeListeners.delete(listener)
+    }
+  }
+
+  /**
+   * Resolves when the publisher is connected and every subscription made so far is acknowledged by Redis
+   * (messages published from then on are received). Rejects after `timeoutMs` (default 10 000).
+   */
+  async ready(timeoutMs = 10_000): Promise<void> {
+    if (this.#closed) throw new RedisBusUnavailableError('closed')
+    let timer: NodeJS.Timeout | undefined
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new RedisBusUnavailableError(`not ready within ${timeoutMs} ms`)),
+        timeoutMs,
+      )
+    })
+    try {
+      await Promise.race([
+        Promise.all([this.#whenReady(this.#pub), this.#whenReady(this.#sub), ...this.#pendingSubscribes]),
+        timeout,
+      ])
+      // Subscriptions made while we waited.
+      if (this.#pendingSubscribes.size > 0)
+        await Promise.race([Promise.all(this.#pendingSubscribes), timeout])
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+
+  /** Closes both connections (pending publishes reject); no handle is left open. Idempotent. */
+  close(): Promise<void> {
+    if (this.#closing) return this.#closing
+    this.#closed = true
+    this.#handlers.clear()
+    this.#resubscribeListeners.clear()
+    const ended = (conn: Redis) => {
+      const end = new Promise<void>((resolve) => conn.once('end', resolve))
+      conn.disconnect()
+      // Between two reconnect attempts there is no socket: disconnect() only clears the retry timer
+      // and ioredis emits no 'end'; nothing is left open.
+      return conn.status === 'end' || conn.status === 'reconnecting' ? Promise.resolve() : end
+    }
+    const done = Promise.all([ended(this.#pub), ended(this.#sub)]).then(() => undefined)
+    this.#closing = done
+    return done
+  }
+
+  #track(promise: Promise<unknown>): void {
+    const tracked = promise.then(
+      () => undefined,
+      (err: Error) => {
+        // Only when closed (flushed queue) or Redis refused the command; logged, never thrown.
+        if (!this.#closed) this.logger.error({ err }, '@trivium/redis-bus: SUBSCRIBE/UNSUBSCRIBE failed')
+      },
+    )
+    this.#pendingSubscribes.add(tracked)
+    void tracked.finally(() => this.#pendingSubscribes.delete(tracked))
+  }
+
+  #onSubscriberReady(): void {
+    const reconnect = this.#subWasReady
+    this.#subWasReady = true
+    const channels = [...this.#handlers.keys()]
+    if (channels.length === 0) {
+      if (reconnect) this.#notifyResubscribed()
+      return
+    }
+    const done = this.#sub.subscribe(...channels)
+    this.#track(done)
+    if (reconnect) {
+      done.then(
+        () => this.#notifyResubscribed(),
+        () => {},
+      )
+    }
+  }
+
+  #notifyResubscribed(): void {
+    if (this.#closed) return
+    for (const listener of [...this.#resubscribeListeners]) {
+      try {
+        listener()
+      } catch (err) {
+        this.logger.error({ err }, '@trivium/redis-bus: onResubscribed listener threw')
+      }
+    }
+  }
+
+  #dispatch(channel: string, payload: string): void {
+    const set = this.#handlers.get(channel)
+    if (!set) return
+    for (const handler of [...set]) {
+      try {
+        handler(payload)
+      } catch (err) {
+        this.logger.error({ err, channel }, '@trivium/redis-bus: message handler threw')
+      }
+    }
+  }
+
+  #markDown(connection: string, err: Error | undefined): void {
+    if (this.#closed) return
+    if (this.#downSince !== undefined) return
+    this.#downSince = Date.now()
+    this.logger.warn(
+      { connection, err: err ? { message: err.message, code: (err as { code?: string }).code } : undefined },
+      '@trivium/redis-bus: Redis unreachable; publishes fail and messages published meanwhile are lost until it returns',
+    )
+  }
+
+  #markUp(): void {
+    if (this.#closed || this.#downSince === undefined || !this.connected) return
+    const downMs = Date.now() - this.#downSince
+    this.#downSince = undefined
+    this.logger.info({ downMs }, '@trivium/redis-bus: Redis reachable again')
+  }
+
+  /** Resolves on 'ready'; rejects on 'end', and with `failFast` also on the first failed attempt. */
+  #whenReady(conn: Redis, failFast = false): Promise<void> {
+    if (conn.status === 'ready') return Promise.resolve()
+    return new Promise<void>((resolve, reject) => {
+      const cleanup = () => {
+        conn.off('ready', onReady)
+        conn.off('end', onEnd)
+        conn.off('close', onClose)
+      }
+      const onReady = () => {
+        cleanup()
+        resolve()
+      }
+      const onEnd = () => {
+        cleanup()
+        reject(new RedisBusUnavailableError('closed'))
+      }
+      const onClose = () => {
+        cleanup()
+        reject(new RedisBusUnavailableError('connection failed'))
+      }
+      conn.once('ready', onReady)
+      conn.once('end', onEnd)
+      if (failFast) conn.once('close', onClose)
+    })
+  }
+
+  #withTimeout<T>(promise: Promise<T>, what: string): Promise<T> {
+    let timer: NodeJS.Timeout | undefined
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new RedisBusUnavailableError(what)), this.#timeoutMs)
+    })
+    return Promise.race([promise, timeout])
+      .catch((err: unknown) => {
+        if (err instanceof RedisBusUnavailableError) throw err
+        throw new RedisBusUnavailableError((err as Error)?.message ?? String(err), { cause: err })
+      })
+      .finally(() => clearTimeout(timer))
+  }
+}

@@ -1,23 +1,175 @@
-// Builds the demo application: every Trivium plugin registered on one Fastify instance.
-
-import trivium, { jsonSchemaModel } from '@trivium/core'
+// Builds "Trivium Tasks": every Trivium plugin on one Fastify instance, in this order:
+//   core → codec (binary format) → auth (middleware `auth`) → rbac (`rbac`, after auth)
+//   → protections (CORS, security headers, `rate-limit` after auth) → websocket + tcp → openapi
+//   → the schema's endpoints → the web page.
+import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import triviumAuth, { RedisRevocationStore, SqlUserStore } from '@trivium/auth'
+import triviumCodec from '@trivium/codec'
+import triviumCore, { ValidationException } from '@trivium/core'
+import triviumOpenApi from '@trivium/openapi'
+import triviumProtections from '@trivium/protections'
+import triviumRbac from '@trivium/rbac'
+import type { SqlClient } from '@trivium/sql'
+import triviumTcp from '@trivium/tcp'
+import triviumWebSocket from '@trivium/websocket'
 import Fastify, { type FastifyInstance } from 'fastify'
+import { Redis } from 'ioredis'
 import type { DemoConfig } from './config.js'
+import { openDatabase } from './database.js'
+import { adminHandlers } from './endpoints/admin.js'
+import { authHandlers } from './endpoints/auth.js'
+import type { HandlerContext } from './endpoints/context.js'
+import { healthHandlers, VERSION } from './endpoints/health.js'
+import { taskHandlers } from './endpoints/tasks.js'
+import { type EndpointHandlers, registerEndpoints } from './generated/server.js'
+import { ensureRights } from './rights.js'
+import { loadSecrets } from './secrets.js'
+import { LocalTaskEventBus, type TaskEventBus } from './tasks/events.js'
+import { TaskRepository } from './tasks/repository.js'
 
-const Echo = jsonSchemaModel<{ message: string }>('Echo', {
-  type: 'object',
-  properties: { message: { type: 'string', maxLength: 1000 } },
-  required: ['message'],
-})
+const here = dirname(fileURLToPath(import.meta.url))
+export interface DemoApp {
+  app: FastifyInstance
+  sql: SqlClient
+  /** The admin password when it was generated on this start (printed once by server.ts). */
+  generatedAdminPassword: string | undefined
+}
 
-export async function buildApp(config: DemoConfig): Promise<FastifyInstance> {
-  const app = Fastify({ logger: { level: config.logLevel } })
-  await app.register(trivium)
+export async function buildApp(config: DemoConfig): Promise<DemoApp> {
+  const app = Fastify({
+    logger: { level: config.logLevel, redact: ['req.headers.authorization', 'req.query.token'] },
+    trustProxy: config.trustProxy,
+  })
+  const secrets = loadSecrets(config, (message) => app.log.warn(message))
+  const sql = await openDatabase(config)
+  app.addHook('onClose', async () => sql.close())
+  const redis = config.redisUrl
+    ? new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false })
+    : undefined
+  if (redis) {
+    redis.on('error', () => {}) // outages are reported by the stores that use it, once
+    app.addHook('onClose', async () => {
+      redis.disconnect()
+    })
+  }
 
-  app.trivium.endpoint('health', { method: 'GET', url: '/health', summary: 'Liveness' }, () => ({
-    status: 'ok',
-    uptimeSeconds: Math.round(process.uptime()),
-  }))
-  app.trivium.endpoint('echo', { method: 'POST', url: '/echo', request: Echo, response: Echo }, (req) => req)
-  return app
+  await app.register(triviumCore)
+  await app.register(triviumCodec)
+  await app.register(triviumAuth, {
+    secret: secrets.signingSecret,
+    issuer: 'trivium-tasks',
+    revocationStore: redis ? new RedisRevocationStore({ client: redis }) : undefined,
+    rolesProvider: (userId) => app.rbac.getUserRights(userId),
+    flows: {
+      sql,
+      encryptionKey: secrets.encryptionKey,
+      registerEndpoints: false,
+      totpIssuer: 'Trivium Tasks',
+    },
+  })
+  await app.register(triviumRbac, { sql })
+  await app.register(triviumProtections, { rateLimit: { redis } })
+  await app.register(triviumWebSocket, {
+    path: '/ws',
+    // Authenticate at the upgrade when a token is present, so push reaches the user from the start
+    // and the connection closes when the token expires or is revoked.
+    identify: async (request) => {
+      const query = request.query as Record<string, string | undefined>
+      const header = request.headers.authorization
+      const token = query.token ?? (header?.startsWith('Bearer ') ? header.slice(7) : undefined)
+      if (!token) return undefined
+      const claims = await app.auth.authenticate(token)
+      return { userId: claims.userId, tokenId: claims.jti, expiresAt: claims.expiresAt.getTime() }
+    },
+  })
+  if (config.tcpPort >= 0) {
+    await app.register(triviumTcp, { port: config.tcpPort, host: config.host, mode: config.tcpMode })
+  }
+  await app.register(triviumOpenApi, {
+    info: {
+      title: 'Trivium Tasks',
+      version: VERSION,
+      description:
+        'The demo service: every endpoint is also reachable over WebSocket (/ws) and TCP by its name.',
+    },
+  })
+
+  const tasks = new TaskRepository(sql)
+  await tasks.migrate()
+  const events: TaskEventBus = new LocalTaskEventBus()
+  app.addHook('onClose', async () => events.close())
+  const roleIds = await ensureRights(app.rbac)
+  const context: HandlerContext = {
+    config,
+    auth: app.auth,
+    flows: app.authFlows,
+    rbac: app.rbac,
+    tasks,
+    events,
+    roleIds,
+  }
+  const handlers: EndpointHandlers = {
+    ...healthHandlers(context),
+    ...authHandlers(context),
+    ...taskHandlers(context),
+    ...adminHandlers(context),
+  }
+  // Logout also closes the WebSocket/TCP sessions opened with the revoked token.
+  const logout = handlers['auth.logout']
+  handlers['auth.logout'] = async (req, call) => {
+    const result = await logout(req, call)
+    const jti = (call.context.token_claims as { jti?: string } | undefined)?.jti
+    if (jti) app.push.closeSessions({ tokenId: jti }, 'Token has been revoked')
+    return result
+  }
+  registerEndpoints(app.trivium, handlers)
+  serveWebPage(app)
+
+  const generatedAdminPassword = await ensureAdmin(app, sql, config, roleIds.admin)
+  return { app, sql, generatedAdminPassword }
+}
+
+/** Creates the admin user on first start (ADMIN_USERNAME / ADMIN_PASSWORD, or a generated password). */
+async function ensureAdmin(
+  app: FastifyInstance,
+  sql: SqlClient,
+  config: DemoConfig,
+  adminRoleId: number,
+): Promise<string | undefined> {
+  const users = new SqlUserStore(sql)
+  if (await users.findByUsername(config.adminUsername)) return undefined
+  const generated = config.adminPassword ? undefined : `Aa1!${randomBytes(18).toString('base64url')}`
+  try {
+    const user = await app.authFlows.register({
+      username: config.adminUsername,
+      email: config.adminEmail,
+      password: config.adminPassword ?? generated!,
+    })
+    await app.rbac.assignRole(user.id, adminRoleId)
+    return generated
+  } catch (err) {
+    // Another instance created it at the same moment: fine.
+    if (err instanceof ValidationException && (await users.findByUsername(config.adminUsername)))
+      return undefined
+    throw err
+  }
+}
+
+function serveWebPage(app: FastifyInstance): void {
+  const webDir = join(here, 'web')
+  const files: Record<string, { type: string; path: string }> = {
+    '/': { type: 'text/html; charset=utf-8', path: join(webDir, 'index.html') },
+    '/app.js': { type: 'text/javascript; charset=utf-8', path: join(webDir, 'app.js') },
+    '/app.css': { type: 'text/css; charset=utf-8', path: join(webDir, 'app.css') },
+  }
+  for (const [url, file] of Object.entries(files)) {
+    let body: Buffer | undefined
+    app.get(url, async (_request, reply) => {
+      body ??= readFileSync(file.path)
+      return reply.type(file.type).send(body)
+    })
+  }
 }

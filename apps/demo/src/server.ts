@@ -1,18 +1,51 @@
-// Entry point: `pnpm start` at the repository root runs this.
+// Entry point: `pnpm start` at the repository root runs this. Graceful shutdown on SIGINT/SIGTERM:
+// WebSocket/TCP clients get GOAWAY, in-flight calls and streams drain, then connections close.
 import { buildApp } from './app.js'
 import { loadConfig } from './config.js'
 
 const config = loadConfig()
-const app = await buildApp(config)
+let demo: Awaited<ReturnType<typeof buildApp>>
+try {
+  demo = await buildApp(config)
+} catch (err) {
+  console.error(`Trivium Tasks failed to start: ${(err as Error).message}`)
+  process.exit(1)
+}
+const { app, generatedAdminPassword } = demo
 
+let closing = false
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    app.log.info({ signal }, 'shutting down')
+  process.on(signal, () => {
+    if (closing) return
+    closing = true
+    app.log.info({ signal }, 'shutting down: draining in-flight requests and streams')
+    const force = setTimeout(() => process.exit(1), 15_000)
+    force.unref()
     app.close().then(
       () => process.exit(0),
-      () => process.exit(1),
+      (err) => {
+        app.log.error({ err }, 'shutdown failed')
+        process.exit(1)
+      },
     )
   })
 }
 
 await app.listen({ host: config.host, port: config.port })
+const httpAddress = app.server.address()
+const httpPort = typeof httpAddress === 'object' && httpAddress ? httpAddress.port : config.port
+const tcp = app.hasDecorator('triviumTcp') ? app.triviumTcp.address() : undefined
+app.log.info(
+  { http: `http://${config.host}:${httpPort}`, ws: `ws://${config.host}:${httpPort}/ws`, tcp },
+  'Trivium Tasks is up',
+)
+if (generatedAdminPassword) {
+  // Printed once, on the first start, to the terminal (not to the structured log).
+  process.stdout.write(
+    `\n  Admin user created: ${config.adminUsername} / ${generatedAdminPassword}\n  (set ADMIN_PASSWORD to choose it; this is shown only once)\n\n`,
+  )
+}
+// For scripts and tests that start the server on port 0.
+if (process.env.TRIVIUM_PRINT_PORTS === '1') {
+  process.stdout.write(`TRIVIUM_PORTS ${JSON.stringify({ http: httpPort, tcp: tcp?.port ?? null })}\n`)
+}

@@ -36,7 +36,6 @@ export const binaryFormat: WireFormat = {
   },
 }
 
-// biome-ignore lint/complexity/noBannedTypes: the plugin takes no options yet
 export type TriviumCodecOptions = {}
 
 const plugin: FastifyPluginAsync<TriviumCodecOptions> = async (fastify: FastifyInstance, options) => {

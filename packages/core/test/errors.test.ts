@@ -219,7 +219,9 @@ t.test('an endpoint can raise its own body limit', async (t) => {
   const fastify = Fastify()
   await fastify.register(trivium, { bodyLimit: 64 })
   fastify.trivium.endpoint('small', { method: 'POST', url: '/small' }, () => ({ ok: true }))
-  fastify.trivium.endpoint('upload', { method: 'POST', url: '/upload', bodyLimit: 4096 }, () => ({ ok: true }))
+  fastify.trivium.endpoint('upload', { method: 'POST', url: '/upload', bodyLimit: 4096 }, () => ({
+    ok: true,
+  }))
   t.throws(() => fastify.trivium.endpoint('bad', { method: 'POST', url: '/bad', bodyLimit: 0 }, () => ({})), {
     message: '@trivium/core: endpoint "bad": bodyLimit must be a positive integer (bytes)',
   })

@@ -82,7 +82,9 @@ export function registerHttpRoute(
       // Fastify parses text/plain too; an endpoint only takes the formats it can decode.
       if (!requestFormat) throw new UnsupportedMediaTypeException('Unsupported Content-Type')
     }
-    const transport = (request as unknown as Record<symbol, TransportOverride | undefined>)[TRANSPORT_OVERRIDE]
+    const transport = (request as unknown as Record<symbol, TransportOverride | undefined>)[
+      TRANSPORT_OVERRIDE
+    ]
     const call = new TriviumCall({
       definition,
       protocol: transport?.protocol ?? 'http',

@@ -1,0 +1,12 @@
+// The database: PostgreSQL when DATABASE_URL is set, otherwise embedded PGlite kept in DATA_DIR.
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { connectPglite, connectPostgres, type SqlClient } from '@trivium/sql'
+import type { DemoConfig } from './config.js'
+
+export async function openDatabase(config: DemoConfig): Promise<SqlClient> {
+  if (config.databaseUrl) return connectPostgres({ connectionString: config.databaseUrl })
+  const dir = join(config.dataDir, 'pglite')
+  mkdirSync(dir, { recursive: true })
+  return connectPglite({ dataDir: dir })
+}

@@ -1,0 +1,41 @@
+// admin.* endpoints (role `admin`): roles, permissions and assignments through @trivium/rbac.
+import type { EndpointHandlers } from '../generated/server.js'
+import { type HandlerContext, userOf } from './context.js'
+
+type AdminHandlers = Pick<
+  EndpointHandlers,
+  'admin.roles.create' | 'admin.roles.assign' | 'admin.roles.revoke' | 'admin.permissions.create'
+>
+
+export function adminHandlers({ rbac }: HandlerContext): AdminHandlers {
+  return {
+    'admin.roles.create': async (req) => {
+      const role = await rbac.createRole(req.name, req.description, [...req.permissionIds])
+      return {
+        id: role.id,
+        name: role.name,
+        description: role.description,
+        createdAt: new Date(role.created_at),
+      }
+    },
+    'admin.roles.assign': async (req, call) => {
+      await rbac.assignRole(req.userId, req.roleId, userOf(call).id)
+      return { ok: true }
+    },
+    'admin.roles.revoke': async (req, call) => {
+      await rbac.revokeRole(req.userId, req.roleId, userOf(call).id)
+      return { ok: true }
+    },
+    'admin.permissions.create': async (req) => {
+      const p = await rbac.createPermission(req.name, req.description, req.resource, req.action)
+      return {
+        id: p.id,
+        name: p.name,
+        description: p.description,
+        resource: p.resource,
+        action: p.action,
+        createdAt: new Date(p.created_at),
+      }
+    },
+  }
+}

@@ -1,0 +1,44 @@
+// auth.* endpoints: the credential flows of @trivium/auth, served under the schema's models so they
+// work in binary and JSON on every transport. New users get the `member` role.
+import type { EndpointHandlers } from '../generated/server.js'
+import { type HandlerContext, userOf } from './context.js'
+
+type AuthHandlers = Pick<
+  EndpointHandlers,
+  | 'auth.register'
+  | 'auth.login'
+  | 'auth.refresh'
+  | 'auth.logout'
+  | 'auth.me'
+  | 'auth.totp.enable'
+  | 'auth.totp.confirm'
+>
+
+export function authHandlers({ flows, rbac, roleIds }: HandlerContext): AuthHandlers {
+  return {
+    'auth.register': async (req) => {
+      const user = await flows.register(req)
+      await rbac.assignRole(user.id, roleIds.member)
+      return { id: user.id, username: user.username, email: user.email, roles: ['member'] }
+    },
+    'auth.login': (req) =>
+      flows.login({ username: req.username, password: req.password, totpCode: req.totp }),
+    'auth.refresh': (req) => flows.refresh(req),
+    'auth.logout': async (req, call) => {
+      await flows.logout(req, call)
+      return { ok: true }
+    },
+    'auth.me': async (req, call) => {
+      const me = await flows.me(req, call)
+      return { id: me.id, username: me.username, email: me.email, roles: userOf(call).roles }
+    },
+    'auth.totp.enable': async (req, call) => {
+      const setup = await flows.totpEnable(req, call)
+      return { secret: setup.secret, uri: setup.otpauthUrl }
+    },
+    'auth.totp.confirm': async (req, call) => {
+      await flows.totpConfirm(req, call)
+      return { ok: true }
+    },
+  }
+}

@@ -1,0 +1,23 @@
+// What the endpoint handlers need, built once in app.ts.
+import type { AuthFlows, AuthService } from '@trivium/auth'
+import type { TriviumCall } from '@trivium/core'
+import type { RbacService } from '@trivium/rbac'
+import type { DemoConfig } from '../config.js'
+import type { RoleName } from '../rights.js'
+import type { TaskEventBus } from '../tasks/events.js'
+import type { TaskRepository } from '../tasks/repository.js'
+
+export interface HandlerContext {
+  config: DemoConfig
+  auth: AuthService
+  flows: AuthFlows
+  rbac: RbacService
+  tasks: TaskRepository
+  events: TaskEventBus
+  roleIds: Record<RoleName, number>
+}
+
+/** The authenticated user of a call (the auth middleware has run; protected endpoints only). */
+export function userOf(call: TriviumCall<any>): { id: number; roles: string[] } {
+  return { id: call.context.user_id as number, roles: (call.context.roles as string[] | undefined) ?? [] }
+}

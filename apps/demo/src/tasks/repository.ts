@@ -1,0 +1,210 @@
+// Tasks persisted in SQL (PGlite by default, PostgreSQL with DATABASE_URL). Keyset pagination by id.
+import { NotFoundException, ValidationException } from '@trivium/core'
+import { type Migration, runMigrations, type SqlClient } from '@trivium/sql'
+
+export interface TaskRecord {
+  id: number
+  title: string
+  description?: string | null
+  done: boolean
+  tags: string[]
+  ownerId: number
+  createdAt: Date
+  updatedAt: Date
+}
+
+export interface TaskFilter {
+  done?: boolean | null
+  tag?: string | null
+  limit?: number | null
+  cursor?: string | null
+}
+
+export interface TaskChanges {
+  title?: string | null
+  description?: string | null
+  done?: boolean | null
+  tags?: readonly string[] | null
+}
+
+const MIGRATIONS: Migration[] = [
+  {
+    version: 1,
+    name: 'tasks and files',
+    sql: `
+      CREATE TABLE IF NOT EXISTS demo_tasks (
+        id serial PRIMARY KEY,
+        title text NOT NULL,
+        description text,
+        done boolean NOT NULL DEFAULT false,
+        tags text[] NOT NULL DEFAULT '{}',
+        owner_id integer NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX IF NOT EXISTS demo_tasks_tags ON demo_tasks USING gin (tags);
+      CREATE TABLE IF NOT EXISTS demo_files (
+        id serial PRIMARY KEY,
+        owner_id integer NOT NULL,
+        filename text NOT NULL,
+        content_type text,
+        size integer NOT NULL,
+        data bytea NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now()
+      );`,
+  },
+]
+
+export const MAX_PAGE = 100
+export const DEFAULT_PAGE = 20
+const MAX_TITLE = 200
+const MAX_DESCRIPTION = 5000
+const MAX_TAGS = 20
+
+interface TaskRow {
+  id: number
+  title: string
+  description: string | null
+  done: boolean
+  tags: string[]
+  owner_id: number
+  created_at: Date
+  updated_at: Date
+}
+
+function toRecord(row: TaskRow): TaskRecord {
+  return {
+    id: row.id,
+    title: row.title,
+    description: row.description,
+    done: row.done,
+    tags: row.tags ?? [],
+    ownerId: row.owner_id,
+    createdAt: new Date(row.created_at),
+    updatedAt: new Date(row.updated_at),
+  }
+}
+
+function encodeCursor(id: number): string {
+  return Buffer.from(`t:${id}`).toString('base64url')
+}
+
+function decodeCursor(cursor: string): number {
+  const text = Buffer.from(cursor, 'base64url').toString('utf8')
+  const m = /^t:(\d{1,10})$/.exec(text)
+  if (!m)
+    throw new ValidationException('Invalid cursor', [
+      { field: 'cursor', message: 'is not a cursor from this service' },
+    ])
+  return Number(m[1])
+}
+
+function checkFields(changes: TaskChanges): void {
+  const details: { field: string; message: string }[] = []
+  if (changes.title !== undefined && changes.title !== null) {
+    const title = changes.title.trim()
+    if (title.length === 0) details.push({ field: 'title', message: 'must not be empty' })
+    if (title.length > MAX_TITLE)
+      details.push({ field: 'title', message: `must be at most ${MAX_TITLE} characters` })
+  }
+  if (changes.description && changes.description.length > MAX_DESCRIPTION) {
+    details.push({ field: 'description', message: `must be at most ${MAX_DESCRIPTION} characters` })
+  }
+  if (changes.tags && changes.tags.length > MAX_TAGS)
+    details.push({ field: 'tags', message: `at most ${MAX_TAGS} tags` })
+  if (details.length > 0)
+    throw new ValidationException(`Invalid task: ${details[0]!.field} ${details[0]!.message}`, details)
+}
+
+export class TaskRepository {
+  constructor(private readonly sql: SqlClient) {}
+
+  migrate(): Promise<void> {
+    return runMigrations(this.sql, 'demo', MIGRATIONS)
+  }
+
+  async list(filter: TaskFilter): Promise<{ items: TaskRecord[]; nextCursor?: string }> {
+    const limit = Math.min(Math.max(filter.limit ?? DEFAULT_PAGE, 1), MAX_PAGE)
+    const where: string[] = []
+    const params: unknown[] = []
+    if (filter.done !== undefined && filter.done !== null) {
+      params.push(filter.done)
+      where.push(`done = $${params.length}`)
+    }
+    if (filter.tag) {
+      params.push([filter.tag])
+      where.push(`tags @> $${params.length}::text[]`)
+    }
+    if (filter.cursor) {
+      params.push(decodeCursor(filter.cursor))
+      where.push(`id > $${params.length}`)
+    }
+    params.push(limit + 1)
+    const { rows } = await this.sql.query<TaskRow>(
+      `SELECT * FROM demo_tasks ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT $${params.length}`,
+      params,
+    )
+    const items = rows.slice(0, limit).map(toRecord)
+    return rows.length > limit ? { items, nextCursor: encodeCursor(items[items.length - 1]!.id) } : { items }
+  }
+
+  async get(id: number): Promise<TaskRecord> {
+    const { rows } = await this.sql.query<TaskRow>('SELECT * FROM demo_tasks WHERE id = $1', [id])
+    if (rows.length === 0) throw new NotFoundException(`Task ${id} not found`)
+    return toRecord(rows[0]!)
+  }
+
+  async create(
+    ownerId: number,
+    input: { title: string; description?: string | null; tags?: readonly string[] | null },
+  ) {
+    checkFields(input)
+    const { rows } = await this.sql.query<TaskRow>(
+      'INSERT INTO demo_tasks (title, description, tags, owner_id) VALUES ($1, $2, $3, $4) RETURNING *',
+      [input.title.trim(), input.description ?? null, input.tags ?? [], ownerId],
+    )
+    return toRecord(rows[0]!)
+  }
+
+  async update(id: number, changes: TaskChanges): Promise<TaskRecord> {
+    checkFields(changes)
+    const { rows } = await this.sql.query<TaskRow>(
+      `UPDATE demo_tasks SET
+         title = COALESCE($2, title),
+         description = CASE WHEN $3::boolean THEN $4 ELSE description END,
+         done = COALESCE($5, done),
+         tags = COALESCE($6, tags),
+         updated_at = now()
+       WHERE id = $1 RETURNING *`,
+      [
+        id,
+        changes.title?.trim() ?? null,
+        changes.description !== undefined,
+        changes.description ?? null,
+        changes.done ?? null,
+        changes.tags ?? null,
+      ],
+    )
+    if (rows.length === 0) throw new NotFoundException(`Task ${id} not found`)
+    return toRecord(rows[0]!)
+  }
+
+  async delete(id: number): Promise<TaskRecord> {
+    const { rows } = await this.sql.query<TaskRow>('DELETE FROM demo_tasks WHERE id = $1 RETURNING *', [id])
+    if (rows.length === 0) throw new NotFoundException(`Task ${id} not found`)
+    return toRecord(rows[0]!)
+  }
+
+  async storeFile(
+    ownerId: number,
+    file: { filename: string; contentType?: string | null; data: Uint8Array },
+  ) {
+    const { rows } = await this.sql.query<{ id: number; filename: string; size: number; created_at: Date }>(
+      `INSERT INTO demo_files (owner_id, filename, content_type, size, data) VALUES ($1, $2, $3, $4, $5)
+       RETURNING id, filename, size, created_at`,
+      [ownerId, file.filename, file.contentType ?? null, file.data.byteLength, file.data],
+    )
+    const row = rows[0]!
+    return { id: row.id, filename: row.filename, size: row.size, createdAt: new Date(row.created_at) }
+  }
+}

@@ -1,0 +1,137 @@
+// The demo's web page: sign in over HTTP, then list, create and watch tasks over one WebSocket with
+// the typed client generated from the schema. Everything is rendered with textContent (no HTML
+// injection from task titles).
+import { createClient, type TriviumClient } from '@trivium/client'
+import { createTypedClient, endpoints, type TaskData, type TaskEventData } from '../generated/index.js'
+
+const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T
+
+const http = createTypedClient(createClient({ transport: 'http', url: location.origin, endpoints }))
+let socket: TriviumClient | undefined
+let accessToken = ''
+let watching: AbortController | undefined
+const tasks = new Map<number, TaskData>()
+
+function setStatus(state: string): void {
+  const el = $('status')
+  el.dataset.state = state
+  el.textContent = state
+}
+
+function render(): void {
+  const list = $('tasks')
+  list.replaceChildren()
+  for (const task of [...tasks.values()].sort((a, b) => a.id - b.id)) {
+    const li = document.createElement('li')
+    li.dataset.id = String(task.id)
+    if (task.done) li.className = 'done'
+    const box = document.createElement('input')
+    box.type = 'checkbox'
+    box.checked = task.done
+    box.addEventListener('change', () => {
+      void typed().tasks.update({ id: task.id, done: box.checked }).catch(showTaskError)
+    })
+    const title = document.createElement('span')
+    title.textContent = task.title
+    li.append(box, title)
+    list.append(li)
+  }
+}
+
+function typed() {
+  if (!socket) throw new Error('not connected')
+  return createTypedClient(socket)
+}
+
+function showTaskError(err: unknown): void {
+  $('task-error').textContent = err instanceof Error ? err.message : String(err)
+}
+
+function apply(event: TaskEventData): void {
+  if (event.kind === 'deleted') tasks.delete(event.task.id)
+  else tasks.set(event.task.id, event.task)
+  render()
+}
+
+async function watch(): Promise<void> {
+  watching?.abort()
+  const controller = new AbortController()
+  watching = controller
+  try {
+    for await (const event of typed().tasks.watch({}, { signal: controller.signal })) apply(event)
+  } catch (err) {
+    if (!controller.signal.aborted) showTaskError(err)
+  }
+}
+
+async function signedIn(username: string): Promise<void> {
+  socket?.close()
+  const wsUrl = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`
+  socket = createClient({ transport: 'websocket', url: wsUrl, endpoints, token: () => accessToken })
+  socket.onConnected?.(() => setStatus('connected'))
+  socket.onDisconnected?.(() => setStatus('reconnecting'))
+  $('me').textContent = username
+  $('login-view').hidden = true
+  $('tasks-view').hidden = false
+  const page = await typed().tasks.list({ limit: 100 })
+  tasks.clear()
+  for (const task of page.items) tasks.set(task.id, task)
+  render()
+  setStatus('connected')
+  void watch()
+}
+
+async function login(username: string, password: string): Promise<void> {
+  const pair = await http.auth.login({ username, password })
+  accessToken = pair.accessToken
+  await signedIn(username)
+}
+
+$('login-form').addEventListener('submit', (event) => {
+  event.preventDefault()
+  $('login-error').textContent = ''
+  login($<HTMLInputElement>('username').value, $<HTMLInputElement>('password').value).catch((err) => {
+    $('login-error').textContent = (err as Error).message
+  })
+})
+
+$('register-button').addEventListener('click', () => {
+  $('login-error').textContent = ''
+  const username = $<HTMLInputElement>('username').value
+  const password = $<HTMLInputElement>('password').value
+  http.auth
+    .register({ username, password, email: $<HTMLInputElement>('email').value })
+    .then(() => login(username, password))
+    .catch((err) => {
+      $('login-error').textContent = (err as Error).message
+    })
+})
+
+$('create-form').addEventListener('submit', (event) => {
+  event.preventDefault()
+  const input = $<HTMLInputElement>('new-title')
+  $('task-error').textContent = ''
+  typed()
+    .tasks.create({ title: input.value })
+    .then((task) => {
+      input.value = ''
+      tasks.set(task.id, task)
+      render()
+    })
+    .catch(showTaskError)
+})
+
+$('logout-button').addEventListener('click', () => {
+  watching?.abort()
+  void typed()
+    .auth.logout({})
+    .catch(() => {})
+    .finally(() => {
+      socket?.close()
+      socket = undefined
+      accessToken = ''
+      $('login-view').hidden = false
+      $('tasks-view').hidden = true
+      setStatus('offline')
+    })
+})

@@ -24,10 +24,10 @@ import { authHandlers } from './endpoints/auth.js'
 import type { HandlerContext } from './endpoints/context.js'
 import { healthHandlers, VERSION } from './endpoints/health.js'
 import { taskHandlers } from './endpoints/tasks.js'
+import { type Fanout, localFanout, redisFanout } from './fanout.js'
 import { type EndpointHandlers, registerEndpoints } from './generated/server.js'
 import { ensureRights } from './rights.js'
 import { loadSecrets } from './secrets.js'
-import { LocalTaskEventBus, type TaskEventBus } from './tasks/events.js'
 import { TaskRepository } from './tasks/repository.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -55,13 +55,23 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
       redis.disconnect()
     })
   }
+  const fanout: Fanout = config.redisUrl
+    ? redisFanout(config.redisUrl, config.redisPrefix, app.log)
+    : localFanout()
+  app.addHook('onClose', async () => fanout.close())
 
   await app.register(triviumCore)
   await app.register(triviumCodec)
   await app.register(triviumAuth, {
     secret: secrets.signingSecret,
     issuer: 'trivium-tasks',
-    revocationStore: redis ? new RedisRevocationStore({ client: redis }) : undefined,
+    revocationStore: redis
+      ? new RedisRevocationStore({
+          client: redis,
+          // The spec's default key is blacklist:token:<jti>; a deployment prefix goes in front of it.
+          prefix: process.env.REDIS_PREFIX ? `${config.redisPrefix}blacklist:token:` : undefined,
+        })
+      : undefined,
     rolesProvider: (userId) => app.rbac.getUserRights(userId),
     flows: {
       sql,
@@ -71,9 +81,10 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
     },
   })
   await app.register(triviumRbac, { sql })
-  await app.register(triviumProtections, { rateLimit: { redis } })
+  await app.register(triviumProtections, { rateLimit: { redis, redisPrefix: `${config.redisPrefix}rl:` } })
   await app.register(triviumWebSocket, {
     path: '/ws',
+    bus: fanout.bus,
     // Authenticate at the upgrade when a token is present, so push reaches the user from the start
     // and the connection closes when the token expires or is revoked.
     identify: async (request) => {
@@ -86,7 +97,11 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
     },
   })
   if (config.tcpPort >= 0) {
-    await app.register(triviumTcp, { port: config.tcpPort, host: config.host, mode: config.tcpMode })
+    await app.register(triviumTcp, {
+      port: config.tcpPort,
+      host: config.host,
+      mode: config.tcpMode, // shares fastify.push (and so the bus) created by @trivium/websocket
+    })
   }
   await app.register(triviumOpenApi, {
     info: {
@@ -99,8 +114,16 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
 
   const tasks = new TaskRepository(sql)
   await tasks.migrate()
-  const events: TaskEventBus = new LocalTaskEventBus()
-  app.addHook('onClose', async () => events.close())
+  const events = fanout.events
+  // Sessions live on one instance; revocations and rights changes are announced to all of them.
+  fanout.onRevocation((notice) => {
+    if (notice.tokenId) app.push.closeSessions({ tokenId: notice.tokenId }, 'Token has been revoked')
+    if (notice.userId !== undefined)
+      app.push.closeSessions({ userId: notice.userId }, 'Token has been revoked')
+  })
+  fanout.onRightsChange((userId) => app.rbac.invalidateLive(userId))
+  fanout.onResync(() => app.rbac.invalidateLive())
+  await fanout.ready()
   const roleIds = await ensureRights(app.rbac)
   const context: HandlerContext = {
     config,
@@ -117,13 +140,22 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
     ...taskHandlers(context),
     ...adminHandlers(context),
   }
-  // Logout also closes the WebSocket/TCP sessions opened with the revoked token.
+  // Logout also closes the WebSocket/TCP sessions opened with the revoked token, on every instance.
   const logout = handlers['auth.logout']
   handlers['auth.logout'] = async (req, call) => {
     const result = await logout(req, call)
     const jti = (call.context.token_claims as { jti?: string } | undefined)?.jti
-    if (jti) app.push.closeSessions({ tokenId: jti }, 'Token has been revoked')
+    if (jti) await fanout.announceRevocation({ tokenId: jti })
     return result
+  }
+  // Role changes reach the live RBAC caches of every instance.
+  for (const name of ['admin.roles.assign', 'admin.roles.revoke'] as const) {
+    const change = handlers[name]
+    handlers[name] = async (req, call) => {
+      const result = await change(req, call)
+      await fanout.announceRightsChange(req.userId)
+      return result
+    }
   }
   registerEndpoints(app.trivium, handlers)
   serveWebPage(app)

@@ -12,8 +12,12 @@ export interface DemoConfig {
   dataDir: string
   /** PostgreSQL instead of PGlite. */
   databaseUrl: string | undefined
+  /** PostgreSQL schema (created if missing; default: the server's search_path). */
+  databaseSchema: string | undefined
   /** Redis for revocation, rate limits and cross-instance push. */
   redisUrl: string | undefined
+  /** Prefix of every Redis key and channel this deployment uses (several deployments can share one Redis). */
+  redisPrefix: string
   production: boolean
   logLevel: string
   trustProxy: boolean
@@ -47,7 +51,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): DemoConfig {
     tcpMode,
     dataDir: resolve(env.DATA_DIR ?? './data'),
     databaseUrl: env.DATABASE_URL || undefined,
+    databaseSchema: env.DATABASE_SCHEMA || undefined,
     redisUrl: env.REDIS_URL || undefined,
+    redisPrefix: env.REDIS_PREFIX ?? 'trivium:',
     production: env.NODE_ENV === 'production',
     logLevel: env.LOG_LEVEL ?? 'info',
     trustProxy: env.TRUST_PROXY === 'true',

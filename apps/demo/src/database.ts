@@ -5,7 +5,9 @@ import { connectPglite, connectPostgres, type SqlClient } from '@trivium/sql'
 import type { DemoConfig } from './config.js'
 
 export async function openDatabase(config: DemoConfig): Promise<SqlClient> {
-  if (config.databaseUrl) return connectPostgres({ connectionString: config.databaseUrl })
+  if (config.databaseUrl) {
+    return connectPostgres({ connectionString: config.databaseUrl, schema: config.databaseSchema })
+  }
   const dir = join(config.dataDir, 'pglite')
   mkdirSync(dir, { recursive: true })
   return connectPglite({ dataDir: dir })

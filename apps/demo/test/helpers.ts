@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -6,6 +7,42 @@ import { buildApp } from '../dist/app.js'
 import { type DemoConfig, loadConfig } from '../dist/config.js'
 
 export const ADMIN = { username: 'admin', password: 'Adm1n!Passw0rd' }
+
+export const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
+
+export type Backend = 'embedded' | 'postgres+redis'
+export const BACKENDS: Backend[] = ['embedded', 'postgres+redis']
+
+/** Config for a backend: PGlite + memory, or PostgreSQL (own schema) + Redis (own prefix). */
+export function backendConfig(backend: Backend): Partial<DemoConfig> & { cleanup?: () => Promise<void> } {
+  if (backend === 'embedded') return {}
+  const id = randomBytes(6).toString('hex')
+  return {
+    databaseUrl: POSTGRES_URL,
+    databaseSchema: `test_demo_${id}`,
+    redisUrl: REDIS_URL,
+    redisPrefix: `test:demo:${id}:`,
+  }
+}
+
+/** Drops a test schema and a test key prefix. */
+export async function dropBackend(config: Partial<DemoConfig>): Promise<void> {
+  if (config.databaseSchema) {
+    const { default: pg } = await import('pg')
+    const client = new pg.Client({ connectionString: POSTGRES_URL })
+    await client.connect()
+    await client.query(`DROP SCHEMA IF EXISTS "${config.databaseSchema}" CASCADE`)
+    await client.end()
+  }
+  if (config.redisPrefix && config.redisUrl) {
+    const { Redis } = await import('ioredis')
+    const redis = new Redis(REDIS_URL)
+    const keys = await redis.keys(`${config.redisPrefix}*`)
+    if (keys.length > 0) await redis.del(...keys)
+    redis.disconnect()
+  }
+}
 
 /** A demo app on a fresh data folder (PGlite), TCP on a random port, no logs. */
 export async function startDemo(t: Test, overrides: Partial<DemoConfig> = {}) {
@@ -23,6 +60,7 @@ export async function startDemo(t: Test, overrides: Partial<DemoConfig> = {}) {
   t.teardown(async () => {
     await demo.app.close()
     rmSync(dataDir, { recursive: true, force: true })
+    await dropBackend(config)
   })
   return { ...demo, config }
 }

@@ -1,0 +1,132 @@
+// What several instances must share, and the single-instance fallback when REDIS_URL is not set:
+//   - push to WebSocket/TCP sessions (a PubSubBus for @trivium/websocket and @trivium/tcp);
+//   - `tasks.watch` events;
+//   - "close the sessions of this token / this user" after a revocation (sessions live on one instance);
+//   - "this user's rights changed" for the live RBAC cache.
+// With Redis, everything travels over one publisher/subscriber pair (@trivium/redis-bus), in order per
+// instance and once per instance; without it, in-process.
+import { EventEmitter } from 'node:events'
+import { RedisBus, RedisChannel, RedisPubSub } from '@trivium/redis-bus'
+import type { PubSubBus } from '@trivium/wire/sessions'
+import type { FastifyBaseLogger } from 'fastify'
+import type { TaskEventBus, TaskEventRecord } from './tasks/events.js'
+import { LocalTaskEventBus } from './tasks/events.js'
+import type { TaskRecord } from './tasks/repository.js'
+
+export interface RevocationNotice {
+  tokenId?: string
+  userId?: number
+}
+
+export interface Fanout {
+  /** For @trivium/websocket and @trivium/tcp (undefined = their in-memory default). */
+  bus: PubSubBus | undefined
+  events: TaskEventBus
+  announceRevocation(notice: RevocationNotice): Promise<void>
+  onRevocation(handler: (notice: RevocationNotice) => void): void
+  announceRightsChange(userId: number): Promise<void>
+  onRightsChange(handler: (userId: number) => void): void
+  /** Called when an instance may have missed messages (Redis came back): drop caches. */
+  onResync(handler: () => void): void
+  ready(): Promise<void>
+  close(): Promise<void>
+}
+
+/** One process: everything in memory. */
+export function localFanout(): Fanout {
+  const emitter = new EventEmitter()
+  const events = new LocalTaskEventBus()
+  return {
+    bus: undefined,
+    events,
+    async announceRevocation(notice) {
+      emitter.emit('revocation', notice)
+    },
+    onRevocation: (handler) => emitter.on('revocation', handler),
+    async announceRightsChange(userId) {
+      emitter.emit('rights', userId)
+    },
+    onRightsChange: (handler) => emitter.on('rights', handler),
+    onResync: () => {},
+    ready: async () => {},
+    close: async () => {
+      emitter.removeAllListeners()
+      await events.close()
+    },
+  }
+}
+
+interface WireTaskEvent {
+  kind: TaskEventRecord['kind']
+  at: string
+  task: Omit<TaskRecord, 'createdAt' | 'updatedAt'> & { createdAt: string; updatedAt: string }
+}
+
+function toWire(event: TaskEventRecord): WireTaskEvent {
+  return {
+    kind: event.kind,
+    at: event.at.toISOString(),
+    task: {
+      ...event.task,
+      createdAt: event.task.createdAt.toISOString(),
+      updatedAt: event.task.updatedAt.toISOString(),
+    },
+  }
+}
+
+function fromWire(event: WireTaskEvent): TaskEventRecord {
+  return {
+    kind: event.kind,
+    at: new Date(event.at),
+    task: {
+      ...event.task,
+      createdAt: new Date(event.task.createdAt),
+      updatedAt: new Date(event.task.updatedAt),
+    },
+  }
+}
+
+/** Several instances on one Redis. `prefix` keeps deployments (and tests) apart. */
+export function redisFanout(url: string, prefix: string, logger: FastifyBaseLogger): Fanout {
+  const pubsub = new RedisPubSub({ redis: url, logger })
+  const bus = new RedisBus({ pubsub, channel: `${prefix}push` })
+  const tasks = new RedisChannel<WireTaskEvent>('tasks', { pubsub, prefix })
+  const revocations = new RedisChannel<RevocationNotice>('revocations', { pubsub, prefix })
+  const rights = new RedisChannel<{ userId: number }>('rights', { pubsub, prefix })
+  // Events reach local subscribers only through Redis, so every instance sees the same order.
+  const local = new LocalTaskEventBus()
+  tasks.subscribe((event) => {
+    void local.publish(fromWire(event))
+  })
+  const events: TaskEventBus = {
+    publish: async (event) => {
+      await tasks.publish(toWire(event))
+    },
+    subscribe: (signal) => local.subscribe(signal),
+    close: () => local.close(),
+  }
+  return {
+    bus,
+    events,
+    async announceRevocation(notice) {
+      await revocations.publish(notice)
+    },
+    onRevocation: (handler) => {
+      revocations.subscribe((notice) => handler(notice))
+    },
+    async announceRightsChange(userId) {
+      await rights.publish({ userId })
+    },
+    onRightsChange: (handler) => {
+      rights.subscribe(({ userId }) => handler(userId))
+    },
+    onResync: (handler) => {
+      pubsub.onResubscribed(handler)
+    },
+    ready: () => pubsub.ready(),
+    close: async () => {
+      await local.close()
+      await pubsub.close()
+    },
+  }
+}

@@ -191,6 +191,7 @@ async function ensureAdmin(
 }
 
 function serveWebPage(app: FastifyInstance): void {
+  app.get('/favicon.ico', async (_request, reply) => reply.code(204).send())
   const webDir = join(here, 'web')
   const files: Record<string, { type: string; path: string }> = {
     '/': { type: 'text/html; charset=utf-8', path: join(webDir, 'index.html') },

@@ -164,7 +164,7 @@ export const endpoints = {
     request: CreateRole,
     response: Role,
     streaming: false,
-    config: {"roles":["admin"]},
+    config: {"roles":["admin"],"liveRbac":true},
   },
   "admin.roles.assign": {
     name: "admin.roles.assign",
@@ -174,7 +174,7 @@ export const endpoints = {
     request: RoleAssignment,
     response: Ok,
     streaming: false,
-    config: {"roles":["admin"]},
+    config: {"roles":["admin"],"liveRbac":true},
   },
   "admin.roles.revoke": {
     name: "admin.roles.revoke",
@@ -184,7 +184,7 @@ export const endpoints = {
     request: RoleAssignment,
     response: Ok,
     streaming: false,
-    config: {"roles":["admin"]},
+    config: {"roles":["admin"],"liveRbac":true},
   },
   "admin.permissions.create": {
     name: "admin.permissions.create",
@@ -194,7 +194,7 @@ export const endpoints = {
     request: CreatePermission,
     response: Permission,
     streaming: false,
-    config: {"roles":["admin"]},
+    config: {"roles":["admin"],"liveRbac":true},
   },
 } as const satisfies Record<string, $rt.EndpointSpec<any, any>>
 
@@ -207,56 +207,56 @@ export type EndpointName = keyof Endpoints
  */
 export function createTypedClient(client: $rt.RuntimeClient) {
   return {
-    health: async (request: EmptyData): Promise<Health> =>
-      asModel(Health, await client.call("health", Empty.toJSON(request))),
+    health: async (request: EmptyData, options?: $rt.CallOptions): Promise<Health> =>
+      asModel(Health, await client.call("health", Empty.toJSON(request), options)),
     auth: {
-      register: async (request: RegisterRequestData): Promise<User> =>
-        asModel(User, await client.call("auth.register", RegisterRequest.toJSON(request))),
-      login: async (request: LoginRequestData): Promise<TokenPair> =>
-        asModel(TokenPair, await client.call("auth.login", LoginRequest.toJSON(request))),
-      refresh: async (request: RefreshRequestData): Promise<TokenPair> =>
-        asModel(TokenPair, await client.call("auth.refresh", RefreshRequest.toJSON(request))),
-      logout: async (request: LogoutRequestData): Promise<Ok> =>
-        asModel(Ok, await client.call("auth.logout", LogoutRequest.toJSON(request))),
-      me: async (request: EmptyData): Promise<User> =>
-        asModel(User, await client.call("auth.me", Empty.toJSON(request))),
+      register: async (request: RegisterRequestData, options?: $rt.CallOptions): Promise<User> =>
+        asModel(User, await client.call("auth.register", RegisterRequest.toJSON(request), options)),
+      login: async (request: LoginRequestData, options?: $rt.CallOptions): Promise<TokenPair> =>
+        asModel(TokenPair, await client.call("auth.login", LoginRequest.toJSON(request), options)),
+      refresh: async (request: RefreshRequestData, options?: $rt.CallOptions): Promise<TokenPair> =>
+        asModel(TokenPair, await client.call("auth.refresh", RefreshRequest.toJSON(request), options)),
+      logout: async (request: LogoutRequestData, options?: $rt.CallOptions): Promise<Ok> =>
+        asModel(Ok, await client.call("auth.logout", LogoutRequest.toJSON(request), options)),
+      me: async (request: EmptyData, options?: $rt.CallOptions): Promise<User> =>
+        asModel(User, await client.call("auth.me", Empty.toJSON(request), options)),
       totp: {
-        enable: async (request: EmptyData): Promise<TotpSetup> =>
-          asModel(TotpSetup, await client.call("auth.totp.enable", Empty.toJSON(request))),
-        confirm: async (request: TotpCodeData): Promise<Ok> =>
-          asModel(Ok, await client.call("auth.totp.confirm", TotpCode.toJSON(request))),
+        enable: async (request: EmptyData, options?: $rt.CallOptions): Promise<TotpSetup> =>
+          asModel(TotpSetup, await client.call("auth.totp.enable", Empty.toJSON(request), options)),
+        confirm: async (request: TotpCodeData, options?: $rt.CallOptions): Promise<Ok> =>
+          asModel(Ok, await client.call("auth.totp.confirm", TotpCode.toJSON(request), options)),
       },
     },
     tasks: {
-      list: async (request: ListTasksData): Promise<TaskPage> =>
-        asModel(TaskPage, await client.call("tasks.list", ListTasks.toJSON(request))),
-      get: async (request: GetTaskData): Promise<Task> =>
-        asModel(Task, await client.call("tasks.get", GetTask.toJSON(request))),
-      create: async (request: CreateTaskData): Promise<Task> =>
-        asModel(Task, await client.call("tasks.create", CreateTask.toJSON(request))),
-      update: async (request: UpdateTaskData): Promise<Task> =>
-        asModel(Task, await client.call("tasks.update", UpdateTask.toJSON(request))),
-      delete: async (request: GetTaskData): Promise<Ok> =>
-        asModel(Ok, await client.call("tasks.delete", GetTask.toJSON(request))),
-      watch: (request: EmptyData): AsyncIterable<TaskEvent> =>
-        asModels(TaskEvent, client.stream("tasks.watch", Empty.toJSON(request))),
+      list: async (request: ListTasksData, options?: $rt.CallOptions): Promise<TaskPage> =>
+        asModel(TaskPage, await client.call("tasks.list", ListTasks.toJSON(request), options)),
+      get: async (request: GetTaskData, options?: $rt.CallOptions): Promise<Task> =>
+        asModel(Task, await client.call("tasks.get", GetTask.toJSON(request), options)),
+      create: async (request: CreateTaskData, options?: $rt.CallOptions): Promise<Task> =>
+        asModel(Task, await client.call("tasks.create", CreateTask.toJSON(request), options)),
+      update: async (request: UpdateTaskData, options?: $rt.CallOptions): Promise<Task> =>
+        asModel(Task, await client.call("tasks.update", UpdateTask.toJSON(request), options)),
+      delete: async (request: GetTaskData, options?: $rt.CallOptions): Promise<Ok> =>
+        asModel(Ok, await client.call("tasks.delete", GetTask.toJSON(request), options)),
+      watch: (request: EmptyData, options?: $rt.CallOptions): AsyncIterable<TaskEvent> =>
+        asModels(TaskEvent, client.stream("tasks.watch", Empty.toJSON(request), options)),
     },
     files: {
-      upload: async (request: FileUploadData): Promise<StoredFile> =>
-        asModel(StoredFile, await client.call("files.upload", FileUpload.toJSON(request))),
+      upload: async (request: FileUploadData, options?: $rt.CallOptions): Promise<StoredFile> =>
+        asModel(StoredFile, await client.call("files.upload", FileUpload.toJSON(request), options)),
     },
     admin: {
       roles: {
-        create: async (request: CreateRoleData): Promise<Role> =>
-          asModel(Role, await client.call("admin.roles.create", CreateRole.toJSON(request))),
-        assign: async (request: RoleAssignmentData): Promise<Ok> =>
-          asModel(Ok, await client.call("admin.roles.assign", RoleAssignment.toJSON(request))),
-        revoke: async (request: RoleAssignmentData): Promise<Ok> =>
-          asModel(Ok, await client.call("admin.roles.revoke", RoleAssignment.toJSON(request))),
+        create: async (request: CreateRoleData, options?: $rt.CallOptions): Promise<Role> =>
+          asModel(Role, await client.call("admin.roles.create", CreateRole.toJSON(request), options)),
+        assign: async (request: RoleAssignmentData, options?: $rt.CallOptions): Promise<Ok> =>
+          asModel(Ok, await client.call("admin.roles.assign", RoleAssignment.toJSON(request), options)),
+        revoke: async (request: RoleAssignmentData, options?: $rt.CallOptions): Promise<Ok> =>
+          asModel(Ok, await client.call("admin.roles.revoke", RoleAssignment.toJSON(request), options)),
       },
       permissions: {
-        create: async (request: CreatePermissionData): Promise<Permission> =>
-          asModel(Permission, await client.call("admin.permissions.create", CreatePermission.toJSON(request))),
+        create: async (request: CreatePermissionData, options?: $rt.CallOptions): Promise<Permission> =>
+          asModel(Permission, await client.call("admin.permissions.create", CreatePermission.toJSON(request), options)),
       },
     },
   }

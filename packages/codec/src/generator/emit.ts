@@ -682,13 +682,13 @@ function endpointsFile(schema: SchemaDef, runtimeImport: string): string {
         const e = v as EndpointDef
         if (e.streaming) {
           out.push(
-            `${indent}${key(k)}: (request: ${e.request}Data): AsyncIterable<${e.response}> =>`,
-            `${indent}  asModels(${e.response}, client.stream(${q(e.name)}, ${e.request}.toJSON(request))),`,
+            `${indent}${key(k)}: (request: ${e.request}Data, options?: ${RT}.CallOptions): AsyncIterable<${e.response}> =>`,
+            `${indent}  asModels(${e.response}, client.stream(${q(e.name)}, ${e.request}.toJSON(request), options)),`,
           )
         } else {
           out.push(
-            `${indent}${key(k)}: async (request: ${e.request}Data): Promise<${e.response}> =>`,
-            `${indent}  asModel(${e.response}, await client.call(${q(e.name)}, ${e.request}.toJSON(request))),`,
+            `${indent}${key(k)}: async (request: ${e.request}Data, options?: ${RT}.CallOptions): Promise<${e.response}> =>`,
+            `${indent}  asModel(${e.response}, await client.call(${q(e.name)}, ${e.request}.toJSON(request), options)),`,
           )
         }
       } else {

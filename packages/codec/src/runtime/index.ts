@@ -12,6 +12,7 @@ export {
 } from './errors.js'
 export { BinaryReader, DEFAULT_MAX_DEPTH, decodeMessage, type ReaderOptions } from './reader.js'
 export type {
+  CallOptions,
   CustomType,
   CustomValue,
   EndpointSpec,

@@ -70,9 +70,17 @@ export interface EndpointSpec<Req = unknown, Res = unknown> {
 }
 
 /** What `createTypedClient` wraps: any Trivium client (HTTP, WebSocket, TCP). */
+/** Per-call options a runtime client accepts (both are optional for a client to honour). */
+export interface CallOptions {
+  /** Deadline for this call in ms. */
+  timeoutMs?: number
+  /** Aborting cancels the call or stream. */
+  signal?: AbortSignal
+}
+
 export interface RuntimeClient {
-  call(endpoint: string, request: unknown): Promise<unknown>
-  stream(endpoint: string, request: unknown): AsyncIterable<unknown>
+  call(endpoint: string, request: unknown, options?: CallOptions): Promise<unknown>
+  stream(endpoint: string, request: unknown, options?: CallOptions): AsyncIterable<unknown>
 }
 
 export type { FieldError }

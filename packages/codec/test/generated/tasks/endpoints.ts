@@ -58,15 +58,15 @@ export type EndpointName = keyof Endpoints
 export function createTypedClient(client: $rt.RuntimeClient) {
   return {
     tasks: {
-      create: async (request: CreateTaskData): Promise<Task> =>
-        asModel(Task, await client.call("tasks.create", CreateTask.toJSON(request))),
-      get: async (request: GetTaskData): Promise<Task> =>
-        asModel(Task, await client.call("tasks.get", GetTask.toJSON(request))),
-      watch: (request: WatchTasksData): AsyncIterable<TaskEvent> =>
-        asModels(TaskEvent, client.stream("tasks.watch", WatchTasks.toJSON(request))),
+      create: async (request: CreateTaskData, options?: $rt.CallOptions): Promise<Task> =>
+        asModel(Task, await client.call("tasks.create", CreateTask.toJSON(request), options)),
+      get: async (request: GetTaskData, options?: $rt.CallOptions): Promise<Task> =>
+        asModel(Task, await client.call("tasks.get", GetTask.toJSON(request), options)),
+      watch: (request: WatchTasksData, options?: $rt.CallOptions): AsyncIterable<TaskEvent> =>
+        asModels(TaskEvent, client.stream("tasks.watch", WatchTasks.toJSON(request), options)),
     },
-    health: async (request: EmptyData): Promise<Empty> =>
-      asModel(Empty, await client.call("health", Empty.toJSON(request))),
+    health: async (request: EmptyData, options?: $rt.CallOptions): Promise<Empty> =>
+      asModel(Empty, await client.call("health", Empty.toJSON(request), options)),
   }
 }
 

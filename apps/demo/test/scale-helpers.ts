@@ -1,0 +1,459 @@
+// Helpers for the scale-out tests (issue 11): demo instances as separate processes on one PostgreSQL
+// schema and one Redis prefix, a private redis-server, and a cuttable TCP proxy in front of PostgreSQL.
+import { type ChildProcess, spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { once } from 'node:events'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import net from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { Test } from 'tap'
+
+export const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
+export const ADMIN = { username: 'admin', password: 'Adm1n!Passw0rd' }
+export const PASSWORD = 'Str0ng!Passw0rd'
+
+const SERVER = fileURLToPath(new URL('../dist/server.js', import.meta.url))
+const CLUSTER = fileURLToPath(new URL('../dist/cluster.js', import.meta.url))
+
+/** The same secrets for every instance of a test (tokens signed on A verify on B). */
+export const SECRETS = {
+  SIGNING_SECRET: 'scale-test-signing-secret-0123456789abcdef0123456789abcdef',
+  ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
+  HASH_SALT: 'scale-test-hash-salt-0123456789abcdef',
+}
+
+/** `ws` is a dependency of @trivium/websocket; resolved from there (Node 20 has no global WebSocket). */
+export const WebSocket = createRequire(createRequire(import.meta.url).resolve('@trivium/websocket'))(
+  'ws',
+) as typeof import('ws').default
+
+export interface Backend {
+  schema: string
+  prefix: string
+  databaseUrl: string
+  redisUrl: string
+}
+
+/** A fresh schema name and Redis prefix (dropped by {@link dropBackend}). */
+export function newBackend(overrides: Partial<Backend> = {}): Backend {
+  const id = randomBytes(6).toString('hex')
+  return {
+    schema: `test_scale_${id}`,
+    prefix: `test:scale:${id}:`,
+    databaseUrl: POSTGRES_URL,
+    redisUrl: REDIS_URL,
+    ...overrides,
+  }
+}
+
+/** Drops the schema (on the real server) and the keys under the prefix (on the given Redis). */
+export async function dropBackend(backend: Backend, redisUrl = backend.redisUrl): Promise<void> {
+  const { default: pg } = await import('pg')
+  const client = new pg.Client({ connectionString: POSTGRES_URL })
+  await client.connect()
+  await client.query(`DROP SCHEMA IF EXISTS "${backend.schema}" CASCADE`)
+  await client.end()
+  const { Redis } = await import('ioredis')
+  const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 })
+  redis.on('error', () => {})
+  try {
+    await redis.connect()
+    const keys = await redis.keys(`${backend.prefix}*`)
+    if (keys.length > 0) await redis.del(...keys)
+  } catch {
+    // a private redis-server that is already gone holds nothing to delete
+  } finally {
+    redis.disconnect()
+  }
+}
+
+export interface Instance {
+  name: string
+  http: number
+  tcp: number | null
+  base: string
+  proc: ChildProcess
+  /** stdout + stderr so far (LOG_LEVEL=warn: warnings and errors, as JSON lines). */
+  output(): string
+  stop(): Promise<void>
+}
+
+export function backendEnv(backend: Backend): Record<string, string> {
+  return {
+    DATABASE_URL: backend.databaseUrl,
+    DATABASE_SCHEMA: backend.schema,
+    REDIS_URL: backend.redisUrl,
+    REDIS_PREFIX: backend.prefix,
+  }
+}
+
+function baseEnv(name: string): Record<string, string> {
+  const env: Record<string, string> = {}
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v
+  // Nothing from the caller's environment that changes the demo's behaviour.
+  for (const k of ['NODE_ENV', 'HOST', 'TCP_MODE', 'ADMIN_USERNAME', 'ADMIN_EMAIL', 'WORKERS']) delete env[k]
+  return {
+    ...env,
+    ...SECRETS,
+    PORT: '0',
+    TCP_PORT: '0',
+    TRIVIUM_PRINT_PORTS: '1',
+    LOG_LEVEL: 'warn',
+    ADMIN_PASSWORD: ADMIN.password,
+    TRUST_PROXY: 'true', // lets the tests spread logins over client addresses (X-Forwarded-For)
+    INSTANCE_NAME: name,
+  }
+}
+
+/** Starts `node dist/server.js` (or dist/cluster.js) and waits for its `TRIVIUM_PORTS` line. */
+export async function startProcess(
+  name: string,
+  env: Record<string, string>,
+  opts: { script?: 'server' | 'cluster'; timeoutMs?: number } = {},
+): Promise<Instance> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'trivium-scale-'))
+  const proc = spawn(process.execPath, [opts.script === 'cluster' ? CLUSTER : SERVER], {
+    env: { ...baseEnv(name), DATA_DIR: dataDir, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let out = ''
+  proc.stdout!.on('data', (chunk) => {
+    out += chunk
+  })
+  proc.stderr!.on('data', (chunk) => {
+    out += chunk
+  })
+  const exited = once(proc, 'exit')
+  const ports = await new Promise<{ http: number; tcp: number | null }>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`${name} did not start within ${opts.timeoutMs ?? 30000} ms:\n${out}`)),
+      opts.timeoutMs ?? 30000,
+    )
+    const onData = () => {
+      const m = /TRIVIUM_PORTS (\{.*\})/.exec(out)
+      if (m) {
+        clearTimeout(timer)
+        resolve(JSON.parse(m[1]!))
+      }
+    }
+    proc.stdout!.on('data', onData)
+    proc.once('exit', (code) => {
+      clearTimeout(timer)
+      reject(new Error(`${name} exited with ${code} before listening:\n${out}`))
+    })
+  }).catch(async (err) => {
+    proc.kill('SIGKILL')
+    rmSync(dataDir, { recursive: true, force: true })
+    throw err
+  })
+  let stopped: Promise<void> | undefined
+  return {
+    name,
+    ...ports,
+    base: `http://127.0.0.1:${ports.http}`,
+    proc,
+    output: () => out,
+    stop() {
+      stopped ??= (async () => {
+        if (proc.exitCode === null && proc.signalCode === null) {
+          proc.kill('SIGTERM')
+          const force = setTimeout(() => proc.kill('SIGKILL'), 8000)
+          await exited
+          clearTimeout(force)
+        }
+        rmSync(dataDir, { recursive: true, force: true })
+      })()
+      return stopped
+    },
+  }
+}
+
+/**
+ * Starts `count` instances on one backend at the same moment; the test's teardown stops them and drops
+ * the backend (schema + prefix), unless `keepBackend`.
+ */
+export async function startInstances(
+  t: Test,
+  backend: Backend,
+  count = 2,
+  env: Record<string, string> = {},
+): Promise<Instance[]> {
+  const started: Instance[] = []
+  t.teardown(async () => {
+    await Promise.all(started.map((i) => i.stop()))
+    await dropBackend(backend)
+  })
+  const names = ['A', 'B', 'C', 'D'].slice(0, count)
+  const results = await Promise.allSettled(
+    names.map((n) => startProcess(n, { ...backendEnv(backend), ...env })),
+  )
+  for (const r of results) if (r.status === 'fulfilled') started.push(r.value)
+  const failed = results.find((r) => r.status === 'rejected') as PromiseRejectedResult | undefined
+  if (failed) throw failed.reason
+  return started
+}
+
+export interface Reply {
+  status: number
+  headers: Headers
+  body: any
+}
+
+let clientAddress = 0
+/** A distinct client address (X-Forwarded-For) so the 5/min limits of register/login do not interfere. */
+export function nextClientIp(): string {
+  clientAddress++
+  return `10.${(clientAddress >> 16) & 255}.${(clientAddress >> 8) & 255}.${clientAddress & 255}`
+}
+
+export async function api(
+  base: string,
+  method: string,
+  path: string,
+  opts: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<Reply> {
+  const headers: Record<string, string> = { ...opts.headers }
+  if (opts.token) headers.authorization = `Bearer ${opts.token}`
+  if (opts.body !== undefined) headers['content-type'] = 'application/json'
+  const res = await fetch(base + path, {
+    method,
+    headers,
+    body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+  })
+  const text = await res.text()
+  let body: unknown = text
+  try {
+    body = JSON.parse(text)
+  } catch {}
+  return { status: res.status, headers: res.headers, body }
+}
+
+export async function login(base: string, username: string, password = PASSWORD) {
+  const res = await api(base, 'POST', '/auth/login', {
+    body: { username, password },
+    headers: { 'x-forwarded-for': nextClientIp() },
+  })
+  if (res.status !== 200)
+    throw new Error(`login ${username} failed: ${res.status} ${JSON.stringify(res.body)}`)
+  return res.body as { accessToken: string; refreshToken: string; expiresIn: number }
+}
+
+export async function register(base: string, username: string, password = PASSWORD) {
+  const res = await api(base, 'POST', '/auth/register', {
+    body: { username, email: `${username}@example.com`, password },
+    headers: { 'x-forwarded-for': nextClientIp() },
+  })
+  if (res.status !== 201)
+    throw new Error(`register ${username} failed: ${res.status} ${JSON.stringify(res.body)}`)
+  return res.body as { id: number; username: string; roles: string[] }
+}
+
+export async function registerAndLogin(base: string, username: string) {
+  const user = await register(base, username)
+  return { user, tokens: await login(base, username) }
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
+
+/** Polls `fn` until it returns a truthy value or `timeoutMs` passes (then returns the last value). */
+export async function until<T>(fn: () => Promise<T>, timeoutMs: number, everyMs = 20): Promise<T> {
+  const end = Date.now() + timeoutMs
+  for (;;) {
+    const value = await fn()
+    if (value || Date.now() >= end) return value
+    await sleep(everyMs)
+  }
+}
+
+export function percentile(values: number[], p: number): number {
+  const s = [...values].sort((a, b) => a - b)
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)] ?? Number.NaN
+}
+
+export async function freePort(): Promise<number> {
+  const server = net.createServer()
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const { port } = server.address() as net.AddressInfo
+  server.close()
+  await once(server, 'close')
+  return port
+}
+
+/** A private `redis-server` (no persistence) that a test can stop and start again on the same port. */
+export class PrivateRedis {
+  proc: ChildProcess | undefined
+  constructor(readonly port: number) {}
+
+  static async create(): Promise<PrivateRedis> {
+    const redis = new PrivateRedis(await freePort())
+    await redis.start()
+    return redis
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`
+  }
+
+  async start(): Promise<void> {
+    const proc = spawn(
+      'redis-server',
+      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    )
+    this.proc = proc
+    let out = ''
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`redis-server did not start:\n${out}`)), 10000)
+      proc.stdout!.on('data', (chunk) => {
+        out += chunk
+        if (out.includes('Ready to accept connections')) {
+          clearTimeout(timer)
+          resolve()
+        }
+      })
+      proc.once('exit', (code) => {
+        clearTimeout(timer)
+        reject(new Error(`redis-server exited with ${code}:\n${out}`))
+      })
+    })
+  }
+
+  async stop(): Promise<void> {
+    const proc = this.proc
+    this.proc = undefined
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return
+    const exited = once(proc, 'exit')
+    proc.kill('SIGKILL') // an outage, not a clean shutdown
+    await exited
+  }
+}
+
+/** A TCP proxy in front of PostgreSQL: `cut()` drops every connection and refuses new ones. */
+export class PgProxy {
+  private readonly sockets = new Set<net.Socket>()
+  private cutOff = false
+  private constructor(
+    private readonly server: net.Server,
+    readonly port: number,
+  ) {}
+
+  static async create(target = new URL(POSTGRES_URL)): Promise<PgProxy> {
+    let proxy!: PgProxy
+    const server = net.createServer((client) => {
+      if (proxy.cutOff) {
+        client.destroy()
+        return
+      }
+      const upstream = net.connect(Number(target.port || 5432), target.hostname)
+      for (const s of [client, upstream]) {
+        proxy.sockets.add(s)
+        s.on('error', () => {})
+        s.on('close', () => {
+          proxy.sockets.delete(s)
+          client.destroy()
+          upstream.destroy()
+        })
+      }
+      client.pipe(upstream)
+      upstream.pipe(client)
+    })
+    server.listen(0, '127.0.0.1')
+    await once(server, 'listening')
+    proxy = new PgProxy(server, (server.address() as net.AddressInfo).port)
+    return proxy
+  }
+
+  get url(): string {
+    const u = new URL(POSTGRES_URL)
+    u.hostname = '127.0.0.1'
+    u.port = String(this.port)
+    return u.toString()
+  }
+
+  cut(): void {
+    this.cutOff = true
+    for (const s of this.sockets) s.destroy()
+  }
+
+  restore(): void {
+    this.cutOff = false
+  }
+
+  async close(): Promise<void> {
+    this.cut()
+    await new Promise<void>((r) => this.server.close(() => r()))
+  }
+}
+
+/**
+ * Reads a Server-Sent Events response (HTTP streaming endpoint) into parsed events. Returns at once:
+ * the response headers only arrive with the first event (Node sends them with the first body write).
+ */
+export function openSse(base: string, path: string, token: string) {
+  const controller = new AbortController()
+  const response = fetch(base + path, {
+    headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' },
+    signal: controller.signal,
+  })
+  response.catch(() => {})
+  const events: { event: string; id?: string; data: any }[] = []
+  const done = (async () => {
+    const res = await response
+    const decoder = new TextDecoder()
+    let buffer = ''
+    try {
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        buffer += decoder.decode(chunk, { stream: true })
+        let end = buffer.indexOf('\n\n')
+        while (end >= 0) {
+          const block = buffer.slice(0, end)
+          buffer = buffer.slice(end + 2)
+          const ev: { event: string; id?: string; data: any } = { event: 'message', data: '' }
+          for (const line of block.split('\n')) {
+            const i = line.indexOf(':')
+            if (i <= 0) continue
+            const field = line.slice(0, i)
+            const value = line.slice(i + 1).replace(/^ /, '')
+            if (field === 'event') ev.event = value
+            else if (field === 'id') ev.id = value
+            else if (field === 'data') ev.data = ev.data ? `${ev.data}\n${value}` : value
+          }
+          try {
+            ev.data = JSON.parse(ev.data)
+          } catch {}
+          events.push(ev)
+          end = buffer.indexOf('\n\n')
+        }
+      }
+    } catch {
+      // aborted
+    }
+  })()
+  return {
+    response,
+    events,
+    async close() {
+      controller.abort()
+      await done
+    },
+  }
+}
+
+/** Redis keys under a prefix with their TTL (ms; -1 = no expiry). */
+export async function keysWithTtl(redisUrl: string, prefix: string): Promise<Map<string, number>> {
+  const { Redis } = await import('ioredis')
+  const redis = new Redis(redisUrl)
+  try {
+    const keys = await redis.keys(`${prefix}*`)
+    const out = new Map<string, number>()
+    for (const k of keys) out.set(k, await redis.pttl(k))
+    return out
+  } finally {
+    redis.disconnect()
+  }
+}

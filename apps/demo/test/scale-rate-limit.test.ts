@@ -1,0 +1,42 @@
+// Issue 11: two instances on one Redis never let more than the limit through between them.
+import t from 'tap'
+import { api, keysWithTtl, newBackend, startInstances } from './scale-helpers.js'
+
+t.test('2 × 500 concurrent requests for one key over two instances: exactly 100 allowed', async (t) => {
+  const backend = newBackend()
+  const [a, b] = await startInstances(t, backend)
+
+  // GET /health from 127.0.0.1: key ip:127.0.0.1 + health, default limit 100 per minute.
+  const fire = (base: string) =>
+    Array.from({ length: 500 }, () => api(base, 'GET', '/health').catch((err: Error) => err))
+  const started = Date.now()
+  const replies = await Promise.all([...fire(a!.base), ...fire(b!.base)])
+  t.comment(`1000 requests answered in ${Date.now() - started} ms`)
+  const failures = replies.filter((r) => r instanceof Error)
+  t.equal(failures.length, 0, 'every request answered')
+  const ok = replies.filter((r) => !(r instanceof Error) && r.status === 200)
+  const limited = replies.filter((r) => !(r instanceof Error) && r.status === 429)
+  t.equal(ok.length, 100, 'exactly the limit allowed between both instances')
+  t.equal(limited.length, 900, 'the rest refused')
+  const perInstance = (name: string) =>
+    ok.filter((r) => !(r instanceof Error) && r.body.version.endsWith(`(${name})`)).length
+  t.comment(`allowed on A: ${perInstance('A')}, on B: ${perInstance('B')}`)
+  t.ok(perInstance('A') > 0 && perInstance('B') > 0, 'both instances allowed some')
+  const sample = limited[0]
+  if (sample && !(sample instanceof Error)) {
+    t.match(sample.body, {
+      statusCode: 429,
+      code: 'TRV_RATE_LIMITED',
+      error: 'RateLimitExceededException',
+      message: /^Rate limit exceeded\. Try again in \d+ seconds$/,
+    })
+    t.equal(sample.headers.get('retry-after'), String(sample.body.retryAfter))
+  }
+  // No fallback to per-instance memory happened (that would have been logged once).
+  for (const i of [a!, b!]) t.notMatch(i.output(), /rate-limit store failed/, `${i.name} stayed on Redis`)
+
+  // Every key under the deployment's prefix has an expiry.
+  const keys = await keysWithTtl(backend.redisUrl, backend.prefix)
+  t.ok(keys.size > 0, `${keys.size} keys under the prefix`)
+  for (const [key, ttl] of keys) t.ok(ttl > 0 && ttl <= 60_000, `${key} expires (pttl ${ttl})`)
+})

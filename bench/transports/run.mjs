@@ -1,6 +1,12 @@
 // Requests/s of one endpoint over HTTP, WebSocket, TCP direct and TCP inject, next to a bare Fastify
 // route and raw `ws` / `net` echo ceilings, all measured in the same run: server on CPU 0, load on
-// CPU 1, interleaved rounds, medians, printed as ratios. Not part of the test suite.
+// CPU 1, interleaved rounds, medians, printed as ratios. Two endpoints: `hello` (public) and `secure`
+// (a valid Bearer token / `token` query / `auth_token` metadata on every request). Not part of the tests.
+//
+// Every case has the same load shape: BENCH_CONNECTIONS connections × BENCH_DEPTH requests in flight
+// per connection (HTTP: autocannon pipelining; WebSocket/TCP: bench/transports/client.mjs).
+// Env: BENCH_ROUNDS (3), BENCH_DURATION (s, 3), BENCH_CONNECTIONS (16), BENCH_DEPTH (8),
+// BENCH_CASES (comma-separated substrings of case names to run; default all).
 import { spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
 import { load, median } from '../lib/harness.mjs'
@@ -8,23 +14,31 @@ import { load, median } from '../lib/harness.mjs'
 const here = new URL('.', import.meta.url).pathname
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3)
 const duration = Number(process.env.BENCH_DURATION ?? 3)
-const connections = 50
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 16)
+const depth = Number(process.env.BENCH_DEPTH ?? 8)
+const only = process.env.BENCH_CASES?.split(',').filter(Boolean)
 const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0
 const pin = (cpu, args) => (hasTaskset ? ['taskset', ['-c', String(cpu), ...args]] : [args[0], args.slice(1)])
 
-const [cmd, args] = pin(0, [process.execPath, `${here}server.mjs`])
+const [cmd, args] = pin(0, [
+  process.execPath,
+  ...(process.env.BENCH_SERVER_ARGS?.split(' ') ?? []),
+  `${here}server.mjs`,
+])
 const server = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] })
 let out = ''
-const ports = await new Promise((resolve, reject) => {
+const { ports, token } = await new Promise((resolve, reject) => {
   server.stdout.on('data', (c) => {
     out += c
     const m = /PORTS (\{.*\})/.exec(out)
-    if (m) resolve(JSON.parse(m[1]))
+    const t = /TOKEN (\S+)/.exec(out)
+    if (m && t) resolve({ ports: JSON.parse(m[1]), token: t[1] })
   })
   server.once('exit', (code) => reject(new Error(`server exited with ${code}`)))
 })
+if (process.env.BENCH_VERBOSE) server.stdout.pipe(process.stderr) // e.g. BENCH_SERVER_ARGS=--trace-gc
 
-function frames(kind, port, seconds) {
+function frames(kind, port, seconds, options = {}) {
   const [c, a] = pin(1, [
     process.execPath,
     `${here}client.mjs`,
@@ -32,47 +46,83 @@ function frames(kind, port, seconds) {
     String(port),
     String(seconds),
     String(connections),
+    String(depth),
+    JSON.stringify(options),
   ])
   const r = spawnSync(c, a, { encoding: 'utf8' })
   if (r.status !== 0) throw new Error(r.stderr)
   return JSON.parse(r.stdout.trim().split('\n').at(-1))
 }
 
-const http = (path) => (s) => load({ url: `http://127.0.0.1:${ports.http}${path}`, duration: s, connections })
-const cases = [
+const http =
+  (path, headers = {}) =>
+  (s) =>
+    load({
+      url: `http://127.0.0.1:${ports.http}${path}`,
+      headers,
+      duration: s,
+      connections,
+      pipelining: depth,
+    })
+const bearer = { authorization: `Bearer ${token}` }
+const tcpMeta = (extra) => ({ meta: { format: 'json', ...extra } })
+const allCases = [
   ['bare fastify route (HTTP)', http('/bare')],
   ['trivium HTTP', http('/hello')],
   ['trivium WebSocket', (s) => frames('ws', ports.http, s)],
   ['trivium TCP direct', (s) => frames('tcp', ports.tcpDirect, s)],
   ['trivium TCP inject', (s) => frames('tcp', ports.tcpInject, s)],
+  ['auth HTTP', http('/secure', bearer)],
+  [
+    'auth WebSocket',
+    (s) => frames('ws', ports.http, s, { endpoint: 'secure', query: `format=json&token=${token}` }),
+  ],
+  [
+    'auth TCP direct',
+    (s) => frames('tcp', ports.tcpDirect, s, { endpoint: 'secure', ...tcpMeta({ auth_token: token }) }),
+  ],
+  [
+    'auth TCP inject',
+    (s) => frames('tcp', ports.tcpInject, s, { endpoint: 'secure', ...tcpMeta({ auth_token: token }) }),
+  ],
   ['raw ws echo (ceiling)', (s) => frames('ws', ports.wsRaw, s)],
-  ['raw net echo, batched (ceiling)', (s) => frames('tcp', ports.netRaw, s)],
+  ['raw net echo (ceiling)', (s) => frames('tcp', ports.netRaw, s)],
 ]
+const cases = only ? allCases.filter(([n]) => only.some((o) => n.includes(o))) : allCases
 try {
   const samples = Object.fromEntries(cases.map(([n]) => [n, []]))
+  const cpu = Object.fromEntries(cases.map(([n]) => [n, []]))
   for (const [, run] of cases) run(1) // warm-up
   for (let r = 0; r < rounds; r++) {
     for (const [name, run] of cases) {
       const res = run(duration)
       if (res.errors || res.non2xx)
-        console.warn(`  ! ${name}: errors ${res.errors ?? 0}, non-2xx ${res.non2xx ?? 0}`)
+        console.warn(
+          `  ! ${name}: errors ${res.errors ?? 0}, non-2xx ${res.non2xx ?? 0} ${res.firstError ?? ''}`,
+        )
       samples[name].push(res.rps)
+      if (res.clientCpu !== undefined) cpu[name].push(res.clientCpu)
     }
   }
   const m = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, median(v)]))
   console.log(
-    `\ntransports: GET hello → {"hello":"world"}, JSON (${rounds} interleaved rounds × ${duration}s, ${connections} connections × 1 in flight, medians)`,
+    `\ntransports: GET → {"hello":...}, JSON (${rounds} interleaved rounds × ${duration}s, ${connections} connections × ${depth} in flight, medians)`,
   )
-  for (const [name] of cases) console.log(name.padEnd(34), String(Math.round(m[name])).padStart(8), 'req/s')
-  const ratio = (a, b) => (m[a] / m[b]).toFixed(2)
-  console.log('\nratios')
-  console.log('HTTP / bare fastify          ', ratio('trivium HTTP', 'bare fastify route (HTTP)'))
-  console.log('WebSocket / HTTP   (≥ 1.2)   ', ratio('trivium WebSocket', 'trivium HTTP'))
-  console.log('TCP direct / HTTP  (≥ 1.5)   ', ratio('trivium TCP direct', 'trivium HTTP'))
-  console.log('TCP inject / HTTP  (≥ 0.8)   ', ratio('trivium TCP inject', 'trivium HTTP'))
-  console.log('TCP direct / bare fastify    ', ratio('trivium TCP direct', 'bare fastify route (HTTP)'))
-  console.log('WebSocket / raw ws (≥ 0.5)   ', ratio('trivium WebSocket', 'raw ws echo (ceiling)'))
-  console.log('TCP direct / raw net (≥ 0.5) ', ratio('trivium TCP direct', 'raw net echo, batched (ceiling)'))
+  for (const [name] of cases) {
+    const c = cpu[name].length ? `client CPU ${median(cpu[name]).toFixed(2)}` : ''
+    console.log(name.padEnd(34), String(Math.round(m[name])).padStart(8), 'req/s  ', c)
+  }
+  const ratio = (a, b) => (m[a] && m[b] ? (m[a] / m[b]).toFixed(2) : 'n/a')
+  console.log('\nratios                          hello   secure')
+  const row = (label, a, b, authA = a.replace('trivium', 'auth'), authB = b.replace('trivium', 'auth')) =>
+    console.log(label.padEnd(32), ratio(a, b).padStart(5), ratio(authA, authB).padStart(8))
+  row('HTTP / bare fastify', 'trivium HTTP', 'bare fastify route (HTTP)', 'auth HTTP')
+  row('WebSocket / HTTP   (≥ 1.2)', 'trivium WebSocket', 'trivium HTTP')
+  row('TCP direct / HTTP  (≥ 1.5)', 'trivium TCP direct', 'trivium HTTP')
+  row('TCP inject / HTTP  (≥ 0.8)', 'trivium TCP inject', 'trivium HTTP')
+  row('TCP direct / bare fastify', 'trivium TCP direct', 'bare fastify route (HTTP)', 'auth TCP direct')
+  row('WebSocket / raw ws (≥ 0.5)', 'trivium WebSocket', 'raw ws echo (ceiling)', 'auth WebSocket')
+  row('TCP direct / raw net (≥ 0.5)', 'trivium TCP direct', 'raw net echo (ceiling)', 'auth TCP direct')
 } finally {
   server.kill('SIGTERM')
   await once(server, 'exit')

@@ -1,6 +1,10 @@
-// Servers for bench/transports (run pinned to CPU 0): one Trivium app serving `hello` over HTTP,
-// WebSocket and TCP direct; a second app with TCP in inject mode; a bare Fastify route; raw `ws` and
-// raw `net` length-prefixed echo servers (the ceilings). Prints `PORTS {json}`.
+// Servers for bench/transports (run pinned to CPU 0): one Trivium app serving `hello` (public) and
+// `secure` (needs a token, @trivium/auth with an in-memory revocation list) over HTTP, WebSocket and TCP
+// direct; a second app, the same, with TCP in inject mode; a bare Fastify route; raw `ws` and raw `net`
+// length-prefixed echo servers (the ceilings). Prints `PORTS {json}` and `TOKEN <access token>`.
+// Both echo servers answer the way the Trivium transports do: replies produced in one event-loop turn
+// leave in one socket write (net: one concatenated buffer; ws: one message per frame, socket corked
+// until setImmediate).
 
 import { createRequire } from 'node:module'
 import { createServer } from 'node:net'
@@ -12,14 +16,21 @@ const { WebSocketServer } = requireWs('ws')
 const { default: core } = await import(pkg('core'))
 const { default: websocket } = await import(pkg('websocket'))
 const { default: tcp } = await import(pkg('tcp'))
+const { default: auth } = await import(pkg('auth'))
 const { TcpFrameReader, encodeTcpFrame } = await import(pkg('wire'))
+
+const SECRET = 'bench-secret-bench-secret-bench-secret!'
 
 async function triviumApp(tcpMode, withWs) {
   const app = Fastify({ logger: false })
   await app.register(core)
-  if (withWs) await app.register(websocket)
+  await app.register(auth, { secret: SECRET, issuer: 'bench', cleanupIntervalMs: 0 })
+  if (withWs) await app.register(websocket, { maxConnections: 10_000 })
   await app.register(tcp, { port: 0, mode: tcpMode, maxConnectionsPerIp: 1000 })
-  app.trivium.endpoint('hello', { method: 'GET', url: '/hello' }, () => ({ hello: 'world' }))
+  app.trivium.endpoint('hello', { method: 'GET', url: '/hello', auth: 'public' }, () => ({ hello: 'world' }))
+  app.trivium.endpoint('secure', { method: 'GET', url: '/secure' }, (_req, call) => ({
+    hello: call.context.username,
+  }))
   app.get('/bare', async () => ({ hello: 'world' }))
   await app.listen({ port: 0, host: '127.0.0.1' })
   return app
@@ -27,9 +38,27 @@ async function triviumApp(tcpMode, withWs) {
 
 const main = await triviumApp('direct', true)
 const injectApp = await triviumApp('inject', false)
+const token = await main.auth.issueAccessToken(
+  { id: 1, username: 'bench', email: 'bench@example.com', roles: ['user'], permissions: [] },
+  { ttlSeconds: 24 * 3600 },
+)
 
-const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 })
-wss.on('connection', (ws) => ws.on('message', (data) => ws.send(data, { binary: true })))
+const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: false })
+wss.on('connection', (ws) => {
+  let corked = false
+  const uncork = () => {
+    corked = false
+    ws._socket.uncork()
+  }
+  ws.on('message', (data) => {
+    if (!corked) {
+      corked = true
+      ws._socket.cork()
+      setImmediate(uncork)
+    }
+    ws.send(data, { binary: true })
+  })
+})
 await new Promise((r) => wss.once('listening', r))
 
 // raw net echo: length-prefixed frames, answers batched per event-loop turn (the ceiling)
@@ -53,6 +82,7 @@ const net = createServer((socket) => {
 })
 await new Promise((r) => net.listen(0, '127.0.0.1', r))
 
+console.log(`TOKEN ${token}`)
 console.log(
   `PORTS ${JSON.stringify({
     http: main.server.address().port,

@@ -20,7 +20,8 @@ export interface InvokeInit {
   query?: Record<string, unknown>
   metadata?: Record<string, string>
   clientIp?: string
-  signal?: AbortSignal
+  /** Cancellation: a signal, or a function that makes one on first use (saves an AbortController per call). */
+  signal?: AbortSignal | (() => AbortSignal)
   connection?: Record<string, unknown>
 }
 

@@ -244,3 +244,46 @@ t.test('frames: unknown endpoint, invalid UTF-8 and bad JSON are typed errors', 
   })
   t.same(ok.result, { id: 1, title: 'x', done: false })
 })
+
+t.test(
+  'a POST handler signal stays unaborted while the client waits, and aborts when it leaves',
+  async (t) => {
+    const fastify = Fastify()
+    await fastify.register(trivium)
+    let resolveAborted: (v: boolean) => void
+    const aborted = new Promise<boolean>((r) => {
+      resolveAborted = r
+    })
+    fastify.trivium.endpoint('slow.post', { method: 'POST', url: '/slow-post' }, async (_req, call) => {
+      await new Promise((r) => setTimeout(r, 50))
+      const early = call.signal.aborted
+      if (early) return { early }
+      call.signal.addEventListener('abort', () => resolveAborted(true))
+      await new Promise((r) => setTimeout(r, 2000))
+      return { early }
+    })
+    fastify.trivium.endpoint('quick.post', { method: 'POST', url: '/quick-post' }, async (_req, call) => {
+      await new Promise((r) => setTimeout(r, 30))
+      return { aborted: call.signal.aborted }
+    })
+    await fastify.listen({ port: 0, host: '127.0.0.1' })
+    t.teardown(() => fastify.close())
+    const { port } = fastify.server.address() as { port: number }
+    const quick = await fetch(`http://127.0.0.1:${port}/quick-post`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"a":1}',
+    })
+    t.same(await quick.json(), { aborted: false }, 'reading the body does not abort the signal')
+    const controller = new AbortController()
+    const pending = fetch(`http://127.0.0.1:${port}/slow-post`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"a":1}',
+      signal: controller.signal,
+    }).catch(() => undefined)
+    setTimeout(() => controller.abort(), 150)
+    await pending
+    t.equal(await aborted, true, 'the signal aborts when the client goes away')
+  },
+)

@@ -28,6 +28,7 @@ import {
 } from '@trivium/wire'
 import type { Session, SessionHub } from '@trivium/wire/sessions'
 import type { FastifyBaseLogger } from 'fastify'
+import { Cancellation } from './cancellation.js'
 import type { InjectBridge } from './inject.js'
 import type { ResolvedTcpOptions } from './options.js'
 
@@ -48,9 +49,16 @@ export interface TcpContext {
   onClosed(c: TcpConnection): void
 }
 
-interface InFlight {
-  controller: AbortController
-  streaming: boolean
+/** A frame (`length | id | type | payload`) with the payload copied or written in once: one allocation. */
+function frameBytes(type: number, requestId: number, out: Uint8Array | string): Buffer {
+  const size = typeof out === 'string' ? Buffer.byteLength(out) : out.length
+  const bytes = Buffer.allocUnsafe(9 + size)
+  bytes.writeUInt32BE(5 + size, 0)
+  bytes.writeUInt32BE(requestId, 4)
+  bytes[8] = type
+  if (typeof out === 'string') bytes.write(out, 9, 'utf8')
+  else bytes.set(out, 9)
+  return bytes
 }
 
 export class TcpConnection implements Session {
@@ -59,7 +67,7 @@ export class TcpConnection implements Session {
   tokenId: string | undefined = undefined
   readonly topics = new Set<string>()
   readonly state: Record<string, unknown>
-  readonly inFlight = new Map<number, InFlight>()
+  readonly inFlight = new Map<number, Cancellation>()
   readonly clientIp: string | undefined
   readonly log: FastifyBaseLogger
   lastActivity = Date.now()
@@ -139,8 +147,7 @@ export class TcpConnection implements Session {
       requestId: 0,
       payload: textEncoder.encode(JSON.stringify({ reason: SHUTDOWN_MESSAGE })),
     })
-    for (const entry of this.inFlight.values())
-      if (entry.streaming) entry.controller.abort(this.ctx.shutdownError)
+    for (const entry of this.inFlight.values()) if (entry.streaming) entry.abort(this.ctx.shutdownError)
     if (this.inFlight.size > 0) {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, graceMs)
@@ -160,7 +167,7 @@ export class TcpConnection implements Session {
     if (this.closed) return
     this.closed = true
     if (this.#expiryTimer) clearTimeout(this.#expiryTimer)
-    for (const entry of this.inFlight.values()) entry.controller.abort(new Error('connection closed'))
+    for (const entry of this.inFlight.values()) entry.abort(new Error('connection closed'))
     this.ctx.hub.delete(this)
     this.ctx.onClosed(this)
     this.#drained?.()
@@ -169,7 +176,10 @@ export class TcpConnection implements Session {
   // ---- writing: one socket write per event-loop turn ----
   send(frame: Frame): void {
     if (this.socket.destroyed) return
-    const bytes = encodeTcpFrame(frame)
+    this.#enqueue(encodeTcpFrame(frame))
+  }
+
+  #enqueue(bytes: Uint8Array): void {
     this.#queue.push(bytes)
     this.#queuedBytes += bytes.length
     if (!this.#flushScheduled) {
@@ -259,7 +269,7 @@ export class TcpConnection implements Session {
         this.#onRequest(frame)
         return
       case FrameType.CANCEL:
-        this.inFlight.get(frame.requestId)?.controller.abort(new Error('cancelled by the client'))
+        this.inFlight.get(frame.requestId)?.abort(new Error('cancelled by the client'))
         return
       case FrameType.PING:
         this.send({ type: FrameType.PONG, requestId: frame.requestId, payload: EMPTY })
@@ -318,9 +328,9 @@ export class TcpConnection implements Session {
       return
     }
     const definition = this.ctx.trivium.registry.get(frame.endpoint as string)
-    const controller = new AbortController()
-    this.inFlight.set(id, { controller, streaming: definition?.streaming === true })
-    void this.#run(frame.endpoint as string, definition, id, metadata, rest, format, controller)
+    const entry = new Cancellation(definition?.streaming === true)
+    this.inFlight.set(id, entry)
+    void this.#run(frame.endpoint as string, definition, id, metadata, rest, format, entry)
   }
 
   #format(name: string | undefined): WireFormat | undefined {
@@ -336,9 +346,8 @@ export class TcpConnection implements Session {
     metadata: Record<string, string>,
     payload: Uint8Array,
     format: WireFormat,
-    controller: AbortController,
+    entry: Cancellation,
   ): Promise<void> {
-    const signal = controller.signal
     const requestId = `${this.id}:${id}`
     try {
       const bridge = this.ctx.bridge
@@ -349,15 +358,12 @@ export class TcpConnection implements Session {
           this.#responseFormat(definition, format),
           payload,
           { protocol: 'tcp', metadata, clientIp: this.clientIp, connection: this.state },
-          signal,
-          (call) => this.#learnIdentity(call),
+          entry,
         )
-        if (signal.aborted) return
-        if (out.ok) {
-          this.send({ type: FrameType.RESPONSE, requestId: id, payload: out.body })
-        } else {
-          this.send({ type: FrameType.ERROR, requestId: id, payload: withRequestId(out.body, requestId) })
-        }
+        if (out.call) this.#learnIdentity(out.call)
+        if (entry.aborted || this.socket.destroyed) return
+        if (out.ok) this.#enqueue(frameBytes(FrameType.RESPONSE, id, out.body))
+        else this.#enqueue(frameBytes(FrameType.ERROR, id, withRequestId(out.body, requestId)))
         return
       }
       const {
@@ -373,22 +379,21 @@ export class TcpConnection implements Session {
         log: this.log,
         metadata,
         clientIp: this.clientIp,
-        signal,
+        // core's TriviumCall takes a signal or a function that makes it on first use (CallInit.signal);
+        // InvokeInit only types the former. The function spares an AbortController per call.
+        signal: entry.lazySignal as unknown as AbortSignal,
         connection: this.state,
       })
       this.#learnIdentity(call)
       const responseFormat = this.#responseFormat(def, format)
-      if (def.streaming) await this.#pump(id, def, responseFormat, result as AsyncIterable<unknown>, signal)
-      else if (!signal.aborted) {
-        this.send({
-          type: FrameType.RESPONSE,
-          requestId: id,
-          payload: encodePayload(def, responseFormat, result),
-        })
+      if (def.streaming)
+        await this.#pump(id, def, responseFormat, result as AsyncIterable<unknown>, entry.signal)
+      else if (!entry.aborted && !this.socket.destroyed) {
+        this.#enqueue(frameBytes(FrameType.RESPONSE, id, responseFormat.encode(def.response, result)))
       }
     } catch (err) {
-      if (!signal.aborted) this.sendError(id, err)
-      else if (signal.reason === this.ctx.shutdownError) this.sendError(id, signal.reason)
+      if (!entry.aborted) this.sendError(id, err)
+      else if (entry.reason === this.ctx.shutdownError) this.sendError(id, entry.reason)
     } finally {
       this.inFlight.delete(id)
       this.lastActivity = Date.now()

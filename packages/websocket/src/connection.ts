@@ -19,6 +19,7 @@ import { decodeWsFrame, encodeWsFrame, type Frame, FrameError, FrameType, frameT
 import type { Session, SessionHub } from '@trivium/wire/sessions'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import type { WebSocket } from 'ws'
+import { Cancellation } from './cancellation.js'
 import { CloseCode } from './close-codes.js'
 import type { ConnectionIdentity, ResolvedOptions } from './options.js'
 
@@ -41,9 +42,21 @@ export interface ConnectionContext {
   onClosed(connection: Connection): void
 }
 
-interface InFlight {
-  controller: AbortController
-  streaming: boolean
+/** The `net.Socket` under a `ws` WebSocket (ws keeps it as `_socket`), for corking. */
+interface Corkable {
+  cork(): void
+  uncork(): void
+}
+
+/** A RESPONSE frame (`02 | id | payload`) written straight from the encoder's output: one allocation. */
+function responseFrame(requestId: number, out: Uint8Array | string): Buffer {
+  const size = typeof out === 'string' ? Buffer.byteLength(out) : out.length
+  const bytes = Buffer.allocUnsafe(5 + size)
+  bytes[0] = FrameType.RESPONSE
+  bytes.writeUInt32BE(requestId, 1)
+  if (typeof out === 'string') bytes.write(out, 5, 'utf8')
+  else bytes.set(out, 5)
+  return bytes
 }
 
 export class Connection implements Session {
@@ -53,7 +66,7 @@ export class Connection implements Session {
   readonly topics = new Set<string>()
   /** Per-connection state shared by every call (`call.connection`). */
   readonly state: Record<string, unknown>
-  readonly inFlight = new Map<number, InFlight>()
+  readonly inFlight = new Map<number, Cancellation>()
   lastActivity = Date.now()
   lastPingAt = Date.now()
   alive = true
@@ -61,6 +74,13 @@ export class Connection implements Session {
   readonly log: FastifyBaseLogger
   #expiryTimer: NodeJS.Timeout | undefined
   #drained: (() => void) | undefined
+  /** Frames sent in one event-loop turn leave in one socket write: the socket is corked until then. */
+  readonly #raw: Corkable | undefined
+  #corked = false
+  readonly #uncork = (): void => {
+    this.#corked = false
+    this.#raw?.uncork()
+  }
 
   constructor(
     readonly id: string,
@@ -71,6 +91,9 @@ export class Connection implements Session {
   ) {
     this.log = request.log.child({ connection: id })
     this.state = { id, protocol: 'websocket' }
+    const raw = (socket as unknown as { _socket?: Partial<Corkable> })._socket
+    this.#raw =
+      typeof raw?.cork === 'function' && typeof raw.uncork === 'function' ? (raw as Corkable) : undefined
     socket.on('message', (data, isBinary) => this.#onMessage(data as Buffer, isBinary))
     socket.on('pong', () => {
       this.alive = true
@@ -134,6 +157,7 @@ export class Connection implements Session {
   end(code: number, reason: string): void {
     if (this.closed) return
     this.#cleanup()
+    this.#uncork() // what was sent this turn goes before the close frame (and before a terminate)
     try {
       this.socket.close(code, reason)
     } catch {
@@ -150,7 +174,7 @@ export class Connection implements Session {
       payload: textEncoder.encode(JSON.stringify({ reason: SHUTDOWN_MESSAGE })),
     })
     for (const entry of this.inFlight.values()) {
-      if (entry.streaming) entry.controller.abort(this.ctx.shutdownError)
+      if (entry.streaming) entry.abort(this.ctx.shutdownError)
     }
     if (this.inFlight.size > 0) {
       await new Promise<void>((resolve) => {
@@ -168,7 +192,7 @@ export class Connection implements Session {
     if (this.closed) return
     this.closed = true
     if (this.#expiryTimer) clearTimeout(this.#expiryTimer)
-    for (const entry of this.inFlight.values()) entry.controller.abort(new Error('connection closed'))
+    for (const entry of this.inFlight.values()) entry.abort(new Error('connection closed'))
     this.ctx.hub.delete(this)
     this.ctx.onClosed(this)
     this.#drained?.()
@@ -186,7 +210,15 @@ export class Connection implements Session {
   /** Sends a frame; with `flush`, resolves once the bytes are handed to the OS (or the socket closed). */
   send(frame: Frame, flush = false): Promise<void> | undefined {
     if (this.socket.readyState !== OPEN) return undefined
-    const bytes = encodeWsFrame(frame)
+    return this.#sendBytes(encodeWsFrame(frame), flush)
+  }
+
+  #sendBytes(bytes: Uint8Array, flush: boolean): Promise<void> | undefined {
+    if (!this.#corked && this.#raw) {
+      this.#corked = true
+      this.#raw.cork()
+      setImmediate(this.#uncork)
+    }
     if (!flush) {
       this.socket.send(bytes, { binary: true }, noop)
       return undefined
@@ -229,7 +261,7 @@ export class Connection implements Session {
           this.#onRequest(frame)
           return
         case FrameType.CANCEL:
-          this.inFlight.get(frame.requestId)?.controller.abort(new Error('cancelled by the client'))
+          this.inFlight.get(frame.requestId)?.abort(new Error('cancelled by the client'))
           return
         case FrameType.PING:
           this.send({ type: FrameType.PONG, requestId: frame.requestId, payload: EMPTY })
@@ -301,15 +333,14 @@ export class Connection implements Session {
       )
       return
     }
-    const controller = new AbortController()
     const streaming = this.ctx.trivium.registry.get(frame.endpoint as string)?.streaming === true
-    this.inFlight.set(id, { controller, streaming })
-    void this.#run(frame, controller)
+    const entry = new Cancellation(streaming)
+    this.inFlight.set(id, entry)
+    void this.#run(frame, entry)
   }
 
-  async #run(frame: Frame, controller: AbortController): Promise<void> {
+  async #run(frame: Frame, entry: Cancellation): Promise<void> {
     const id = frame.requestId
-    const signal = controller.signal
     try {
       const { definition, call, result } = await this.ctx.trivium.invoke({
         endpoint: frame.endpoint as string,
@@ -321,23 +352,21 @@ export class Connection implements Session {
         headers: this.request.headers,
         query: this.request.query as Record<string, unknown>,
         clientIp: this.request.ip,
-        signal,
+        // core's TriviumCall takes a signal or a function that makes it on first use (CallInit.signal);
+        // InvokeInit only types the former. The function spares an AbortController per call.
+        signal: entry.lazySignal as unknown as AbortSignal,
         connection: this.state,
       })
       this.#learnIdentity(call)
       const format = this.#responseFormat(definition)
       if (definition.streaming) {
-        await this.#pump(id, definition, format, result as AsyncIterable<unknown>, signal)
-      } else if (!signal.aborted) {
-        this.send({
-          type: FrameType.RESPONSE,
-          requestId: id,
-          payload: encodePayload(definition, format, result),
-        })
+        await this.#pump(id, definition, format, result as AsyncIterable<unknown>, entry.signal)
+      } else if (!entry.aborted && this.socket.readyState === OPEN) {
+        this.#sendBytes(responseFrame(id, format.encode(definition.response, result)), false)
       }
     } catch (err) {
-      if (!signal.aborted) this.sendError(id, err)
-      else if (signal.reason === this.ctx.shutdownError) this.sendError(id, signal.reason)
+      if (!entry.aborted) this.sendError(id, err)
+      else if (entry.reason === this.ctx.shutdownError) this.sendError(id, entry.reason)
     } finally {
       this.inFlight.delete(id)
       this.lastActivity = Date.now()

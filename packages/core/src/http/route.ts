@@ -60,7 +60,9 @@ function bodyDecoder(
 function lazyAbortSignal(request: FastifyRequest, reply: FastifyReply): () => AbortSignal {
   return () => {
     const controller = new AbortController()
-    request.raw.once('close', () => {
+    // The response's `close` (not the request's: that fires once the body is read) tells that the
+    // client went away before the answer was written.
+    reply.raw.once('close', () => {
       if (!reply.raw.writableFinished) controller.abort(new Error('client closed the request'))
     })
     return controller.signal

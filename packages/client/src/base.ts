@@ -1,0 +1,302 @@
+// What every transport shares: the endpoint table, events and state, the token provider with
+// refresh-and-retry-once, per-call deadlines and abort signals.
+import {
+  NotFoundException,
+  TimeoutException,
+  TokenExpiredException,
+  TriviumError,
+  toClientError,
+} from './errors.js'
+import type {
+  CallOptions,
+  ClientEvents,
+  CommonClientOptions,
+  ConnectionState,
+  EndpointSpec,
+  EndpointTable,
+  PayloadFormat,
+  StreamOptions,
+  TokenProvider,
+  TriviumClient,
+} from './types.js'
+
+export const DEFAULT_TIMEOUT_MS = 30_000
+
+export function optionError(message: string): TypeError {
+  return new TypeError(`@trivium/client: ${message}`)
+}
+
+export function checkNonNegative(name: string, value: number | undefined, fallback: number): number {
+  const v = value ?? fallback
+  if (typeof v !== 'number' || Number.isNaN(v) || v < 0) throw optionError(`${name} must be a number >= 0`)
+  return v
+}
+
+export function hasBinary(spec: EndpointSpec): boolean {
+  return (
+    typeof spec.request.encode === 'function' &&
+    typeof spec.request.decode === 'function' &&
+    typeof spec.response.encode === 'function' &&
+    typeof spec.response.decode === 'function'
+  )
+}
+
+type Listeners = { [E in keyof ClientEvents]: Set<ClientEvents[E]> }
+
+export abstract class BaseClient implements TriviumClient {
+  abstract readonly transport: 'http' | 'websocket' | 'tcp'
+  protected readonly endpoints: Map<string, EndpointSpec>
+  protected readonly timeoutMs: number
+  protected readonly format: PayloadFormat | undefined
+  protected tokenSource: TokenProvider | undefined
+  private readonly refreshFn: (() => Promise<string>) | undefined
+  private refreshing: Promise<string> | undefined
+  private readonly listeners: Listeners = {
+    connected: new Set(),
+    disconnected: new Set(),
+    error: new Set(),
+    stateChange: new Set(),
+  }
+  private currentState: ConnectionState = 'idle'
+
+  constructor(options: CommonClientOptions) {
+    this.endpoints = new Map()
+    const table: EndpointTable = options.endpoints ?? {}
+    if (typeof table !== 'object' || table === null) throw optionError('endpoints must be an object')
+    for (const [key, spec] of Object.entries(table)) {
+      if (!spec || typeof spec.name !== 'string' || !spec.request || !spec.response) {
+        throw optionError(`endpoints.${key} must have a name, a request model and a response model`)
+      }
+      this.endpoints.set(key, spec)
+      this.endpoints.set(spec.name, spec)
+    }
+    this.timeoutMs = checkNonNegative('timeoutMs', options.timeoutMs, DEFAULT_TIMEOUT_MS)
+    if (options.format !== undefined && options.format !== 'binary' && options.format !== 'json') {
+      throw optionError("format must be 'binary' or 'json'")
+    }
+    this.format = options.format
+    if (
+      options.token !== undefined &&
+      typeof options.token !== 'string' &&
+      typeof options.token !== 'function'
+    ) {
+      throw optionError('token must be a string or a function')
+    }
+    this.tokenSource = options.token
+    if (options.refresh !== undefined && typeof options.refresh !== 'function') {
+      throw optionError('refresh must be a function')
+    }
+    this.refreshFn = options.refresh
+  }
+
+  get state(): ConnectionState {
+    return this.currentState
+  }
+
+  protected setState(state: ConnectionState): void {
+    if (state === this.currentState) return
+    this.currentState = state
+    this.emit('stateChange', state)
+  }
+
+  on<E extends keyof ClientEvents>(event: E, listener: ClientEvents[E]): () => void {
+    const set = this.listeners[event] as Set<ClientEvents[E]>
+    set.add(listener)
+    return () => {
+      set.delete(listener)
+    }
+  }
+  onConnected(listener: ClientEvents['connected']): () => void {
+    return this.on('connected', listener)
+  }
+  onDisconnected(listener: ClientEvents['disconnected']): () => void {
+    return this.on('disconnected', listener)
+  }
+  onError(listener: ClientEvents['error']): () => void {
+    return this.on('error', listener)
+  }
+
+  protected emit<E extends keyof ClientEvents>(event: E, ...args: Parameters<ClientEvents[E]>): void {
+    for (const listener of this.listeners[event]) {
+      try {
+        ;(listener as (...a: unknown[]) => void)(...args)
+      } catch {
+        // A listener's own failure must not break the connection logic.
+      }
+    }
+  }
+
+  setToken(token: TokenProvider | undefined): void {
+    this.tokenSource = token
+  }
+
+  protected async currentToken(): Promise<string | undefined> {
+    const source = this.tokenSource
+    if (source === undefined) return undefined
+    const value = typeof source === 'function' ? await source() : source
+    return value ?? undefined
+  }
+
+  /** One refresh at a time; concurrent failures share it. */
+  protected refreshToken(): Promise<string> {
+    if (!this.refreshFn) return Promise.reject(new Error('no refresh function'))
+    if (!this.refreshing) {
+      const fn = this.refreshFn
+      this.refreshing = (async () => {
+        try {
+          const token = await fn()
+          this.tokenSource = token
+          await this.tokenRefreshed()
+          return token
+        } finally {
+          this.refreshing = undefined
+        }
+      })()
+    }
+    return this.refreshing
+  }
+
+  /** Hook for transports whose token is fixed per connection (WebSocket reconnects). */
+  protected async tokenRefreshed(): Promise<void> {}
+
+  protected resolveEndpoint(endpoint: string | EndpointSpec, streaming: boolean): EndpointSpec {
+    const spec = typeof endpoint === 'string' ? this.endpoints.get(endpoint) : endpoint
+    if (!spec)
+      throw new NotFoundException(`Endpoint ${String(endpoint)} is not in the client's endpoint table`)
+    if (spec.streaming !== streaming) {
+      throw new TriviumError(
+        streaming
+          ? `Endpoint ${spec.name} is not a streaming endpoint: use call()`
+          : `Endpoint ${spec.name} is a streaming endpoint: use stream()`,
+        'TRV_CLIENT_USAGE',
+        400,
+        'ClientUsageError',
+      )
+    }
+    return spec
+  }
+
+  async call<Res = any>(
+    endpoint: string | EndpointSpec<any, Res>,
+    request?: unknown,
+    options: CallOptions = {},
+  ): Promise<Res> {
+    const spec = this.resolveEndpoint(endpoint, false)
+    const timeoutMs = checkNonNegative('timeoutMs', options.timeoutMs, this.timeoutMs)
+    const attempt = () =>
+      withDeadline(spec, timeoutMs, options.signal, (signal) => this.doCall(spec, request, signal))
+    try {
+      return (await attempt()) as Res
+    } catch (err) {
+      const error = toClientError(err)
+      if (error instanceof TokenExpiredException && this.refreshFn) {
+        await this.refreshToken()
+        try {
+          return (await attempt()) as Res
+        } catch (retryErr) {
+          throw toClientError(retryErr)
+        }
+      }
+      throw error
+    }
+  }
+
+  stream<Item = any>(
+    endpoint: string | EndpointSpec<any, Item>,
+    request?: unknown,
+    options: StreamOptions = {},
+  ): AsyncIterable<Item> {
+    const spec = this.resolveEndpoint(endpoint, true)
+    const self = this
+    return {
+      [Symbol.asyncIterator]() {
+        return self
+          .streamWithRefresh(spec, request, options.signal)
+          [Symbol.asyncIterator]() as AsyncIterator<Item>
+      },
+    }
+  }
+
+  // A stream that fails with TokenExpiredException before its first item is retried once after a refresh.
+  private async *streamWithRefresh(
+    spec: EndpointSpec,
+    request: unknown,
+    signal?: AbortSignal,
+  ): AsyncGenerator<unknown> {
+    let started = false
+    try {
+      for await (const item of this.doStream(spec, request, signal)) {
+        started = true
+        yield item
+      }
+      return
+    } catch (err) {
+      const error = toClientError(err)
+      if (started || !(error instanceof TokenExpiredException) || !this.refreshFn) throw error
+    }
+    await this.refreshToken()
+    try {
+      yield* this.doStream(spec, request, signal)
+    } catch (err) {
+      throw toClientError(err)
+    }
+  }
+
+  /** One attempt of a unary call. `signal` fires on timeout, on the caller's abort, or never. */
+  protected abstract doCall(spec: EndpointSpec, request: unknown, signal: AbortSignal): Promise<unknown>
+  /** One attempt of a stream; returning from it (break) must cancel the stream on the server. */
+  protected abstract doStream(
+    spec: EndpointSpec,
+    request: unknown,
+    signal?: AbortSignal,
+  ): AsyncIterable<unknown>
+
+  abstract onPush(topic: string, handler: (message: unknown) => void): Promise<() => Promise<void>>
+  abstract connect(): Promise<void>
+  abstract close(): Promise<void>
+}
+
+/**
+ * Runs `fn` with a signal that fires when the deadline passes or the caller aborts. A deadline
+ * rejects with TimeoutException, an abort with the signal's reason, even if `fn` never settles.
+ */
+export function withDeadline<T>(
+  spec: EndpointSpec,
+  timeoutMs: number,
+  outer: AbortSignal | undefined,
+  fn: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  if (outer?.aborted) return Promise.reject(outer.reason)
+  const controller = new AbortController()
+  return new Promise<T>((resolve, reject) => {
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const onAbort = () => {
+      controller.abort(outer?.reason)
+      finish()
+      reject(outer?.reason)
+    }
+    const finish = () => {
+      if (timer !== undefined) clearTimeout(timer)
+      outer?.removeEventListener('abort', onAbort)
+    }
+    if (timeoutMs > 0) {
+      timer = setTimeout(() => {
+        const error = new TimeoutException(`Call to ${spec.name} timed out after ${timeoutMs} ms`)
+        controller.abort(error)
+        finish()
+        reject(error)
+      }, timeoutMs)
+    }
+    outer?.addEventListener('abort', onAbort, { once: true })
+    fn(controller.signal).then(
+      (value) => {
+        finish()
+        resolve(value)
+      },
+      (err) => {
+        finish()
+        reject(err)
+      },
+    )
+  })
+}

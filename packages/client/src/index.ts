@@ -1,0 +1,39 @@
+// @trivium/client — browser-safe entry: HTTP (fetch) and WebSocket (the global WebSocket).
+// `@trivium/client/node` adds TCP, undici pool options and the `ws` package.
+import { optionError } from './base.js'
+import { HttpClient, type HttpClientOptions } from './http.js'
+import type { TriviumClient } from './types.js'
+import { WebSocketClient, type WebSocketClientOptions } from './websocket.js'
+
+export * from './errors.js'
+export {
+  BINARY_CONTENT_TYPE,
+  type FetchLike,
+  HttpClient,
+  type HttpClientOptions,
+  JSON_CONTENT_TYPE,
+} from './http.js'
+export { type HttpRequestParts, toHttp } from './http-mapping.js'
+export * from './types.js'
+export {
+  DEFAULT_CLIENT_MAX_FRAME_BYTES,
+  WebSocketClient,
+  type WebSocketClientOptions,
+  type WebSocketConstructor,
+  type WebSocketLike,
+} from './websocket.js'
+
+export type ClientOptions = HttpClientOptions | WebSocketClientOptions
+
+/** Creates a client for one transport (browser entry: `http` or `websocket`). */
+export function createClient(options: ClientOptions): TriviumClient {
+  if (!options || typeof options !== 'object') throw optionError('options must be an object')
+  switch (options.transport) {
+    case 'http':
+      return new HttpClient(options)
+    case 'websocket':
+      return new WebSocketClient(options)
+    default:
+      throw optionError(`unknown transport ${JSON.stringify((options as { transport?: unknown }).transport)}`)
+  }
+}

@@ -1,0 +1,130 @@
+// Public types shared by every transport.
+import type { TriviumError } from './errors.js'
+
+/**
+ * What the client needs to know about a request or response type. Structurally the same as
+ * @trivium/core's `Model` (generated models of @trivium/codec and core's `jsonSchemaModel` fit), declared
+ * here so the browser entry does not depend on core.
+ */
+export interface ClientModel<T = any> {
+  readonly name?: string
+  /** JSON Schema of the JSON form (not used by the client; kept for structural compatibility). */
+  readonly jsonSchema?: Record<string, unknown>
+  fromJSON(json: unknown): T
+  toJSON(value: T): unknown
+  stringify?(value: T): string
+  encode?(value: T): Uint8Array
+  decode?(bytes: Uint8Array): T
+}
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE'
+
+/** One entry of the endpoint table: the same facts the server registered. */
+export interface EndpointSpec<Req = any, Res = any> {
+  /** Endpoint name on the wire, e.g. `tasks.create`. */
+  name: string
+  /** HTTP route (used by the HTTP transport). */
+  method: HttpMethod
+  url: string
+  /** HTTP success status (informational; any 2xx is a success). */
+  status?: number
+  request: ClientModel<Req>
+  /** The response model (for a streaming endpoint: the model of one item). */
+  response: ClientModel<Res>
+  streaming: boolean
+  /**
+   * Streams only: how to resume after a lost connection. Given the original request and the last
+   * item received, returns the request that continues the stream after that item. Without it, a
+   * stream that loses its connection ends with NetworkException (see README "Streams and reconnection").
+   */
+  resume?: (request: Req, lastItem: Res) => Req
+}
+
+export type EndpointTable = Record<string, EndpointSpec>
+
+/** The value a token provider gives: a token, or nothing for anonymous calls. */
+export type TokenProvider = string | (() => string | undefined | null | Promise<string | undefined | null>)
+
+export type PayloadFormat = 'binary' | 'json'
+
+export interface CallOptions {
+  /** Deadline for this call in ms (default: the client's `timeoutMs`). 0 disables it. */
+  timeoutMs?: number
+  /** Aborting rejects the call with the signal's reason and cancels it on the server. */
+  signal?: AbortSignal
+}
+
+export interface StreamOptions {
+  /** Aborting ends the iteration with the signal's reason and cancels the stream on the server. */
+  signal?: AbortSignal
+}
+
+export type ConnectionState = 'idle' | 'connecting' | 'connected' | 'reconnecting' | 'closed'
+
+export interface ClientEvents {
+  /** A connection (WS/TCP) is open. `reconnected` is true after the first one. */
+  connected: (info: { reconnected: boolean }) => void
+  /** A connection was lost or closed. `willReconnect` says whether the client will try again. */
+  disconnected: (info: { reason: string; willReconnect: boolean }) => void
+  /** A connection error, a failed reconnect, or bad data from the server. */
+  error: (error: TriviumError) => void
+  /** Every change of `state`. */
+  stateChange: (state: ConnectionState) => void
+}
+
+export interface CommonClientOptions {
+  /** The endpoint table: name → spec (the `endpoints` of @trivium/codec's generated code). */
+  endpoints?: EndpointTable
+  /** Token (or provider called before each call / connection). */
+  token?: TokenProvider
+  /** Called once when a call fails with TokenExpiredException; its token replaces `token`. */
+  refresh?: () => Promise<string>
+  /** Payload format. Default: `binary` when the models have a binary form, else `json`. */
+  format?: PayloadFormat
+  /** Default per-call deadline in ms (default 30000; 0 disables). */
+  timeoutMs?: number
+}
+
+export interface ReconnectOptions {
+  /** Reconnect attempts after a lost connection before giving up (default 10; 0 disables; Infinity allowed). */
+  reconnectAttempts?: number
+  /** Delay before the first reconnect attempt in ms (default 500). Doubles each attempt. */
+  reconnectDelayMs?: number
+  /** Largest delay between attempts in ms (default 30000). */
+  reconnectMaxDelayMs?: number
+  /** Random part of each delay, 0..1 (default 0.2: ±20%). */
+  reconnectJitter?: number
+  /** Send a PING every this many ms and drop the connection when no PONG comes within it (default 0: off). */
+  pingIntervalMs?: number
+  /** Open the connection at creation instead of at the first call (default false). */
+  eager?: boolean
+}
+
+/** One interface on every transport. */
+export interface TriviumClient {
+  readonly transport: 'http' | 'websocket' | 'tcp'
+  /** Connection state (HTTP: always `connected` until `close()`). */
+  readonly state: ConnectionState
+  call<Res = any>(
+    endpoint: string | EndpointSpec<any, Res>,
+    request?: unknown,
+    options?: CallOptions,
+  ): Promise<Res>
+  stream<Item = any>(
+    endpoint: string | EndpointSpec<any, Item>,
+    request?: unknown,
+    options?: StreamOptions,
+  ): AsyncIterable<Item>
+  /** Server push on `topic` (WS/TCP; SUBSCRIBE frame). Resolves once subscribed; returns an unsubscribe function. */
+  onPush(topic: string, handler: (message: unknown) => void): Promise<() => Promise<void>>
+  on<E extends keyof ClientEvents>(event: E, listener: ClientEvents[E]): () => void
+  onConnected(listener: ClientEvents['connected']): () => void
+  onDisconnected(listener: ClientEvents['disconnected']): () => void
+  onError(listener: ClientEvents['error']): () => void
+  /** Replaces the token (e.g. after a login). WS: used from the next connection. */
+  setToken(token: TokenProvider | undefined): void
+  /** Opens the connection now (WS/TCP); resolves when connected. */
+  connect(): Promise<void>
+  /** Fails everything in flight with NetworkException('Client closed') and stops reconnecting. */
+  close(): Promise<void>
+}

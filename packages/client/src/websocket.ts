@@ -1,0 +1,205 @@
+// The WebSocket transport: one binary WebSocket message per frame (PROTOCOL.md "WebSocket"). Uses the
+// global WebSocket (browsers, Node >= 22) or the constructor passed as `WebSocket` (the Node entry passes
+// the `ws` package's). The token and the payload format travel in the upgrade URL's query.
+import { decodeWsFrame, encodeWsFrame, type Frame } from '@trivium/wire'
+import { checkNonNegative, optionError } from './base.js'
+import { NetworkException } from './errors.js'
+import { FrameClient, type FrameClientOptions, type FrameLink, type LinkHandlers } from './frames.js'
+import type { EndpointSpec, PayloadFormat } from './types.js'
+
+/** The part of the WHATWG WebSocket the client uses (the `ws` package implements it too). */
+export interface WebSocketLike {
+  binaryType: string
+  readonly readyState: number
+  send(data: Uint8Array): void
+  close(code?: number, reason?: string): void
+  onopen: ((ev: unknown) => void) | null
+  onmessage: ((ev: { data: unknown }) => void) | null
+  onclose: ((ev: { code: number; reason: string }) => void) | null
+  onerror: ((ev: { message?: string; error?: unknown }) => void) | null
+}
+
+export type WebSocketConstructor = new (url: string, protocols?: string | string[]) => WebSocketLike
+
+/** Largest frame accepted from the server by default (16 MiB). */
+export const DEFAULT_CLIENT_MAX_FRAME_BYTES = 16 * 1024 * 1024
+
+export interface WebSocketClientOptions extends FrameClientOptions {
+  transport: 'websocket'
+  /** `ws://` or `wss://` URL of the server's WebSocket route, e.g. `ws://localhost:3000/ws`. */
+  url: string
+  /** WebSocket constructor (default: globalThis.WebSocket; the Node entry defaults to the `ws` package). */
+  WebSocket?: WebSocketConstructor
+  /** Give up opening a connection after this many ms (default 10000). */
+  connectTimeoutMs?: number
+  /** Largest frame accepted from the server, in bytes (default 16 MiB); a larger one drops the connection. */
+  maxFrameBytes?: number
+}
+
+const OPEN = 1
+
+export class WebSocketClient extends FrameClient {
+  readonly transport = 'websocket' as const
+  protected readonly target: string
+  private readonly url: string
+  private readonly Ctor: WebSocketConstructor
+  private readonly connectTimeoutMs: number
+  private readonly maxFrameBytes: number
+  private readonly connFormat: PayloadFormat
+
+  constructor(options: WebSocketClientOptions) {
+    super(options)
+    if (typeof options.url !== 'string' || !/^wss?:\/\//i.test(options.url)) {
+      throw optionError('url must be a ws:// or wss:// URL')
+    }
+    this.url = options.url
+    this.target = options.url
+    const Ctor = options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket
+    if (typeof Ctor !== 'function') {
+      throw optionError(
+        'no WebSocket available: pass the WebSocket option (in Node, use @trivium/client/node)',
+      )
+    }
+    this.Ctor = Ctor
+    this.connectTimeoutMs = checkNonNegative('connectTimeoutMs', options.connectTimeoutMs, 10_000)
+    this.maxFrameBytes = checkNonNegative(
+      'maxFrameBytes',
+      options.maxFrameBytes,
+      DEFAULT_CLIENT_MAX_FRAME_BYTES,
+    )
+    // One format per connection: binary unless asked otherwise or some request model has no binary form.
+    const specs = [...new Set(this.endpoints.values())]
+    this.connFormat =
+      options.format ?? (specs.every((s) => typeof s.request.encode === 'function') ? 'binary' : 'json')
+    if (options.eager) void this.connect().catch(() => {})
+  }
+
+  protected formatFor(_spec: EndpointSpec): PayloadFormat {
+    return this.connFormat
+  }
+
+  protected requestPayload(spec: EndpointSpec, request: unknown, format: PayloadFormat): Promise<Uint8Array> {
+    return this.encodeModel(spec.request, request, format, spec.name)
+  }
+
+  protected override async tokenRefreshed(): Promise<void> {
+    // The token is fixed per connection: new calls (and the retry) go to a connection with the new one.
+    this.drainCurrent()
+  }
+
+  protected async openLink(handlers: LinkHandlers): Promise<FrameLink> {
+    const url = new URL(this.url)
+    url.searchParams.set('format', this.connFormat)
+    const token = await this.currentToken()
+    if (token) url.searchParams.set('token', token)
+    let ws: WebSocketLike
+    try {
+      ws = new this.Ctor(url.toString())
+    } catch (err) {
+      throw new NetworkException(`Cannot connect to ${this.target}: ${(err as Error).message}`, {
+        cause: err,
+      })
+    }
+    ws.binaryType = 'arraybuffer'
+    const maxFrameBytes = this.maxFrameBytes
+    let closed = false
+    let closingReason: string | undefined
+    let onClosed: (() => void) | undefined
+    const closedPromise = new Promise<void>((resolve) => {
+      onClosed = resolve
+    })
+    const finish = (reason: string) => {
+      if (closed) return
+      closed = true
+      onClosed?.()
+      handlers.closed(reason)
+    }
+    const link: FrameLink = {
+      send(frame: Frame) {
+        if (closed || ws.readyState !== OPEN) throw new Error('the WebSocket is not open')
+        ws.send(encodeWsFrame(frame))
+      },
+      async close(reason: string) {
+        if (!closed) {
+          closingReason ??= reason
+          try {
+            ws.close(1000, reason.slice(0, 100))
+          } catch {
+            // already closing
+          }
+          // A server that never answers the close handshake must not hold close() up.
+          const timer = setTimeout(() => {
+            ;(ws as { terminate?: () => void }).terminate?.()
+            finish(reason)
+          }, 1000)
+          await closedPromise
+          clearTimeout(timer)
+        }
+      },
+    }
+    await new Promise<void>((resolve, reject) => {
+      let opened = false
+      let lastError = ''
+      const timer =
+        this.connectTimeoutMs > 0
+          ? setTimeout(() => {
+              if (opened) return
+              closed = true
+              try {
+                ws.close()
+              } catch {}
+              ;(ws as { terminate?: () => void }).terminate?.()
+              reject(
+                new NetworkException(
+                  `Cannot connect to ${this.target}: timed out after ${this.connectTimeoutMs} ms`,
+                ),
+              )
+            }, this.connectTimeoutMs)
+          : undefined
+      ws.onopen = () => {
+        opened = true
+        if (timer) clearTimeout(timer)
+        resolve()
+      }
+      ws.onerror = (ev) => {
+        lastError = ev?.message ?? (ev?.error as Error | undefined)?.message ?? 'WebSocket error'
+      }
+      ws.onclose = (ev) => {
+        if (timer) clearTimeout(timer)
+        if (!opened) {
+          closed = true
+          onClosed?.()
+          reject(
+            new NetworkException(
+              `Cannot connect to ${this.target}: ${lastError || `closed (code ${ev.code})`}`,
+            ),
+          )
+          return
+        }
+        finish(closingReason ?? `closed by the server (code ${ev.code}${ev.reason ? `: ${ev.reason}` : ''})`)
+      }
+      ws.onmessage = (ev) => {
+        if (closed) return
+        const data = ev.data
+        let bytes: Uint8Array
+        if (data instanceof ArrayBuffer) bytes = new Uint8Array(data)
+        else if (data instanceof Uint8Array) bytes = data
+        else {
+          handlers.protocolError(new Error('text message on a binary protocol'))
+          void link.close('protocol error')
+          return
+        }
+        let frame: Frame
+        try {
+          frame = decodeWsFrame(bytes, { maxFrameBytes })
+        } catch (err) {
+          handlers.protocolError(err as Error)
+          void link.close('protocol error')
+          return
+        }
+        handlers.frame(frame)
+      }
+    })
+    return link
+  }
+}

@@ -1,0 +1,3 @@
+import { frameSuite } from './frames-suite.js'
+
+await frameSuite('websocket')

@@ -80,6 +80,13 @@ const triviumWebSocket: FastifyPluginAsync<TriviumWebSocketOptions> = async (
 
   async function shutdown(): Promise<void> {
     shuttingDown = true
+    // While closing, Fastify answers every request 503 on the raw response, and for an upgrade
+    // request nothing then closes the socket: a client that keeps it open would hold server.close()
+    // forever. No upgrade is accepted from now on, so end those sockets once the answer is written.
+    fastify.server.on('upgrade', (_request, socket) => {
+      socket.end()
+      setTimeout(() => socket.destroy(), 1000).unref()
+    })
     clearInterval(timer)
     await Promise.all([...connections].map((c) => c.goAway(options.shutdownGraceMs)))
   }
@@ -92,8 +99,17 @@ const triviumWebSocket: FastifyPluginAsync<TriviumWebSocketOptions> = async (
       options: { maxPayload: options.maxPayload },
       preClose: async function preClose(this: FastifyInstance) {
         await shutdown()
-        for (const client of this.websocketServer.clients) client.terminate()
-        await new Promise<void>((resolve) => this.websocketServer.close(() => resolve()))
+        const wss = this.websocketServer
+        const closed = new Promise<void>((resolve) => wss.close(() => resolve()))
+        // ws reports closed once no client is left; a socket that finished its upgrade while we were
+        // draining would keep it open forever, so keep terminating until it is.
+        const terminateAll = () => {
+          for (const client of wss.clients) client.terminate()
+        }
+        terminateAll()
+        const sweep = setInterval(terminateAll, 50)
+        await closed
+        clearInterval(sweep)
       },
     })
   }

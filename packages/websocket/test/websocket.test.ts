@@ -342,3 +342,39 @@ t.test('shutdown: GOAWAY, drain unary calls, end streams, close 1001', async (t)
   t.equal(c.closeCode, 1001)
   t.equal(probe.finallyRan, 1)
 })
+
+t.test('shutdown completes even when clients reconnect while it drains', async (t) => {
+  const { app, url } = await buildApp()
+  let attempts = 0
+  let refused = 0
+  let stop = false
+  // A client that reconnects as soon as it is told to go away (what a naive client does on GOAWAY).
+  const reconnectLoop = async () => {
+    while (!stop) {
+      attempts++
+      await new Promise<void>((resolve) => {
+        const ws = new WebSocket(`${url}?format=json`)
+        ws.on('unexpected-response', (_req, res) => {
+          if (res.statusCode === 503) refused++
+          res.resume()
+          resolve()
+        })
+        ws.on('message', () => ws.close())
+        ws.on('close', () => resolve())
+        ws.on('error', () => resolve())
+      })
+      await sleep(5)
+    }
+  }
+  const first = await Client.open(url)
+  first.request(1, 'slow', { ms: 400 }) // keeps the server draining for a while
+  await sleep(20)
+  const closed = app.close()
+  const loop = reconnectLoop()
+  const outcome = await Promise.race([closed.then(() => 'closed'), sleep(5000).then(() => 'stuck')])
+  stop = true
+  await loop
+  t.equal(outcome, 'closed', 'app.close() resolves')
+  t.ok(refused >= 1, `the client kept reconnecting (${attempts} attempts, ${refused} refused with 503)`)
+  await first.closed
+})

@@ -1,0 +1,3 @@
+export * from './cases.js'
+export * from './generated/index.js'
+export * from './server.js'

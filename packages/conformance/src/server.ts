@@ -1,0 +1,104 @@
+// The server under test: every Trivium plugin that shapes a call's outcome (codec, auth, RBAC
+// middleware, rate limiting), the WebSocket and TCP transports, and the conformance endpoints.
+import triviumAuth, { TokenService } from '@trivium/auth'
+import triviumCodec from '@trivium/codec'
+import triviumCore, { ValidationException } from '@trivium/core'
+import triviumProtections from '@trivium/protections'
+import { createRbacMiddleware } from '@trivium/rbac'
+import triviumTcp from '@trivium/tcp'
+import triviumWebSocket from '@trivium/websocket'
+import Fastify, { type FastifyInstance } from 'fastify'
+import { registerEndpoints } from './generated/server.js'
+
+export const SECRET = 'conformance-secret-conformance-secret-0123456789'
+export const ISSUER = 'trivium-conformance'
+
+export interface ConformanceServer {
+  app: FastifyInstance
+  httpUrl: string
+  wsUrl: string
+  tcpPort: number
+  /** Tokens of one test user (a fresh user id per transport run keeps rate-limit keys apart). */
+  tokensFor(userId: number): Promise<Record<TokenKind, string | undefined>>
+  /** Whether the `ticker` stream of this run has run its `finally`. */
+  tickerFinished(runId: string): boolean
+  close(): Promise<void>
+}
+
+export type TokenKind = 'none' | 'member' | 'admin' | 'bad' | 'expired' | 'revoked' | 'refresh'
+
+export async function startConformanceServer(options: {
+  tcpMode: 'direct' | 'inject'
+}): Promise<ConformanceServer> {
+  const app = Fastify({ logger: false })
+  await app.register(triviumCore)
+  await app.register(triviumCodec)
+  await app.register(triviumAuth, { secret: SECRET, issuer: ISSUER })
+  app.trivium.use(createRbacMiddleware(), { name: 'rbac', after: ['auth'] })
+  await app.register(triviumProtections)
+  await app.register(triviumWebSocket)
+  await app.register(triviumTcp, { port: 0, mode: options.tcpMode })
+
+  const finished = new Set<string>()
+  registerEndpoints(app.trivium, {
+    'public.ping': () => ({ ok: true }),
+    echo: (req) => {
+      if (req.text.trim() === '') {
+        throw new ValidationException('Text must not be empty', [
+          { field: 'text', message: 'must not be empty' },
+        ])
+      }
+      return req
+    },
+    'perm.only': () => ({ ok: true }),
+    'role.only': () => ({ ok: true }),
+    limited: () => ({ ok: true }),
+    count: async function* (req) {
+      for (let i = 0; i < req.n; i++) yield { i }
+    },
+    ticker: async function* (req, call) {
+      try {
+        for (let i = 0; !call.signal.aborted; i++) {
+          yield { i }
+          await new Promise((r) => setTimeout(r, 5))
+        }
+      } finally {
+        finished.add(req.runId)
+      }
+    },
+    'tickers.status': (req) => ({ finished: finished.has(req.runId) }),
+  })
+
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = app.server.address() as { port: number }
+  const past = new TokenService({ secret: SECRET, issuer: ISSUER, clock: () => Date.now() - 2 * 3600_000 })
+
+  return {
+    app,
+    httpUrl: `http://127.0.0.1:${port}`,
+    wsUrl: `ws://127.0.0.1:${port}/ws`,
+    tcpPort: app.triviumTcp.address()!.port,
+    async tokensFor(userId) {
+      const subject = { id: userId, username: `user${userId}`, email: `user${userId}@example.com` }
+      const member = app.auth.issueAccessToken({ ...subject, roles: ['member'], permissions: ['echo:use'] })
+      const admin = app.auth.issueAccessToken({
+        ...subject,
+        roles: ['admin'],
+        permissions: ['echo:use', 'secret:write'],
+      })
+      const revoked = app.auth.issueAccessToken({ ...subject, roles: ['member'], permissions: ['echo:use'] })
+      await app.auth.revokeToken(await revoked)
+      return {
+        none: undefined,
+        member: await member,
+        admin: await admin,
+        bad: 'not.a.jwt',
+        expired: past.issueAccessToken({ userId, username: subject.username, email: subject.email }),
+        revoked: await revoked,
+        refresh: await app.auth.issueRefreshToken(userId),
+      }
+    },
+    tickerFinished: (runId) => finished.has(runId),
+    close: () => app.close(),
+  }
+}

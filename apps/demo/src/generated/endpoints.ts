@@ -208,55 +208,55 @@ export type EndpointName = keyof Endpoints
 export function createTypedClient(client: $rt.RuntimeClient) {
   return {
     health: async (request: EmptyData, options?: $rt.CallOptions): Promise<Health> =>
-      asModel(Health, await client.call("health", Empty.toJSON(request), options)),
+      asModel(Health, await client.call("health", request, options)),
     auth: {
       register: async (request: RegisterRequestData, options?: $rt.CallOptions): Promise<User> =>
-        asModel(User, await client.call("auth.register", RegisterRequest.toJSON(request), options)),
+        asModel(User, await client.call("auth.register", request, options)),
       login: async (request: LoginRequestData, options?: $rt.CallOptions): Promise<TokenPair> =>
-        asModel(TokenPair, await client.call("auth.login", LoginRequest.toJSON(request), options)),
+        asModel(TokenPair, await client.call("auth.login", request, options)),
       refresh: async (request: RefreshRequestData, options?: $rt.CallOptions): Promise<TokenPair> =>
-        asModel(TokenPair, await client.call("auth.refresh", RefreshRequest.toJSON(request), options)),
+        asModel(TokenPair, await client.call("auth.refresh", request, options)),
       logout: async (request: LogoutRequestData, options?: $rt.CallOptions): Promise<Ok> =>
-        asModel(Ok, await client.call("auth.logout", LogoutRequest.toJSON(request), options)),
+        asModel(Ok, await client.call("auth.logout", request, options)),
       me: async (request: EmptyData, options?: $rt.CallOptions): Promise<User> =>
-        asModel(User, await client.call("auth.me", Empty.toJSON(request), options)),
+        asModel(User, await client.call("auth.me", request, options)),
       totp: {
         enable: async (request: EmptyData, options?: $rt.CallOptions): Promise<TotpSetup> =>
-          asModel(TotpSetup, await client.call("auth.totp.enable", Empty.toJSON(request), options)),
+          asModel(TotpSetup, await client.call("auth.totp.enable", request, options)),
         confirm: async (request: TotpCodeData, options?: $rt.CallOptions): Promise<Ok> =>
-          asModel(Ok, await client.call("auth.totp.confirm", TotpCode.toJSON(request), options)),
+          asModel(Ok, await client.call("auth.totp.confirm", request, options)),
       },
     },
     tasks: {
       list: async (request: ListTasksData, options?: $rt.CallOptions): Promise<TaskPage> =>
-        asModel(TaskPage, await client.call("tasks.list", ListTasks.toJSON(request), options)),
+        asModel(TaskPage, await client.call("tasks.list", request, options)),
       get: async (request: GetTaskData, options?: $rt.CallOptions): Promise<Task> =>
-        asModel(Task, await client.call("tasks.get", GetTask.toJSON(request), options)),
+        asModel(Task, await client.call("tasks.get", request, options)),
       create: async (request: CreateTaskData, options?: $rt.CallOptions): Promise<Task> =>
-        asModel(Task, await client.call("tasks.create", CreateTask.toJSON(request), options)),
+        asModel(Task, await client.call("tasks.create", request, options)),
       update: async (request: UpdateTaskData, options?: $rt.CallOptions): Promise<Task> =>
-        asModel(Task, await client.call("tasks.update", UpdateTask.toJSON(request), options)),
+        asModel(Task, await client.call("tasks.update", request, options)),
       delete: async (request: GetTaskData, options?: $rt.CallOptions): Promise<Ok> =>
-        asModel(Ok, await client.call("tasks.delete", GetTask.toJSON(request), options)),
+        asModel(Ok, await client.call("tasks.delete", request, options)),
       watch: (request: EmptyData, options?: $rt.CallOptions): AsyncIterable<TaskEvent> =>
-        asModels(TaskEvent, client.stream("tasks.watch", Empty.toJSON(request), options)),
+        asModels(TaskEvent, client.stream("tasks.watch", request, options)),
     },
     files: {
       upload: async (request: FileUploadData, options?: $rt.CallOptions): Promise<StoredFile> =>
-        asModel(StoredFile, await client.call("files.upload", FileUpload.toJSON(request), options)),
+        asModel(StoredFile, await client.call("files.upload", request, options)),
     },
     admin: {
       roles: {
         create: async (request: CreateRoleData, options?: $rt.CallOptions): Promise<Role> =>
-          asModel(Role, await client.call("admin.roles.create", CreateRole.toJSON(request), options)),
+          asModel(Role, await client.call("admin.roles.create", request, options)),
         assign: async (request: RoleAssignmentData, options?: $rt.CallOptions): Promise<Ok> =>
-          asModel(Ok, await client.call("admin.roles.assign", RoleAssignment.toJSON(request), options)),
+          asModel(Ok, await client.call("admin.roles.assign", request, options)),
         revoke: async (request: RoleAssignmentData, options?: $rt.CallOptions): Promise<Ok> =>
-          asModel(Ok, await client.call("admin.roles.revoke", RoleAssignment.toJSON(request), options)),
+          asModel(Ok, await client.call("admin.roles.revoke", request, options)),
       },
       permissions: {
         create: async (request: CreatePermissionData, options?: $rt.CallOptions): Promise<Permission> =>
-          asModel(Permission, await client.call("admin.permissions.create", CreatePermission.toJSON(request), options)),
+          asModel(Permission, await client.call("admin.permissions.create", request, options)),
       },
     },
   }

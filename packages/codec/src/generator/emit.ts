@@ -683,12 +683,12 @@ function endpointsFile(schema: SchemaDef, runtimeImport: string): string {
         if (e.streaming) {
           out.push(
             `${indent}${key(k)}: (request: ${e.request}Data, options?: ${RT}.CallOptions): AsyncIterable<${e.response}> =>`,
-            `${indent}  asModels(${e.response}, client.stream(${q(e.name)}, ${e.request}.toJSON(request), options)),`,
+            `${indent}  asModels(${e.response}, client.stream(${q(e.name)}, request, options)),`,
           )
         } else {
           out.push(
             `${indent}${key(k)}: async (request: ${e.request}Data, options?: ${RT}.CallOptions): Promise<${e.response}> =>`,
-            `${indent}  asModel(${e.response}, await client.call(${q(e.name)}, ${e.request}.toJSON(request), options)),`,
+            `${indent}  asModel(${e.response}, await client.call(${q(e.name)}, request, options)),`,
           )
         }
       } else {

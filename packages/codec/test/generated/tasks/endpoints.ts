@@ -59,14 +59,14 @@ export function createTypedClient(client: $rt.RuntimeClient) {
   return {
     tasks: {
       create: async (request: CreateTaskData, options?: $rt.CallOptions): Promise<Task> =>
-        asModel(Task, await client.call("tasks.create", CreateTask.toJSON(request), options)),
+        asModel(Task, await client.call("tasks.create", request, options)),
       get: async (request: GetTaskData, options?: $rt.CallOptions): Promise<Task> =>
-        asModel(Task, await client.call("tasks.get", GetTask.toJSON(request), options)),
+        asModel(Task, await client.call("tasks.get", request, options)),
       watch: (request: WatchTasksData, options?: $rt.CallOptions): AsyncIterable<TaskEvent> =>
-        asModels(TaskEvent, client.stream("tasks.watch", WatchTasks.toJSON(request), options)),
+        asModels(TaskEvent, client.stream("tasks.watch", request, options)),
     },
     health: async (request: EmptyData, options?: $rt.CallOptions): Promise<Empty> =>
-      asModel(Empty, await client.call("health", Empty.toJSON(request), options)),
+      asModel(Empty, await client.call("health", request, options)),
   }
 }
 

@@ -47,7 +47,12 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
   const sql = await openDatabase(config)
   app.addHook('onClose', async () => sql.close())
   const redis = config.redisUrl
-    ? new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false })
+    ? new Redis(config.redisUrl, {
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 1,
+        // Revocation and rate-limit commands of concurrent requests share round trips.
+        enableAutoPipelining: true,
+      })
     : undefined
   if (redis) {
     redis.on('error', () => {}) // outages are reported by the stores that use it, once

@@ -2,7 +2,7 @@
 // schema and one Redis prefix, a private redis-server, and a cuttable TCP proxy in front of PostgreSQL.
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { once } from 'node:events'
+import { type EventEmitter, once } from 'node:events'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import net from 'node:net'
@@ -26,10 +26,19 @@ export const SECRETS = {
   HASH_SALT: 'scale-test-hash-salt-0123456789abcdef',
 }
 
+/** The part of a `ws` client the tests use. */
+export interface WsClient extends EventEmitter {
+  send(data: Uint8Array): void
+  close(code?: number, reason?: string): void
+  terminate(): void
+}
+
 /** `ws` is a dependency of @trivium/websocket; resolved from there (Node 20 has no global WebSocket). */
 export const WebSocket = createRequire(createRequire(import.meta.url).resolve('@trivium/websocket'))(
   'ws',
-) as typeof import('ws').default
+) as new (
+  url: string,
+) => WsClient
 
 export interface Backend {
   schema: string
@@ -284,9 +293,14 @@ export async function freePort(): Promise<number> {
   return port
 }
 
-/** A private `redis-server` (no persistence) that a test can stop and start again on the same port. */
+/**
+ * A private `redis-server` that a test can stop and start again on the same port. No periodic saves and
+ * no AOF; `stop({ save: true })` is `SHUTDOWN SAVE` (the data comes back on `start()`, as with a Redis
+ * restarted by its operator), `stop()` kills it (an outage that loses nothing on disk either way).
+ */
 export class PrivateRedis {
   proc: ChildProcess | undefined
+  readonly dir = mkdtempSync(join(tmpdir(), 'trivium-scale-redis-'))
   constructor(readonly port: number) {}
 
   static async create(): Promise<PrivateRedis> {
@@ -302,7 +316,18 @@ export class PrivateRedis {
   async start(): Promise<void> {
     const proc = spawn(
       'redis-server',
-      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      [
+        '--port',
+        String(this.port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        this.dir,
+      ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     )
     this.proc = proc
@@ -323,13 +348,22 @@ export class PrivateRedis {
     })
   }
 
-  async stop(): Promise<void> {
+  async stop(opts: { save?: boolean } = {}): Promise<void> {
     const proc = this.proc
     this.proc = undefined
     if (!proc || proc.exitCode !== null || proc.signalCode !== null) return
     const exited = once(proc, 'exit')
-    proc.kill('SIGKILL') // an outage, not a clean shutdown
+    if (opts.save) {
+      spawn('redis-cli', ['-p', String(this.port), 'shutdown', 'save'], { stdio: 'ignore' })
+    } else {
+      proc.kill('SIGKILL')
+    }
     await exited
+  }
+
+  async close(): Promise<void> {
+    await this.stop()
+    rmSync(this.dir, { recursive: true, force: true })
   }
 }
 

@@ -57,7 +57,7 @@ function bodyDecoder(
   }
 }
 
-function lazyAbortSignal(request: FastifyRequest, reply: FastifyReply): () => AbortSignal {
+function lazyAbortSignal(reply: FastifyReply): () => AbortSignal {
   return () => {
     const controller = new AbortController()
     // The response's `close` (not the request's: that fires once the body is read) tells that the
@@ -100,7 +100,7 @@ export function registerHttpRoute(
       clientIp: transport ? transport.clientIp : request.ip,
       raw: request,
       decodeBody: bodyDecoder(definition, request, requestFormat),
-      signal: lazyAbortSignal(request, reply),
+      signal: lazyAbortSignal(reply),
     })
     ;(request as unknown as Record<symbol, unknown>)[CALL] = call
     const result = await pipeline.run(call, routeToHandler)

@@ -16,6 +16,8 @@ export function sendEventStream(
   async function* events(): AsyncGenerator<string> {
     let id = 0
     const iterator = items[Symbol.asyncIterator]()
+    // A comment first, so the status and headers reach the client now, not with the first item.
+    yield ': stream open\n\n'
     try {
       while (true) {
         const step = await iterator.next()

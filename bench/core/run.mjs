@@ -10,9 +10,9 @@ try {
     rounds: Number(process.env.BENCH_ROUNDS ?? 5),
     duration: Number(process.env.BENCH_DURATION ?? 3),
     cases: [
-      { name: 'bare fastify route', url: url('/bare') },
-      { name: 'trivium endpoint, no middleware', url: url('/core') },
-      { name: 'trivium endpoint, 3 no-op middleware', url: url('/core-mw') },
+      { name: 'bare fastify route', url: url('/bare'), pid: server.pid },
+      { name: 'trivium endpoint, no middleware', url: url('/core'), pid: server.pid },
+      { name: 'trivium endpoint, 3 no-op middleware', url: url('/core-mw'), pid: server.pid },
     ],
   })
 } finally {

@@ -64,8 +64,9 @@ export class Pipeline {
    * Runs the chain, then `terminal` (the router). One `next` closure per call, not one per
    * middleware: the position lives in a local counter.
    */
-  run(call: TriviumCall<any>, terminal: (call: TriviumCall<any>) => Promise<unknown>): Promise<unknown> {
+  run(call: TriviumCall<any>, terminal: (call: TriviumCall<any>) => unknown): unknown {
     const chain = this.chain
+    // No middleware: the router directly (its value or promise; callers await it).
     if (chain.length === 0) return terminal(call)
     let index = 0
     const next: Next = () => {
@@ -78,7 +79,11 @@ export class Pipeline {
         }
       }
       index++
-      return terminal(call)
+      try {
+        return Promise.resolve(terminal(call))
+      } catch (err) {
+        return Promise.reject(err)
+      }
     }
     return next()
   }

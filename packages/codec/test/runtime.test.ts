@@ -333,3 +333,63 @@ t.test('encodeMessage: version byte first, scratch buffer reused safely', async 
   const big = encodeMessage((w, s: string) => w.string(s), 'x'.repeat(100_000))
   t.equal(big.length, 1 + 4 + 100_000)
 })
+
+t.test('encodeMessage: pooled results are independent views', async (t) => {
+  const enc = (s: string) => encodeMessage((w, v: string) => w.string(v), s)
+  const results: Uint8Array[] = []
+  const strings: string[] = []
+  for (let i = 0; i < 200; i++) {
+    const s = `${'m'.repeat(100 + (i % 50) * 7)}${i}` // 100..450 bytes: carved from shared slabs
+    strings.push(s)
+    results.push(enc(s))
+  }
+  results[0]!.fill(0xff) // writing to one result leaves the others alone
+  let intact = 0
+  for (let i = 1; i < results.length; i++) {
+    const r = new BinaryReader(results[i]!)
+    r.version()
+    if (r.string() === strings[i]) intact++
+    r.finish()
+  }
+  t.equal(intact, results.length - 1, 'every message intact after later encodes')
+  // A transferred (detached) slab is replaced.
+  const a = enc('a'.repeat(200))
+  structuredClone(a.buffer, { transfer: [a.buffer] })
+  t.equal(a.length, 0, 'detached')
+  const b = enc('b'.repeat(200))
+  t.equal(b.length, 1 + 4 + 200)
+  t.equal(b[5], 0x62)
+})
+
+t.test(
+  'string: short ASCII cache returns correct strings (collisions, NUL, non-ASCII, bad UTF-8)',
+  async (t) => {
+    const w = new BinaryWriter(4)
+    const strings = ['\0', '-', '', 'a', 'ab', 'é', 'héllo', '日本', '😀']
+    for (let i = 0; i < 20_000; i++) strings.push(`k${i}`, `k${i}`, `${i}`.padStart(32, 'z'))
+    for (const s of strings) w.string(s)
+    const r = new BinaryReader(w.finish())
+    for (let i = 0; i < strings.length; i++) {
+      if (r.string() !== strings[i]) {
+        t.fail(`string ${i} (${JSON.stringify(strings[i])}) read wrong`)
+        return
+      }
+    }
+    t.equal(r.remaining, 0)
+    t.pass('every string read back')
+    const r2 = new BinaryReader(bytes('01 00 00 00 00 01 00 00 00 2d 01 00 00 00 00'))
+    t.equal(r2.string(), '\0')
+    t.equal(r2.string(), '-')
+    t.equal(r2.string(), '\0')
+    decodeError(
+      t,
+      () => new BinaryReader(bytes('02 00 00 00 c3 28')).string(),
+      'invalid UTF-8 in string at offset 0',
+    )
+    decodeError(
+      t,
+      () => new BinaryReader(bytes('01 00 00 00 80')).string(),
+      'invalid UTF-8 in string at offset 0',
+    )
+  },
+)

@@ -19,6 +19,12 @@ const f32 = new Float32Array(1)
 const f32b = new Uint8Array(f32.buffer)
 const SHORT = 32
 const CODES: number[][] = Array.from({ length: SHORT + 1 }, (_, n) => new Array<number>(n).fill(0))
+// Cache of short ASCII strings by hash (one string per slot; a collision replaces the entry).
+const CACHE_MASK = 4095
+// Filled with a string longer than any cached one, so an empty slot never matches.
+const cache: string[] = new Array<string>(CACHE_MASK + 1).fill('-'.repeat(SHORT + 1))
+/** The bytes of each cached string, SHORT bytes per slot. */
+const cacheBytes = new Uint8Array((CACHE_MASK + 1) * SHORT)
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1
 
 export class BinaryReader {
@@ -172,22 +178,45 @@ export class BinaryReader {
   string(): string {
     const n = this.length(1)
     const start = this.pos
-    const end = start + n
-    this.pos = end
+    this.pos = start + n
     if (n <= SHORT) {
-      // Short ASCII strings: String.fromCharCode over a reused array beats TextDecoder.
+      // Short ASCII strings: one pass checks ASCII and hashes; a repeated string (a key, a tag, an
+      // enum-like value) comes from a small cache, others from String.fromCharCode over a reused
+      // array (faster than TextDecoder for short strings).
       const buf = this.buf
-      const codes = CODES[n]!
-      let i = 0
-      for (; i < n; i++) {
-        const c = buf[start + i]!
-        if (c >= 0x80) break
-        codes[i] = c
+      let h = n
+      let or = 0
+      for (let i = start; i < start + n; i++) {
+        const c = buf[i]!
+        or |= c
+        h = Math.imul(h ^ c, 0x01000193)
       }
-      if (i === n) return String.fromCharCode.apply(null, codes)
+      if (or < 0x80) {
+        const slot = (h ^ (h >>> 15)) & CACHE_MASK
+        const hit = cache[slot]!
+        const at = slot * SHORT
+        if (hit.length === n) {
+          let i = 0
+          while (i < n && cacheBytes[at + i] === buf[start + i]) i++
+          if (i === n) return hit
+        }
+        const codes = CODES[n]!
+        for (let i = 0; i < n; i++) {
+          const c = buf[start + i]!
+          codes[i] = c
+          cacheBytes[at + i] = c
+        }
+        const str: string = String.fromCharCode.apply(null, codes)
+        cache[slot] = str
+        return str
+      }
     }
+    return this.utf8(start, n)
+  }
+
+  private utf8(start: number, n: number): string {
     try {
-      return utf8.decode(this.buf.subarray(start, end))
+      return utf8.decode(this.buf.subarray(start, start + n))
     } catch {
       this.pos = start
       return this.fail(`invalid UTF-8 in string at offset ${start - 4}`)

@@ -31,14 +31,33 @@ function describe(value: unknown): string {
   return typeof value === 'object' ? (value.constructor?.name ?? 'object') : typeof value
 }
 
+// Scratch for floats: written here and copied out byte by byte (no DataView per buffer).
+const f64 = new Float64Array(1)
+const f64b = new Uint8Array(f64.buffer)
+const f32 = new Float32Array(1)
+const f32b = new Uint8Array(f32.buffer)
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1
+
 export class BinaryWriter {
   buf: Uint8Array
-  view: DataView
   pos = 0
 
   constructor(initialSize = 256) {
     this.buf = new Uint8Array(initialSize)
-    this.view = new DataView(this.buf.buffer)
+  }
+
+  /** A DataView over the buffer (for custom write logic; the buffer changes when it grows). */
+  get view(): DataView {
+    return new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength)
+  }
+
+  /** Stores a 32-bit little-endian integer at `p` (room already ensured). */
+  private put32(p: number, v: number): void {
+    const b = this.buf
+    b[p] = v
+    b[p + 1] = v >>> 8
+    b[p + 2] = v >>> 16
+    b[p + 3] = v >>> 24
   }
 
   /** Makes room for `n` more bytes. */
@@ -52,7 +71,6 @@ export class BinaryWriter {
     const next = new Uint8Array(size)
     next.set(this.buf.subarray(0, this.pos))
     this.buf = next
-    this.view = new DataView(next.buffer)
   }
 
   /** The bytes written so far, as a new array. */
@@ -84,7 +102,7 @@ export class BinaryWriter {
   int32(v: number): void {
     if ((v | 0) !== v) throw new EncodeError(`expected int32, got ${describe(v)}`)
     if (this.pos + 4 > this.buf.length) this.grow(4)
-    this.view.setInt32(this.pos, v, true)
+    this.put32(this.pos, v)
     this.pos += 4
   }
 
@@ -93,7 +111,8 @@ export class BinaryWriter {
     if (this.pos + 8 > this.buf.length) this.grow(8)
     if (typeof v === 'bigint') {
       if (v < INT64_MIN || v > INT64_MAX) throw new EncodeError(`int64 out of range: ${v}`)
-      this.view.setBigInt64(this.pos, v, true)
+      this.put32(this.pos, Number(BigInt.asUintN(32, v)))
+      this.put32(this.pos + 4, Number(BigInt.asIntN(32, v >> 32n)))
     } else {
       if (!Number.isSafeInteger(v)) throw new EncodeError(`expected int64, got ${describe(v)}`)
       this.int64Number(v)
@@ -105,28 +124,52 @@ export class BinaryWriter {
     // Two's complement split of a safe integer without BigInt.
     const lo = v >>> 0
     const hi = Math.floor((v - lo) / 4294967296)
-    this.view.setUint32(this.pos, lo, true)
-    this.view.setInt32(this.pos + 4, hi, true)
+    this.put32(this.pos, lo)
+    this.put32(this.pos + 4, hi)
   }
 
   float32(v: number): void {
     if (typeof v !== 'number') throw new EncodeError(`expected float32, got ${describe(v)}`)
     if (this.pos + 4 > this.buf.length) this.grow(4)
-    this.view.setFloat32(this.pos, v, true)
-    this.pos += 4
+    f32[0] = v
+    const b = this.buf
+    const p = this.pos
+    if (LITTLE_ENDIAN) {
+      b[p] = f32b[0]!
+      b[p + 1] = f32b[1]!
+      b[p + 2] = f32b[2]!
+      b[p + 3] = f32b[3]!
+    } else {
+      for (let i = 0; i < 4; i++) b[p + i] = f32b[3 - i]!
+    }
+    this.pos = p + 4
   }
 
   float64(v: number): void {
     if (typeof v !== 'number') throw new EncodeError(`expected float64, got ${describe(v)}`)
     if (this.pos + 8 > this.buf.length) this.grow(8)
-    this.view.setFloat64(this.pos, v, true)
-    this.pos += 8
+    f64[0] = v
+    const b = this.buf
+    const p = this.pos
+    if (LITTLE_ENDIAN) {
+      b[p] = f64b[0]!
+      b[p + 1] = f64b[1]!
+      b[p + 2] = f64b[2]!
+      b[p + 3] = f64b[3]!
+      b[p + 4] = f64b[4]!
+      b[p + 5] = f64b[5]!
+      b[p + 6] = f64b[6]!
+      b[p + 7] = f64b[7]!
+    } else {
+      for (let i = 0; i < 8; i++) b[p + i] = f64b[7 - i]!
+    }
+    this.pos = p + 8
   }
 
   /** A 4-byte little-endian length or count. */
   count(n: number): void {
     if (this.pos + 4 > this.buf.length) this.grow(4)
-    this.view.setInt32(this.pos, n, true)
+    this.put32(this.pos, n)
     this.pos += 4
   }
 
@@ -138,7 +181,14 @@ export class BinaryWriter {
     const start = this.pos + 4
     let p = start
     if (n < 48) {
-      for (let i = 0; i < n; i++) {
+      // ASCII runs in a tight loop; anything else falls through to the general UTF-8 loop.
+      let i = 0
+      for (; i < n; i++) {
+        const c = s.charCodeAt(i)
+        if (c >= 0x80) break
+        buf[p++] = c
+      }
+      for (; i < n; i++) {
         let c = s.charCodeAt(i)
         if (c < 0x80) {
           buf[p++] = c
@@ -167,7 +217,7 @@ export class BinaryWriter {
     } else {
       p += textEncoder.encodeInto(s, buf.subarray(start)).written
     }
-    this.view.setInt32(this.pos, p - start, true)
+    this.put32(this.pos, p - start)
     this.pos = p
   }
 
@@ -175,7 +225,7 @@ export class BinaryWriter {
     if (!(b instanceof Uint8Array)) throw new EncodeError(`expected bytes (Uint8Array), got ${describe(b)}`)
     const n = b.length
     if (this.pos + 4 + n > this.buf.length) this.grow(4 + n)
-    this.view.setInt32(this.pos, n, true)
+    this.put32(this.pos, n)
     this.buf.set(b, this.pos + 4)
     this.pos += 4 + n
   }
@@ -198,7 +248,7 @@ export class BinaryWriter {
   }
 
   endModel(at: number): void {
-    this.view.setInt32(at, this.pos - at - 4, true)
+    this.put32(at, this.pos - at - 4)
   }
 
   /** `any`: a tag byte, then the value (JSON data model; objects with toJSON are written as its result). */
@@ -251,6 +301,28 @@ export class BinaryWriter {
 
 let scratch: BinaryWriter | null = null
 
+// Output slabs. Allocating an ArrayBuffer costs far more than encoding a small message (V8 puts every
+// typed array over 64 bytes off-heap), so messages up to POOL_MAX bytes are copied into a shared slab
+// and returned as views of it (as protobufjs and Node's Buffer pool do). A returned array is never
+// written again; its `.buffer` may hold other messages, so use `byteOffset`/`byteLength` with it.
+const SLAB_SIZE = 16384
+const POOL_MAX = 2048
+let slab = new Uint8Array(0)
+let slabPos = 0
+
+function output(buf: Uint8Array, n: number): Uint8Array {
+  if (n <= 64 || n > POOL_MAX) return buf.slice(0, n) // small arrays live on the JS heap: cheap
+  let at = slabPos
+  // A detached slab (its buffer transferred) has length 0 and is replaced like a full one.
+  if (at + n > slab.length) {
+    slab = new Uint8Array(SLAB_SIZE)
+    at = 0
+  }
+  slab.set(buf.subarray(0, n), at)
+  slabPos = (at + n + 7) & ~7
+  return slab.subarray(at, at + n)
+}
+
 /**
  * Encodes one top-level message: the format version byte, then `write`'s output. Reuses one scratch
  * buffer (a nested call, e.g. from custom write logic, gets its own).
@@ -260,10 +332,10 @@ export function encodeMessage<T>(write: (w: BinaryWriter, value: T) => void, val
   scratch = null
   if (w === null) w = new BinaryWriter(1024)
   try {
-    w.pos = 0
-    w.u8(FORMAT_VERSION)
+    w.buf[0] = FORMAT_VERSION
+    w.pos = 1
     write(w, value)
-    return w.finish()
+    return output(w.buf, w.pos)
   } finally {
     if (w.buf.length <= 1 << 20) scratch = w
   }

@@ -11,7 +11,7 @@ import triviumCodec from '@trivium/codec'
 import triviumCore, { ValidationException } from '@trivium/core'
 import triviumOpenApi from '@trivium/openapi'
 import triviumProtections from '@trivium/protections'
-import triviumRbac from '@trivium/rbac'
+import triviumRbac, { RbacService } from '@trivium/rbac'
 import type { SqlClient } from '@trivium/sql'
 import triviumTcp from '@trivium/tcp'
 import triviumWebSocket from '@trivium/websocket'
@@ -83,6 +83,15 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
       encryptionKey: secrets.encryptionKey,
       registerEndpoints: false,
       totpIssuer: 'Trivium Tasks',
+      // A reused refresh token revoked every token of the user: close their open WebSocket/TCP
+      // sessions on every instance too (the revocation list alone only stops their next frame).
+      onTheft: async (userId) => {
+        try {
+          await fanout.announceRevocation({ userId })
+        } catch (err) {
+          app.log.warn({ err, userId }, 'announcing the revocation after a refresh-token reuse failed')
+        }
+      },
     },
   })
   await app.register(triviumRbac, { sql })
@@ -180,12 +189,15 @@ async function ensureAdmin(
   if (await users.findByUsername(config.adminUsername)) return undefined
   const generated = config.adminPassword ? undefined : `Aa1!${randomBytes(18).toString('base64url')}`
   try {
-    const user = await app.authFlows.register({
-      username: config.adminUsername,
-      email: config.adminEmail,
-      password: config.adminPassword ?? generated!,
-    })
-    await app.rbac.assignRole(user.id, adminRoleId)
+    // User and admin role in one transaction: a failure leaves no admin without the role.
+    await app.authFlows.register(
+      {
+        username: config.adminUsername,
+        email: config.adminEmail,
+        password: config.adminPassword ?? generated!,
+      },
+      { onRegistered: (user, tx) => new RbacService(tx).assignRole(user.id, adminRoleId) },
+    )
     return generated
   } catch (err) {
     // Another instance created it at the same moment: fine.

@@ -11,10 +11,11 @@ import {
   ValidationException,
 } from '@trivium/core'
 import { DataEncryptor, hashPassword, totp, verifyPassword } from '@trivium/crypto'
+import type { SqlClient } from '@trivium/sql'
 import { validateEmail, validatePassword, validateUsername } from '@trivium/validation'
 import { extractToken, TOKEN_EXPIRED_MESSAGE, TOKEN_REVOKED } from './middleware.js'
 import type { AuthService, TokenPair } from './service.js'
-import { DuplicateUserError, type UserRecord, type UserStore } from './users.js'
+import { DuplicateUserError, type NewUser, type UserRecord, type UserStore } from './users.js'
 
 export const INVALID_CREDENTIALS = 'Invalid username or password'
 export const TOTP_REQUIRED = 'TOTP code required'
@@ -25,6 +26,19 @@ export const TOTP_NOT_ENABLED = 'TOTP is not enabled'
 export const USERNAME_TAKEN = 'Username is already taken'
 export const EMAIL_TAKEN = 'Email is already registered'
 export const USER_GONE = 'Invalid token: user no longer exists'
+
+/**
+ * Runs right after the user row is written, inside the same transaction: write the user's other rows
+ * (e.g. a role with an RbacService over `tx`) through `tx`. A rejection rolls the user back and
+ * `register` rejects with it.
+ */
+export type RegisteredHook = (user: UserRecord, tx: SqlClient) => unknown
+
+/** Per-call options of `register`. */
+export interface RegisterOptions {
+  /** Runs after the flows' own `onRegistered`, in the same transaction. */
+  onRegistered?: RegisteredHook
+}
 
 export interface FlowsOptions {
   /** Where users live. */
@@ -37,6 +51,18 @@ export interface FlowsOptions {
   passwordMinLength?: number
   /** Issuer shown by authenticator apps (default: the token issuer). */
   totpIssuer?: string
+  /**
+   * Runs for every registration inside the transaction that creates the user (see RegisteredHook).
+   * Needs a user store with `transaction()` (SqlUserStore).
+   */
+  onRegistered?: RegisteredHook
+  /**
+   * Called when a reused refresh token made `refresh` revoke every token of the user (theft), after
+   * the revocation: close that user's open sessions here (the revocation list only stops their next
+   * request). Awaited; a rejection is ignored (the tokens are revoked and the request is refused
+   * with `Token has been revoked` all the same), so report failures inside the callback.
+   */
+  onTheft?: (userId: number) => unknown
 }
 
 const str = { type: 'string', maxLength: 1024 }
@@ -90,6 +116,16 @@ export function createAuthFlows(auth: AuthService, options: FlowsOptions) {
     throw new TypeError('@trivium/auth: flows.encryptionKey is required (standard base64 of 32 bytes)')
   }
   if (!auth.ledger) throw new TypeError('@trivium/auth: flows need a token ledger (refresh rotation)')
+  const { onRegistered, onTheft } = options
+  if (onRegistered !== undefined && typeof onRegistered !== 'function')
+    throw new TypeError('@trivium/auth: flows.onRegistered must be a function')
+  if (onRegistered !== undefined && typeof users.transaction !== 'function') {
+    throw new TypeError(
+      '@trivium/auth: flows.onRegistered needs a user store with transaction() (e.g. SqlUserStore)',
+    )
+  }
+  if (onTheft !== undefined && typeof onTheft !== 'function')
+    throw new TypeError('@trivium/auth: flows.onTheft must be a function')
   const ledger = auth.ledger
   const encryptor = new DataEncryptor(options.encryptionKey)
   const base = options.basePath ?? '/auth'
@@ -115,14 +151,46 @@ export function createAuthFlows(auth: AuthService, options: FlowsOptions) {
     return Math.floor(tokens.clock() / 1000)
   }
 
+  /** Creates the user; with hooks, user row and hooks' writes commit together or not at all. */
+  async function createUser(newUser: NewUser, extra: RegisteredHook | undefined): Promise<UserRecord> {
+    const hooks = [onRegistered, extra].filter((h): h is RegisteredHook => h !== undefined)
+    if (hooks.length === 0) return users.create(newUser)
+    if (typeof users.transaction !== 'function') {
+      throw new TypeError(
+        '@trivium/auth: onRegistered needs a user store with transaction() (e.g. SqlUserStore)',
+      )
+    }
+    return users.transaction(async (store, tx) => {
+      const user = await store.create(newUser)
+      for (const hook of hooks) await hook(user, tx)
+      return user
+    })
+  }
+
+  async function announceTheft(userId: number): Promise<void> {
+    if (!onTheft) return
+    try {
+      await onTheft(userId)
+    } catch {
+      // Documented: the tokens are revoked already; the callback reports its own failures.
+    }
+  }
+
   const flows = {
-    register: async (req: { username: string; email: string; password: string }) => {
+    register: async (
+      req: { username: string; email: string; password: string },
+      registerOptions: RegisterOptions = {},
+    ) => {
       const username = validateUsername(req.username)
       const email = validateEmail(req.email)
       const password = validatePassword(req.password, { minLength })
+      const extra = registerOptions.onRegistered
+      if (extra !== undefined && typeof extra !== 'function')
+        throw new TypeError('@trivium/auth: register onRegistered must be a function')
+      // Hashed before the transaction: bcrypt must not hold a pooled connection.
       const passwordHash = await hashPassword(password)
       try {
-        return publicUser(await users.create({ username, email, passwordHash }))
+        return publicUser(await createUser({ username, email, passwordHash }, extra))
       } catch (err) {
         if (err instanceof DuplicateUserError) {
           const message = err.field === 'email' ? EMAIL_TAKEN : USERNAME_TAKEN
@@ -160,6 +228,7 @@ export function createAuthFlows(auth: AuthService, options: FlowsOptions) {
         // recorded its new tokens, which revokeAllForUser then finds.
         await ledger.markReused(jti)
         await auth.revokeAllForUser(userId)
+        await announceTheft(userId)
         throw new UnauthorizedException(TOKEN_REVOKED)
       }
       await auth.revocation.add(jti, Math.max(1, Math.floor(expiresAt.getTime() / 1000) - nowSec()))

@@ -36,6 +36,11 @@ export interface UserStore {
   findById(id: number): Promise<UserRecord | undefined>
   /** Sets (or clears, with null) the encrypted TOTP secret and the enabled flag. */
   setTotp(id: number, encryptedSecret: string | null, enabled: boolean): Promise<void>
+  /**
+   * Optional: runs `fn` in one database transaction, with a store and a SQL client bound to it;
+   * commits when `fn` resolves, rolls back when it rejects. Needed by the flows' `onRegistered` hook.
+   */
+  transaction?<T>(fn: (users: UserStore, tx: SqlClient) => Promise<T>): Promise<T>
 }
 
 interface Row {
@@ -70,6 +75,11 @@ export class SqlUserStore implements UserStore {
 
   migrate(): Promise<void> {
     return migrateAuth(this.client)
+  }
+
+  /** One transaction: `fn` gets a SqlUserStore over `tx` and `tx` itself (for the caller's own writes). */
+  transaction<T>(fn: (users: UserStore, tx: SqlClient) => Promise<T>): Promise<T> {
+    return this.client.transaction((tx) => fn(new SqlUserStore(tx), tx))
   }
 
   async create(user: NewUser): Promise<UserRecord> {

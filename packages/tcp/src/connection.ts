@@ -9,6 +9,7 @@ import {
   PayloadTooLargeException,
   RateLimitExceededException,
   ServiceUnavailableException,
+  TokenExpiredException,
   type Trivium,
   type TriviumCall,
   toErrorBody,
@@ -37,6 +38,25 @@ const ABORTED = Symbol('aborted')
 const noop = (): void => {}
 const textEncoder = new TextEncoder()
 export const SHUTDOWN_MESSAGE = 'Server is shutting down'
+/** The spec's message for an expired token (auth middleware), also sent when a session's token expires. */
+export const TOKEN_EXPIRED_MESSAGE = 'Token has expired'
+/** setTimeout's largest delay; a later expiry re-arms the timer when it fires. */
+const MAX_TIMER_MS = 2 ** 31 - 1
+
+/** Expiry of a call's `token_claims` in ms: `expiresAt` (Date or ms) or `exp` (seconds, JWT). */
+export function claimsExpiry(claims: unknown): number | undefined {
+  if (typeof claims !== 'object' || claims === null) return undefined
+  const { expiresAt, exp } = claims as { expiresAt?: unknown; exp?: unknown }
+  const ms =
+    expiresAt instanceof Date
+      ? expiresAt.getTime()
+      : typeof expiresAt === 'number'
+        ? expiresAt
+        : typeof exp === 'number'
+          ? exp * 1000
+          : undefined
+  return ms !== undefined && Number.isFinite(ms) ? ms : undefined
+}
 
 export interface TcpContext {
   trivium: Trivium
@@ -79,6 +99,8 @@ export class TcpConnection implements Session {
   #flushScheduled = false
   #drained: (() => void) | undefined
   #expiryTimer: NodeJS.Timeout | undefined
+  /** Earliest token expiry (ms since epoch) seen on a successful authenticated call. */
+  expiresAt: number | undefined = undefined
 
   constructor(
     readonly id: string,
@@ -409,9 +431,33 @@ export class TcpConnection implements Session {
     const userId = call.context.user_id
     if (userId === undefined || userId === null || this.closed) return
     const claims = call.context.token_claims as { jti?: unknown; exp?: unknown } | undefined
+    const expiresAt = claimsExpiry(claims)
+    if (expiresAt !== undefined && (this.expiresAt === undefined || expiresAt < this.expiresAt)) {
+      this.expiresAt = expiresAt
+      this.#armExpiry()
+    }
     const jti = typeof claims?.jti === 'string' ? claims.jti : undefined
     if (this.userId === String(userId) && this.tokenId === jti) return
     this.ctx.hub.identify(this, userId as string | number, jti)
+  }
+
+  /**
+   * The session ends when the earliest token expiry seen on it passes: ERROR id 0
+   * TokenExpiredException `Token has expired`, then close (like a WebSocket's close 4001 at `exp`).
+   */
+  #armExpiry(): void {
+    if (this.#expiryTimer) clearTimeout(this.#expiryTimer)
+    const delay = Math.max(0, (this.expiresAt as number) - Date.now())
+    this.#expiryTimer = setTimeout(
+      () => {
+        this.#expiryTimer = undefined
+        if (this.closed) return
+        if (Date.now() < (this.expiresAt as number)) this.#armExpiry()
+        else this.fail(0, new TokenExpiredException(TOKEN_EXPIRED_MESSAGE))
+      },
+      Math.min(delay, MAX_TIMER_MS),
+    )
+    this.#expiryTimer.unref()
   }
 
   async #pump(

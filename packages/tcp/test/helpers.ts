@@ -24,9 +24,15 @@ export async function buildApp(
   app.trivium.use(
     async (call, next) => {
       const token = call.protocol === 'tcp' ? call.metadata.auth_token : call.query.token
-      if (typeof token === 'string' && token.startsWith('u')) {
-        call.context.user_id = Number(token.slice(1))
-        call.context.token_claims = { jti: `j${token.slice(1)}` }
+      // `u<id>`: user <id>, jti `j<id>`. `u<id>:<exp>` adds `exp` (seconds) and `d<id>:<exp>` adds
+      // `expiresAt` (a Date, like @trivium/auth's TokenClaims); jti `j<id>:<exp>`.
+      if (typeof token === 'string' && /^[ud]\d/.test(token)) {
+        const [id, exp] = token.slice(1).split(':')
+        call.context.user_id = Number(id)
+        const claims: Record<string, unknown> = { jti: `j${token.slice(1)}` }
+        if (exp !== undefined && token.startsWith('u')) claims.exp = Number(exp)
+        if (exp !== undefined && token.startsWith('d')) claims.expiresAt = new Date(Number(exp) * 1000)
+        call.context.token_claims = claims
       }
       return next()
     },

@@ -1,5 +1,7 @@
 // auth.* endpoints: the credential flows of @trivium/auth, served under the schema's models so they
-// work in binary and JSON on every transport. New users get the `member` role.
+// work in binary and JSON on every transport. New users get the `member` role, in the transaction that
+// creates them: a failure leaves neither the user nor the role behind.
+import { RbacService } from '@trivium/rbac'
 import type { EndpointHandlers } from '../generated/server.js'
 import { type HandlerContext, userOf } from './context.js'
 
@@ -14,11 +16,12 @@ type AuthHandlers = Pick<
   | 'auth.totp.confirm'
 >
 
-export function authHandlers({ flows, rbac, roleIds }: HandlerContext): AuthHandlers {
+export function authHandlers({ flows, roleIds }: HandlerContext): AuthHandlers {
   return {
     'auth.register': async (req) => {
-      const user = await flows.register(req)
-      await rbac.assignRole(user.id, roleIds.member)
+      const user = await flows.register(req, {
+        onRegistered: (created, tx) => new RbacService(tx).assignRole(created.id, roleIds.member),
+      })
       return { id: user.id, username: user.username, email: user.email, roles: ['member'] }
     },
     'auth.login': (req) =>

@@ -41,11 +41,17 @@ function first(value: unknown): string | undefined {
   return undefined
 }
 
+/** `Bearer ` at the start, any case, compared in place (no substring, no lower-cased copy). */
+function hasBearerScheme(header: string): boolean {
+  if (header.startsWith('Bearer ')) return true
+  return header.slice(0, 7).toLowerCase() === 'bearer '
+}
+
 function fromHeader(call: TriviumCall<any>): string | undefined {
   const header = first(call.headers.authorization)
   if (header === undefined) return undefined
   // The auth scheme is case-insensitive (RFC 9110 §11.1); exactly one space, then the token.
-  if (header.length < 8 || header.slice(0, 7).toLowerCase() !== 'bearer ') return undefined
+  if (header.length < 8 || !hasBearerScheme(header)) return undefined
   const token = header.slice(7).trim()
   return token.length > 0 ? token : undefined
 }
@@ -96,18 +102,23 @@ export async function authenticateToken(
   revocation: RevocationStore,
   token: string,
 ): Promise<TokenClaims> {
-  const result = tokens.validate(token)
-  if (result.isExpired) throw new TokenExpiredException(TOKEN_EXPIRED_MESSAGE)
-  if (!result.isValid || result.claims === undefined) {
-    throw new UnauthorizedException(`Invalid token: ${result.error ?? 'unknown error'}`)
-  }
-  const claims = result.claims
+  const claims = validatedClaims(tokens, token)
   const revoked =
     revocation instanceof MemoryRevocationStore
       ? revocation.containsSync(claims.jti)
       : await revocation.contains(claims.jti)
   if (revoked) throw new UnauthorizedException(TOKEN_REVOKED)
   return claims
+}
+
+/** The validation half of `authenticateToken` (no revocation check); throws the spec's errors. */
+function validatedClaims(tokens: TokenService, token: string): TokenClaims {
+  const result = tokens.validate(token)
+  if (result.isExpired) throw new TokenExpiredException(TOKEN_EXPIRED_MESSAGE)
+  if (!result.isValid || result.claims === undefined) {
+    throw new UnauthorizedException(`Invalid token: ${result.error ?? 'unknown error'}`)
+  }
+  return result.claims
 }
 
 export function createAuthMiddleware(options: AuthMiddlewareOptions): Middleware {
@@ -126,16 +137,29 @@ export function createAuthMiddleware(options: AuthMiddlewareOptions): Middleware
     return 'required'
   }
 
-  return async function auth(call, next) {
-    const mode = modeOf(call)
-    if (mode === 'public') return next()
-    const token = extractToken(call)
-    if (token === undefined) {
-      if (mode === 'optional') return next()
-      throw new UnauthorizedException(AUTHENTICATION_REQUIRED)
+  // Not an async function: with the in-memory revocation list everything is synchronous, so the call
+  // goes on without an extra promise and microtask. Errors still come back as a rejected promise.
+  return function auth(call, next) {
+    try {
+      const mode = modeOf(call)
+      if (mode === 'public') return next()
+      const token = extractToken(call)
+      if (token === undefined) {
+        if (mode === 'optional') return next()
+        throw new UnauthorizedException(AUTHENTICATION_REQUIRED)
+      }
+      if (!(revocation instanceof MemoryRevocationStore)) {
+        return authenticateToken(tokens, revocation, token).then((claims) => {
+          setUserContext(call, claims)
+          return next()
+        })
+      }
+      const claims = validatedClaims(tokens, token)
+      if (revocation.containsSync(claims.jti)) throw new UnauthorizedException(TOKEN_REVOKED)
+      setUserContext(call, claims)
+      return next()
+    } catch (err) {
+      return Promise.reject(err)
     }
-    const claims = await authenticateToken(tokens, revocation, token)
-    setUserContext(call, claims)
-    return next()
   }
 }

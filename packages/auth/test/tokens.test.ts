@@ -371,4 +371,14 @@ t.test('verified-token cache is bounded and keyed by the whole token', async (t)
   // a token differing in its last signature character is not a cache hit
   const tampered = a.slice(0, -2) + (a.endsWith('AA') ? 'BB' : 'AA')
   t.equal(tokens.validate(tampered).isValid, false)
+  // The cache is indexed by the token's end but compares the whole token: another payload with a's
+  // signature (same last characters) is never served a's cached result.
+  const [header, , signature] = a.split('.')
+  const [, otherPayload] = b.split('.')
+  const spliced = `${header}.${otherPayload}.${signature}`
+  t.equal(tokens.validate(a).isValid, true, 'a is cached')
+  const result = tokens.validate(spliced)
+  t.equal(result.isValid, false, 'same signature, other payload: not a cache hit')
+  t.equal(result.error, 'The token signature is invalid.')
+  t.equal(tokens.validate(a).claims?.username, 'alice', 'a is still served from the cache')
 })

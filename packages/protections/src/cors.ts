@@ -84,14 +84,19 @@ function validate(options: CorsOptions) {
 const corsPlugin: FastifyPluginAsync<CorsOptions> = async (fastify, options) => {
   const config = validate(options)
   const isAllowed = originMatcher(config.allowedOrigins)
-  // Everything but the origin is fixed, so it is computed once.
+  // Everything but the origin is fixed, so it is computed once, with the lower-case names Fastify
+  // stores (and writes) anyway: `reply.header` then has no name to convert.
   const common: Record<string, string> = {
-    'Access-Control-Allow-Methods': config.allowedMethods.join(', '),
-    'Access-Control-Allow-Headers': config.allowedHeaders.join(', '),
+    'access-control-allow-methods': config.allowedMethods.join(', '),
+    'access-control-allow-headers': config.allowedHeaders.join(', '),
   }
-  if (config.allowCredentials) common['Access-Control-Allow-Credentials'] = 'true'
-  common.Vary = 'Origin'
-  const preflight: Record<string, string> = { ...common, 'Access-Control-Max-Age': String(config.maxAge) }
+  if (config.allowCredentials) common['access-control-allow-credentials'] = 'true'
+  common.vary = 'Origin'
+  const preflight: Record<string, string> = { ...common, 'access-control-max-age': String(config.maxAge) }
+  // As two arrays for the per-request path (`reply.headers(object)` lists the keys every time).
+  const commonNames = Object.keys(common)
+  const commonValues = commonNames.map((name) => common[name]!)
+  const commonCount = commonNames.length
 
   fastify.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done) => {
     const origin = request.headers.origin
@@ -100,11 +105,12 @@ const corsPlugin: FastifyPluginAsync<CorsOptions> = async (fastify, options) => 
         reply.code(403).type('text/plain; charset=utf-8').send(ORIGIN_NOT_ALLOWED)
         return
       }
-      reply.header('Access-Control-Allow-Origin', origin).headers(preflight).code(200).send()
+      reply.header('access-control-allow-origin', origin).headers(preflight).code(200).send()
       return
     }
     if (origin !== undefined && isAllowed(origin)) {
-      reply.header('Access-Control-Allow-Origin', origin).headers(common)
+      reply.header('access-control-allow-origin', origin)
+      for (let i = 0; i < commonCount; i++) reply.header(commonNames[i]!, commonValues[i])
     }
     done()
   })

@@ -122,17 +122,53 @@ const rateLimitPlugin: FastifyPluginAsync<RateLimitPluginOptions> = async (
     return limit
   }
 
-  const middleware: Middleware = async (call, next) => {
-    const limit = limitFor(call.endpoint)
-    if (limit === false) return next()
-    const result = await limiter.check(`${clientId(call)}:${call.endpoint}`, limit)
+  // The limit's `requests` as text, once per limit object (limits are resolved once per endpoint).
+  const limitText = new WeakMap<RateLimit, string>()
+  function limitHeader(result: RateLimitResult, limit: RateLimit): string {
+    if (result.limit !== limit.requests) return String(result.limit)
+    let text = limitText.get(limit)
+    if (text === undefined) {
+      text = String(limit.requests)
+      limitText.set(limit, text)
+    }
+    return text
+  }
+  // The reset time is the same for every request of a window: its text is reused while it lasts.
+  let lastReset = -1
+  let lastResetText = ''
+
+  function apply(
+    call: TriviumCall<any>,
+    limit: RateLimit,
+    result: RateLimitResult,
+    next: () => Promise<unknown>,
+  ) {
     if (!result.isAllowed) throw new RateLimitExceededException(result.retryAfter)
     if (call.protocol === 'http') {
-      call.setHeader('X-RateLimit-Limit', String(result.limit))
-      call.setHeader('X-RateLimit-Remaining', String(result.remaining))
-      call.setHeader('X-RateLimit-Reset', String(result.resetTime))
+      if (result.resetTime !== lastReset) {
+        lastReset = result.resetTime
+        lastResetText = String(result.resetTime)
+      }
+      // Lower-case names: Fastify stores (and writes) header names in lower case anyway.
+      call.setHeader('x-ratelimit-limit', limitHeader(result, limit))
+      call.setHeader('x-ratelimit-remaining', String(result.remaining))
+      call.setHeader('x-ratelimit-reset', lastResetText)
     }
     return next()
+  }
+
+  // Not an async function: with the memory store the verdict is synchronous, and the call goes on
+  // without an extra promise and microtask per request. Errors still come back as a rejected promise.
+  const middleware: Middleware = (call, next) => {
+    try {
+      const limit = limitFor(call.endpoint)
+      if (limit === false) return next()
+      const outcome = limiter.check(`${clientId(call)}:${call.endpoint}`, limit)
+      if (outcome instanceof Promise) return outcome.then((result) => apply(call, limit, result, next))
+      return apply(call, limit, outcome, next)
+    } catch (err) {
+      return Promise.reject(err)
+    }
   }
 
   fastify.trivium.use(

@@ -44,10 +44,23 @@ export function mergeSecurityHeaders(custom: Record<string, string> = {}): Recor
   return Object.fromEntries(byLowerName.values())
 }
 
+/** The same headers with lower-case names, as Fastify stores them (the wire form is unchanged). */
+function lowerCaseNames(headers: Record<string, string>): Record<string, string> {
+  const lower: Record<string, string> = {}
+  for (const [name, value] of Object.entries(headers)) lower[name.toLowerCase()] = value
+  return lower
+}
+
 const securityHeadersPlugin: FastifyPluginAsync<SecurityHeadersOptions> = async (fastify, options) => {
-  const headers = mergeSecurityHeaders(options.headers)
+  // Fastify stores reply headers under lower-case names (and so puts them on the wire); keys that are
+  // lower case already make each `reply.header` call about twice as cheap (no new string to intern).
+  // Names and values as two arrays: `reply.headers(object)` would list the object's keys per request.
+  const headers = lowerCaseNames(mergeSecurityHeaders(options.headers))
+  const names = Object.keys(headers)
+  const values = names.map((name) => headers[name]!)
+  const count = names.length
   fastify.addHook('onSend', (_request: FastifyRequest, reply: FastifyReply, payload: unknown, done) => {
-    reply.headers(headers)
+    for (let i = 0; i < count; i++) reply.header(names[i]!, values[i])
     done(null, payload)
   })
 }

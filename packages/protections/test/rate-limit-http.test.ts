@@ -1,7 +1,13 @@
 // Rate limiting through the core pipeline over HTTP (inject), plus WebSocket/TCP calls via trivium.invoke.
 
 import trivium, { jsonFormat, MiddlewareOrderError, type Protocol } from '@trivium/core'
-import { type RateLimitPluginOptions, rateLimit } from '@trivium/protections'
+import {
+  MemoryStore,
+  type RateLimitPluginOptions,
+  type RateLimitResult,
+  type RateLimitStore,
+  rateLimit,
+} from '@trivium/protections'
 import Fastify, { type FastifyServerOptions } from 'fastify'
 import t from 'tap'
 
@@ -286,4 +292,49 @@ t.test('options are validated at registration', async (t) => {
     message: '@trivium/protections: endpoint "bad" rateLimit.requests must be a positive integer',
   })
   await app.close()
+})
+
+t.test('middleware: an async store, a throwing store and a new window give the same answers', async (t) => {
+  // Asynchronous store: headers come from its verdict (limit text from the result, not the config).
+  let verdict: RateLimitResult = { isAllowed: true, remaining: 4, resetTime: 1_000, retryAfter: 0, limit: 7 }
+  const asyncStore: RateLimitStore = { hit: async () => verdict }
+  const app = await build({ afterAuth: false, store: asyncStore })
+  const ok = await app.inject('/ping')
+  t.equal(ok.statusCode, 200)
+  t.equal(ok.headers['x-ratelimit-limit'], '7')
+  t.equal(ok.headers['x-ratelimit-remaining'], '4')
+  t.equal(ok.headers['x-ratelimit-reset'], '1000')
+  verdict = { isAllowed: true, remaining: 3, resetTime: 2_000, retryAfter: 0, limit: 100 }
+  const next = await app.inject('/ping')
+  t.equal(next.headers['x-ratelimit-limit'], '100')
+  t.equal(next.headers['x-ratelimit-reset'], '2000', 'a new reset time is not served from the last one')
+  verdict = { isAllowed: false, remaining: 0, resetTime: 2_000, retryAfter: 9, limit: 100 }
+  const denied = await app.inject('/ping')
+  t.equal(denied.statusCode, 429)
+  t.equal(denied.headers['retry-after'], '9')
+  t.equal(denied.headers['x-ratelimit-remaining'], undefined)
+
+  // Synchronous store that throws, with whenStoreDown `closed`: 503, as before.
+  const throwing: RateLimitStore = {
+    hit: () => {
+      throw new Error('ECONNREFUSED')
+    },
+  }
+  const closed = await build({ afterAuth: false, store: throwing, whenStoreDown: 'closed' })
+  const refused = await closed.inject('/ping')
+  t.equal(refused.statusCode, 503)
+  t.equal(refused.json().message, 'Rate limit store unavailable')
+
+  // Memory store with a clock: the reset header follows the window.
+  let now = 1_000_000
+  const clocked = await build({
+    afterAuth: false,
+    store: new MemoryStore({ sweepIntervalMs: 0, clock: () => now }),
+  })
+  t.equal((await clocked.inject('/tight')).headers['x-ratelimit-reset'], String(1_000_000 + 60_000))
+  now += 60_000
+  const fresh = await clocked.inject('/tight')
+  t.equal(fresh.headers['x-ratelimit-reset'], String(1_060_000 + 60_000))
+  t.equal(fresh.headers['x-ratelimit-remaining'], '1', 'new window')
+  t.equal(fresh.headers['x-ratelimit-limit'], '2')
 })

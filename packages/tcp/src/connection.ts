@@ -19,6 +19,7 @@ import {
   type WireFormat,
 } from '@trivium/core'
 import {
+  Cancellation,
   decodeMetadata,
   encodeTcpFrame,
   type Frame,
@@ -29,7 +30,6 @@ import {
 } from '@trivium/wire'
 import type { Session, SessionHub } from '@trivium/wire/sessions'
 import type { FastifyBaseLogger } from 'fastify'
-import { Cancellation } from './cancellation.js'
 import type { InjectBridge } from './inject.js'
 import type { ResolvedTcpOptions } from './options.js'
 

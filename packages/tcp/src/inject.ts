@@ -21,6 +21,7 @@ import {
   ValidationException,
   type WireFormat,
 } from '@trivium/core'
+import type { Cancellation } from '@trivium/wire'
 import type {
   FastifyInstance,
   FastifyReply,
@@ -29,7 +30,6 @@ import type {
   InjectOptions,
   LightMyRequestResponse,
 } from 'fastify'
-import type { Cancellation } from './cancellation.js'
 
 const CALL = Symbol.for('trivium.call')
 

@@ -15,11 +15,18 @@ import {
   ValidationException,
   type WireFormat,
 } from '@trivium/core'
-import { decodeWsFrame, encodeWsFrame, type Frame, FrameError, FrameType, frameTypeName } from '@trivium/wire'
+import {
+  Cancellation,
+  decodeWsFrame,
+  encodeWsFrame,
+  type Frame,
+  FrameError,
+  FrameType,
+  frameTypeName,
+} from '@trivium/wire'
 import type { Session, SessionHub } from '@trivium/wire/sessions'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import type { WebSocket } from 'ws'
-import { Cancellation } from './cancellation.js'
 import { CloseCode } from './close-codes.js'
 import type { ConnectionIdentity, ResolvedOptions } from './options.js'
 

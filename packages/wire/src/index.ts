@@ -1,5 +1,7 @@
 // @trivium/wire — frame codec shared by @trivium/websocket, @trivium/tcp and the client. Browser-safe:
 // Uint8Array, DataView, TextEncoder and TextDecoder only. Layouts: PROTOCOL.md, "Frames".
+
+export { Cancellation } from './cancellation.js'
 export { FrameError, FrameErrorCode, type FrameErrorCodeValue } from './errors.js'
 export {
   DEFAULT_MAX_FRAME_BYTES,

@@ -1,3 +1,4 @@
+// Shared by @trivium/websocket and @trivium/tcp (browser-safe, no I/O).
 // Per-call cancellation without an AbortController per call: creating one (and its AbortSignal) was
 // the largest single cost of a unary frame call. The controller is made only when something asks for
 // the signal (a handler reading `call.signal`, a stream pump); an abort before that is remembered and
@@ -7,6 +8,8 @@ export class Cancellation {
   aborted = false
   reason: unknown = undefined
   #controller: AbortController | undefined
+  /** Called on abort (the inject bridge destroys the injected request). */
+  onAbort: ((reason: unknown) => void) | undefined = undefined
   /** For core's lazy `signal` (CallInit accepts a function that makes the signal on first use). */
   readonly lazySignal = (): AbortSignal => this.signal
 
@@ -25,5 +28,6 @@ export class Cancellation {
     this.aborted = true
     this.reason = reason
     this.#controller?.abort(reason)
+    this.onAbort?.(reason)
   }
 }

@@ -3,24 +3,18 @@
 //   - GET and DELETE: every other field is a query parameter;
 //   - POST and PUT: every other field is in the body.
 // The HTTP parser uses `fromHttp`; a bridge that must build a URL for `inject` uses `toHttp`.
+import { type HttpRequestParts, toHttpRequest } from '@trivium/wire'
 import { ValidationException } from './errors.js'
 import type { JsonSchema, Model } from './model.js'
 import type { HttpMethod } from './registry.js'
 
-export interface HttpRequestParts {
-  method: HttpMethod
-  /** Path with parameters filled in and the query string appended. */
-  url: string
-  /** JSON-form body for POST/PUT, undefined otherwise. */
-  body: Record<string, unknown> | undefined
-}
+export type { HttpRequestParts }
 
 type FieldKind = 'integer' | 'number' | 'boolean' | 'string' | 'array' | 'other'
 
 export class HttpMapping {
   readonly pathParams: readonly string[]
   readonly hasBody: boolean
-  private readonly segments: readonly string[]
   private readonly kinds: Map<string, FieldKind>
 
   constructor(
@@ -28,8 +22,10 @@ export class HttpMapping {
     readonly url: string,
     model: Model,
   ) {
-    this.segments = url.split('/')
-    this.pathParams = this.segments.filter((s) => s.startsWith(':')).map((s) => s.slice(1))
+    this.pathParams = url
+      .split('/')
+      .filter((s) => s.startsWith(':'))
+      .map((s) => s.slice(1))
     this.hasBody = method === 'POST' || method === 'PUT'
     this.kinds = new Map()
     const props = model.jsonSchema?.properties ?? {}
@@ -78,39 +74,14 @@ export class HttpMapping {
     return merged
   }
 
-  /** The HTTP request that carries a JSON-form request value. */
+  /** The HTTP request that carries a JSON-form request value (the rule in @trivium/wire, shared with the client). */
   toHttp(json: unknown): HttpRequestParts {
-    const value: Record<string, unknown> =
-      typeof json === 'object' && json !== null && !Array.isArray(json)
-        ? { ...(json as Record<string, unknown>) }
-        : {}
-    const path = this.segments
-      .map((segment) => {
-        if (!segment.startsWith(':')) return segment
-        const field = segment.slice(1)
-        const v = value[field]
-        if (v === undefined || v === null || typeof v === 'object') {
-          throw new ValidationException(`Invalid request: ${field} is required`, [
-            { field, message: 'is required' },
-          ])
-        }
-        delete value[field]
-        return encodeURIComponent(String(v))
-      })
-      .join('/')
-    if (this.hasBody) return { method: this.method, url: path, body: value }
-    const search = new URLSearchParams()
-    for (const [key, v] of Object.entries(value)) {
-      if (v === undefined || v === null) continue
-      if (Array.isArray(v)) for (const item of v) search.append(key, String(item))
-      else if (typeof v === 'object') {
-        throw new ValidationException(`Invalid request: ${key} cannot be sent in a query string`, [
-          { field: key, message: 'must be a scalar or a list of scalars' },
-        ])
-      } else search.append(key, String(v))
-    }
-    const qs = search.toString()
-    return { method: this.method, url: qs ? `${path}?${qs}` : path, body: undefined }
+    return toHttpRequest(
+      this.method,
+      this.url,
+      json,
+      (field, message, summary) => new ValidationException(summary, [{ field, message }]),
+    )
   }
 
   private mergeScalars(

@@ -14,5 +14,11 @@ export {
   isKnownFrameType,
   MAX_NAME_BYTES,
 } from './frame.js'
+export {
+  type HttpMethodName,
+  type HttpRequestParts,
+  type InvalidField,
+  toHttpRequest,
+} from './http-mapping.js'
 export { decodeMetadata, encodeMetadata, MAX_METADATA_ENTRIES } from './metadata.js'
 export { encodeTcpFrame, TCP_LENGTH_BYTES, TCP_MIN_LENGTH, TcpFrameReader } from './tcp.js'

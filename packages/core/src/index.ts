@@ -23,7 +23,13 @@ export * from './errors.js'
 export * from './formats.js'
 export { TRANSPORT_OVERRIDE, type TransportOverride } from './http/symbols.js'
 export { HttpMapping, type HttpRequestParts } from './http-mapping.js'
-export { encodePayload, type InvokeInit, type InvokeResult } from './invoke.js'
+export {
+  encodePayload,
+  type InvokeInit,
+  type InvokeResult,
+  refuseRequest,
+  SHUTDOWN_MESSAGE,
+} from './invoke.js'
 export * from './middleware.js'
 export * from './model.js'
 export * from './registry.js'

@@ -7,8 +7,8 @@ import {
   jsonFormat,
   normalizeError,
   PayloadTooLargeException,
-  RateLimitExceededException,
-  ServiceUnavailableException,
+  refuseRequest,
+  SHUTDOWN_MESSAGE,
   TokenExpiredException,
   type Trivium,
   type TriviumCall,
@@ -37,7 +37,8 @@ const EMPTY = new Uint8Array(0)
 const ABORTED = Symbol('aborted')
 const noop = (): void => {}
 const textEncoder = new TextEncoder()
-export const SHUTDOWN_MESSAGE = 'Server is shutting down'
+
+export { SHUTDOWN_MESSAGE }
 /** The spec's message for an expired token (auth middleware), also sent when a session's token expires. */
 export const TOKEN_EXPIRED_MESSAGE = 'Token has expired'
 /** setTimeout's largest delay; a later expiry re-arms the timer when it fires. */
@@ -320,20 +321,9 @@ export class TcpConnection implements Session {
 
   #onRequest(frame: Frame): void {
     const id = frame.requestId
-    if (this.ctx.isShuttingDown()) {
-      this.sendError(id, new ServiceUnavailableException(SHUTDOWN_MESSAGE))
-      return
-    }
-    if (this.inFlight.has(id)) {
-      this.sendError(id, new ValidationException(`Request id ${id} is already in flight`))
-      return
-    }
-    const max = this.ctx.options.maxInFlight
-    if (this.inFlight.size >= max) {
-      this.sendError(
-        id,
-        new RateLimitExceededException(1, `Too many requests in flight on this connection (limit ${max})`),
-      )
+    const refusal = refuseRequest(id, this.inFlight, this.ctx.options.maxInFlight, this.ctx.isShuttingDown())
+    if (refusal) {
+      this.sendError(id, refusal)
       return
     }
     let metadata: Record<string, string>

@@ -7,8 +7,8 @@ import {
   jsonFormat,
   normalizeError,
   PayloadTooLargeException,
-  RateLimitExceededException,
-  ServiceUnavailableException,
+  refuseRequest,
+  SHUTDOWN_MESSAGE,
   type Trivium,
   type TriviumCall,
   toErrorBody,
@@ -36,7 +36,7 @@ const textEncoder = new TextEncoder()
 const ABORTED = Symbol('aborted')
 const noop = (): void => {}
 
-export const SHUTDOWN_MESSAGE = 'Server is shutting down'
+export { SHUTDOWN_MESSAGE }
 
 /** What connections share: set up once by the plugin. */
 export interface ConnectionContext {
@@ -324,20 +324,9 @@ export class Connection implements Session {
 
   #onRequest(frame: Frame): void {
     const id = frame.requestId
-    if (this.ctx.isShuttingDown()) {
-      this.sendError(id, new ServiceUnavailableException(SHUTDOWN_MESSAGE))
-      return
-    }
-    if (this.inFlight.has(id)) {
-      this.sendError(id, new ValidationException(`Request id ${id} is already in flight`))
-      return
-    }
-    const max = this.ctx.options.maxInFlight
-    if (this.inFlight.size >= max) {
-      this.sendError(
-        id,
-        new RateLimitExceededException(1, `Too many requests in flight on this connection (limit ${max})`),
-      )
+    const refusal = refuseRequest(id, this.inFlight, this.ctx.options.maxInFlight, this.ctx.isShuttingDown())
+    if (refusal) {
+      this.sendError(id, refusal)
       return
     }
     const streaming = this.ctx.trivium.registry.get(frame.endpoint as string)?.streaming === true

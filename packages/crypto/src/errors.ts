@@ -1,45 +1,33 @@
-// Errors of @trivium/crypto, made with @fastify/error (`TRV_CRYPTO_*` codes). Argument and configuration
-// errors are TypeErrors; none of them carries a key, a salt, a password or a plaintext. They are not
-// client errors: core maps them to a 500 with its fixed "Internal server error" message.
-import createError from '@fastify/error'
+// Errors of @trivium/crypto (`TRV_CRYPTO_*` codes), made with @trivium/wire's `codedError`. Argument and
+// configuration errors are TypeErrors; none of them carries a key, a salt, a password or a plaintext.
+// They are not client errors: core maps them to a 500 with its fixed "Internal server error" message.
+import { codedError } from '@trivium/wire/errors'
 
-function named<C>(name: string, Base: C): C {
-  // A subclass whose `name` says what it is ("InvalidKeyError" rather than "FastifyError").
-  const Named = {
-    [name]: class extends (Base as unknown as new (...args: unknown[]) => Error) {
-      constructor(...args: unknown[]) {
-        super(...args)
-        this.name = name
-      }
-    },
-  }[name]!
-  return Named as unknown as C
-}
+const text = (message: string) => message
 
 /** The configured key is not strict base64 of exactly 32 bytes (thrown by the DataEncryptor constructor). */
-export const InvalidKeyError = named(
-  'InvalidKeyError',
-  createError<'TRV_CRYPTO_INVALID_KEY', [string]>('TRV_CRYPTO_INVALID_KEY', '%s', 500, TypeError),
-)
+export const InvalidKeyError = codedError('InvalidKeyError', 'TRV_CRYPTO_INVALID_KEY', 500, text, TypeError)
+export type InvalidKeyError = InstanceType<typeof InvalidKeyError>
 
 /** An argument has the wrong shape (decrypt payload not `<iv>:<ciphertext>`, bad base64, bad option). */
-export const InvalidArgumentError = named(
+export const InvalidArgumentError = codedError(
   'InvalidArgumentError',
-  createError<'TRV_CRYPTO_INVALID_ARGUMENT', [string]>('TRV_CRYPTO_INVALID_ARGUMENT', '%s', 500, TypeError),
+  'TRV_CRYPTO_INVALID_ARGUMENT',
+  500,
+  text,
+  TypeError,
 )
+export type InvalidArgumentError = InstanceType<typeof InvalidArgumentError>
 
 /** GCM authentication failed: the IV or ciphertext was changed, or another key encrypted it. */
-export const DecryptionError = named(
+export const DecryptionError = codedError(
   'DecryptionError',
-  createError<'TRV_CRYPTO_DECRYPT_FAILED', []>(
-    'TRV_CRYPTO_DECRYPT_FAILED',
-    'Decryption failed: the data was tampered with or the key is wrong',
-    500,
-  ),
+  'TRV_CRYPTO_DECRYPT_FAILED',
+  500,
+  () => 'Decryption failed: the data was tampered with or the key is wrong',
 )
+export type DecryptionError = InstanceType<typeof DecryptionError>
 
 /** The password worker pool was shut down, or a worker died, while a job was in flight. */
-export const PasswordWorkerError = named(
-  'PasswordWorkerError',
-  createError<'TRV_CRYPTO_WORKER', [string]>('TRV_CRYPTO_WORKER', '%s', 500),
-)
+export const PasswordWorkerError = codedError('PasswordWorkerError', 'TRV_CRYPTO_WORKER', 500, text)
+export type PasswordWorkerError = InstanceType<typeof PasswordWorkerError>

@@ -3,7 +3,7 @@
 // idle pool never keeps a process alive) and `ref`'d while they run a job.
 import { availableParallelism } from 'node:os'
 import { Worker } from 'node:worker_threads'
-import { ServiceUnavailableException } from '@trivium/core'
+import { ServiceUnavailableException } from '@trivium/wire/errors'
 import { InvalidArgumentError, PasswordWorkerError } from './errors.js'
 import type { PasswordJob, PasswordReply } from './password-worker.js'
 

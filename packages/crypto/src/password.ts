@@ -3,7 +3,7 @@
 // bcrypt only reads the first 72 bytes of its input. Rather than let two long passwords that share a
 // 72-byte prefix hash the same, hashPassword rejects passwords longer than 72 UTF-8 bytes with a
 // ValidationException (field "password"); verifyPassword returns false for them.
-import { ValidationException } from '@trivium/core'
+import { ValidationException } from '@trivium/wire/errors'
 import { PasswordPool, type PasswordPoolOptions } from './password-pool.js'
 
 export const BCRYPT_COST = 12

@@ -1,4 +1,3 @@
-import { ValidationException } from '@trivium/core'
 import {
   BCRYPT_COST,
   configurePasswordWorkers,
@@ -10,6 +9,7 @@ import {
   shutdownPasswordWorkers,
   verifyPassword,
 } from '@trivium/crypto'
+import { ValidationException } from '@trivium/wire'
 import bcrypt from 'bcryptjs'
 import t from 'tap'
 

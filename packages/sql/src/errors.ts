@@ -1,7 +1,7 @@
 // Error helpers shared by both engines. A database that cannot be reached becomes
-// DatabaseUnavailableError, a ServiceUnavailableException of @trivium/core (503, TRV_SERVICE_UNAVAILABLE),
+// DatabaseUnavailableError, a ServiceUnavailableException of @trivium/wire (503, TRV_SERVICE_UNAVAILABLE),
 // so a request that needs the database while it is down gets a clear 503 on every transport.
-import { ServiceUnavailableException } from '@trivium/core'
+import { ServiceUnavailableException } from '@trivium/wire/errors'
 
 export const DATABASE_UNAVAILABLE_MESSAGE = 'Database unavailable'
 

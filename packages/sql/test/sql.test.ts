@@ -1,4 +1,3 @@
-import { isTriviumError, toErrorBody } from '@trivium/core'
 import {
   connectPglite,
   connectPostgres,
@@ -6,6 +5,7 @@ import {
   isForeignKeyViolation,
   isUniqueViolation,
 } from '@trivium/sql'
+import { isTriviumError, toErrorBody } from '@trivium/wire'
 import t from 'tap'
 import { dropSchema, engines, PG_URL, randomSchema } from './helpers.ts'
 

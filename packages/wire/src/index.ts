@@ -1,8 +1,9 @@
-// @trivium/wire — frame codec shared by @trivium/websocket, @trivium/tcp and the client. Browser-safe:
+// @trivium/wire — the error vocabulary and the frame codec shared by @trivium/websocket, @trivium/tcp and the client. Browser-safe:
 // Uint8Array, DataView, TextEncoder and TextDecoder only. Layouts: PROTOCOL.md, "Frames".
 
 export { Cancellation } from './cancellation.js'
 export { FrameError, FrameErrorCode, type FrameErrorCodeValue } from './errors.js'
+export * from './errors-vocabulary.js'
 export {
   DEFAULT_MAX_FRAME_BYTES,
   decodeWsFrame,

@@ -25,7 +25,11 @@ const names = [
 t.test('core and client export the very same classes and functions as wire', async (t) => {
   for (const name of names) {
     t.equal((core as Record<string, unknown>)[name], (wire as Record<string, unknown>)[name], `core ${name}`)
-    t.equal((client as Record<string, unknown>)[name], (wire as Record<string, unknown>)[name], `client ${name}`)
+    t.equal(
+      (client as Record<string, unknown>)[name],
+      (wire as Record<string, unknown>)[name],
+      `client ${name}`,
+    )
   }
   t.equal(core.toErrorBody, wire.toErrorBody)
 })

@@ -28,22 +28,48 @@ export function decodeUtf8(bytes: Uint8Array, what = 'Payload'): string {
   }
 }
 
+export const INVALID_JSON_MESSAGE = 'Request body is not valid JSON'
+
+// Keys that could reach an object's prototype if a handler copied the value (`Object.assign`, spread
+// into a class instance): refused in every JSON decoder (PROTOCOL.md "Decoding rules").
+function forbiddenKeys(key: string, value: unknown): unknown {
+  if (key === '__proto__') throw new ValidationException(INVALID_JSON_MESSAGE)
+  if (key === 'constructor' && typeof value === 'object' && value !== null && 'prototype' in value) {
+    throw new ValidationException(INVALID_JSON_MESSAGE)
+  }
+  return value
+}
+
+/**
+ * The one JSON text parser of Trivium: invalid JSON, a `__proto__` key or a `constructor` object with
+ * a `prototype` key are a ValidationException. The key check only runs when the text could hold such
+ * a key (a literal one, or a `\u` escape).
+ */
+export function parseJson(text: string): unknown {
+  const risky = text.includes('__proto__') || text.includes('prototype') || text.includes('\\u')
+  try {
+    return risky ? JSON.parse(text, forbiddenKeys) : JSON.parse(text)
+  } catch (err) {
+    if (err instanceof ValidationException) throw err
+    throw new ValidationException(INVALID_JSON_MESSAGE)
+  }
+}
+
+/**
+ * Payload bytes → request value, in any format. Zero bytes are the empty model (`fromJSON({})`) in
+ * every format: the binary version byte is only written when there is a model to read.
+ */
+export function decodePayload(format: WireFormat, model: Model, bytes: Uint8Array): unknown {
+  if (bytes.length === 0) return model.fromJSON({})
+  return format.decode(model, bytes)
+}
+
 export const jsonFormat: WireFormat = {
   name: 'json',
   contentType: JSON_CONTENT_TYPE,
   decode(model, bytes) {
-    const text = decodeUtf8(bytes)
-    let parsed: unknown
-    if (text.length === 0) {
-      parsed = undefined
-    } else {
-      try {
-        parsed = JSON.parse(text)
-      } catch {
-        throw new ValidationException('Request body is not valid JSON')
-      }
-    }
-    return model.fromJSON(parsed)
+    if (bytes.length === 0) return model.fromJSON({})
+    return model.fromJSON(parseJson(decodeUtf8(bytes)))
   },
   encode(model, value) {
     return model.stringify ? model.stringify(value) : JSON.stringify(model.toJSON(value))

@@ -47,6 +47,8 @@ export class HttpMapping {
     body: unknown,
   ): unknown {
     if (this.hasBody) {
+      // No body (no Content-Type, or Content-Length: 0) is the empty model (PROTOCOL.md "Decoding rules").
+      if (body === undefined) body = {}
       if (this.pathParams.length === 0) return body
       if (body !== undefined && (typeof body !== 'object' || body === null || Array.isArray(body)))
         return body
@@ -101,7 +103,13 @@ export class HttpMapping {
   private coerce(key: string, raw: unknown): unknown {
     const kind = this.kinds.get(key)
     if (kind === 'array') return Array.isArray(raw) ? raw : [raw]
-    const v = Array.isArray(raw) ? raw[raw.length - 1] : raw
+    if (Array.isArray(raw)) {
+      // `?limit=1&limit=50`: a scalar given twice is refused, never resolved silently.
+      throw new ValidationException(`Query parameter ${key} must be given once`, [
+        { field: key, message: 'must be given once' },
+      ])
+    }
+    const v = raw
     if (typeof v !== 'string') return v
     switch (kind) {
       case 'integer': {

@@ -5,6 +5,7 @@ import fp from 'fastify-plugin'
 import { NotFoundException } from './errors.js'
 import { FormatRegistry, type WireFormat } from './formats.js'
 import { replyWithError } from './http/error-reply.js'
+import { type ErrorHeaders, frameworkErrorHandler, installFrameworkErrors } from './http/framework-errors.js'
 import { registerHttpRoute } from './http/route.js'
 import { type InvokeInit, type InvokeResult, Invoker } from './invoke.js'
 import { type Middleware, type MiddlewareOptions, Pipeline } from './middleware.js'
@@ -21,6 +22,7 @@ import {
 export * from './call.js'
 export * from './errors.js'
 export * from './formats.js'
+export type { ErrorHeaders } from './http/framework-errors.js'
 export { TRANSPORT_OVERRIDE, type TransportOverride } from './http/symbols.js'
 export { HttpMapping, type HttpRequestParts } from './http-mapping.js'
 export {
@@ -68,6 +70,12 @@ export interface Trivium {
   readonly pipeline: Pipeline
   /** Largest request body, in bytes; frame transports apply the same limit. */
   readonly bodyLimit: number
+  /**
+   * Headers added to every HTTP error answered below the routes (Node's client errors, Fastify's router
+   * errors, unknown routes), where route hooks do not run. `@trivium/protections` puts the security
+   * headers here: `Object.assign(fastify.trivium.errorHeaders, headers)`.
+   */
+  readonly errorHeaders: ErrorHeaders
 }
 
 declare module 'fastify' {
@@ -96,6 +104,7 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
   const formats = new FormatRegistry()
   const invoker = new Invoker(registry, pipeline)
   const routeContext = { pipeline, formats, bodyLimit: options.bodyLimit }
+  const errorHeaders: ErrorHeaders = {}
 
   function addBodyParser(format: WireFormat): void {
     if (format.contentType === 'application/json') return // Fastify's own (secure) JSON parser
@@ -132,18 +141,32 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
     formats,
     pipeline,
     bodyLimit: options.bodyLimit,
+    errorHeaders,
   }
   fastify.decorate('trivium', trivium)
+  installFrameworkErrors(fastify, errorHeaders)
 
   if (options.notFoundHandler) {
-    fastify.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
+    const handler = (request: FastifyRequest, reply: FastifyReply) => {
       const path = request.url.split('?')[0]
+      reply.headers(errorHeaders)
       return replyWithError(
         new NotFoundException(`Route ${request.method} ${path} not found`),
         request,
         reply,
       )
-    })
+    }
+    try {
+      // `errorHandler`: errors raised in the not-found context (QUERY without Content-Type) get our body too.
+      fastify.setNotFoundHandler({ errorHandler: frameworkErrorHandler(errorHeaders) } as object, handler)
+    } catch (err) {
+      if (err instanceof Error && err.message.startsWith('Not found handler already set')) {
+        throw new Error(
+          '@trivium/core: the application already has a not-found handler (setNotFoundHandler); register @trivium/core with { notFoundHandler: false } to keep it',
+        )
+      }
+      throw err
+    }
   }
 
   fastify.addHook('onReady', async () => {

@@ -10,7 +10,7 @@ import {
   UnsupportedMediaTypeException,
   ValidationException,
 } from './errors.js'
-import type { WireFormat } from './formats.js'
+import { decodePayload, type WireFormat } from './formats.js'
 import type { Pipeline } from './middleware.js'
 import type { EndpointDefinition, EndpointRegistry } from './registry.js'
 import { routeToHandler } from './router.js'
@@ -62,12 +62,12 @@ export class Invoker {
       signal: init.signal,
       connection: init.connection,
       decodeBody: () => {
-        if (format.name !== 'json' && !definition.request.decode) {
+        if (payload.length > 0 && format.name !== 'json' && !definition.request.decode) {
           throw new UnsupportedMediaTypeException(
             `Endpoint ${definition.name} has no ${format.name} request format`,
           )
         }
-        return format.decode(definition.request, payload)
+        return decodePayload(format, definition.request, payload)
       },
     })
   }

@@ -3,12 +3,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { TriviumCall } from '../call.js'
 import { UnsupportedMediaTypeException, ValidationException } from '../errors.js'
-import { type FormatRegistry, jsonFormat, type WireFormat } from '../formats.js'
+import { decodePayload, type FormatRegistry, jsonFormat, type WireFormat } from '../formats.js'
 import type { Pipeline } from '../middleware.js'
 import type { EndpointDefinition } from '../registry.js'
 import { routeToHandler } from '../router.js'
 import { sendError } from './error-reply.js'
 import { sendEventStream } from './sse.js'
+import { strictBody } from './strict-body.js'
 import { CALL, TRANSPORT_OVERRIDE, type TransportOverride } from './symbols.js'
 
 declare module 'fastify' {
@@ -46,12 +47,12 @@ function bodyDecoder(
   return () => {
     const raw = request.body
     if (!(raw instanceof Uint8Array)) throw new ValidationException('Request body is missing')
-    if (format.name !== 'json' && !model.decode) {
+    if (raw.length > 0 && format.name !== 'json' && !model.decode) {
       throw new UnsupportedMediaTypeException(
         `Endpoint ${definition.name} has no ${format.name} request format`,
       )
     }
-    const value = format.decode(model, raw)
+    const value = decodePayload(format, model, raw)
     if (mapping.pathParams.length === 0) return value
     return model.fromJSON(mapping.withPathParams(model.toJSON(value), params))
   }
@@ -127,6 +128,7 @@ export function registerHttpRoute(
     config: { trivium: definition },
     bodyLimit: definition.config.bodyLimit ?? ctx.bodyLimit,
     errorHandler: sendError,
+    preParsing: mapping.hasBody ? strictBody : undefined,
     handler,
   })
 }

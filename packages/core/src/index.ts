@@ -86,6 +86,12 @@ declare module 'fastify' {
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024
 
+/** The URL an endpoint of a context with `prefix` answers on (Fastify's own joining rule). */
+function withPrefix(prefix: string, url: string): string {
+  if (!prefix) return url
+  return url === '/' ? prefix : `${prefix}${url}`
+}
+
 function validateOptions(options: TriviumCoreOptions): Required<TriviumCoreOptions> {
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT
   if (!Number.isInteger(bodyLimit) || bodyLimit <= 0) {
@@ -116,16 +122,33 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
     )
   }
 
+  // One registry (names are one namespace on every transport), but routes belong to the context that
+  // registers them: `child.trivium.endpoint()` gets the child's prefix, hooks and decorators over HTTP.
+  function register(
+    instance: FastifyInstance,
+    name: string,
+    endpointOptions: EndpointOptions,
+    handler: unknown,
+    streaming: boolean,
+  ) {
+    const url = endpointOptions?.url
+    const full = typeof url === 'string' ? withPrefix(instance.prefix, url) : url
+    const definition = registry.add(
+      name,
+      { ...endpointOptions, url: full } as EndpointOptions,
+      handler as UnaryHandler<unknown, unknown>,
+      streaming,
+    )
+    registerHttpRoute(instance, definition, routeContext, url as string)
+    return definition
+  }
+
   const trivium: Trivium = {
     endpoint(name, endpointOptions, handler) {
-      const definition = registry.add(name, endpointOptions, handler, false) as UnaryDefinition
-      registerHttpRoute(fastify, definition, routeContext)
-      return definition
+      return register(fastify, name, endpointOptions, handler, false) as UnaryDefinition
     },
     stream(name, endpointOptions, handler) {
-      const definition = registry.add(name, endpointOptions, handler, true) as StreamDefinition
-      registerHttpRoute(fastify, definition, routeContext)
-      return definition
+      return register(fastify, name, endpointOptions, handler, true) as StreamDefinition
     },
     use(middleware, middlewareOptions) {
       pipeline.use(middleware, middlewareOptions)
@@ -143,7 +166,28 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
     bodyLimit: options.bodyLimit,
     errorHeaders,
   }
-  fastify.decorate('trivium', trivium)
+  const scoped = new WeakMap<FastifyInstance, Trivium>()
+  function triviumOf(instance: FastifyInstance): Trivium {
+    if (instance === fastify) return trivium
+    let view = scoped.get(instance)
+    if (!view) {
+      view = Object.create(trivium, {
+        endpoint: {
+          value: (name: string, o: EndpointOptions, h: unknown) => register(instance, name, o, h, false),
+        },
+        stream: {
+          value: (name: string, o: EndpointOptions, h: unknown) => register(instance, name, o, h, true),
+        },
+      }) as Trivium
+      scoped.set(instance, view)
+    }
+    return view
+  }
+  fastify.decorate('trivium', {
+    getter(this: FastifyInstance) {
+      return triviumOf(this)
+    },
+  })
   installFrameworkErrors(fastify, errorHeaders)
 
   if (options.notFoundHandler) {

@@ -74,6 +74,8 @@ export function registerHttpRoute(
   fastify: FastifyInstance,
   definition: EndpointDefinition,
   ctx: HttpRouteContext,
+  /** The URL within `fastify`'s prefix (`definition.url` is the full URL). */
+  url: string = definition.url,
 ): void {
   const { pipeline, formats } = ctx
   const mapping = definition.http
@@ -124,7 +126,7 @@ export function registerHttpRoute(
 
   fastify.route({
     method: definition.method,
-    url: definition.url,
+    url,
     config: { trivium: definition },
     bodyLimit: definition.config.bodyLimit ?? ctx.bodyLimit,
     errorHandler: sendError,

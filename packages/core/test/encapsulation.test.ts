@@ -1,0 +1,80 @@
+// Issue 14 items 2 and 4: endpoints follow Fastify's encapsulation over HTTP; names stay one namespace;
+// an application's own not-found handler is met with an error that names the fix.
+import trivium from '@trivium/core'
+import Fastify from 'fastify'
+import t from 'tap'
+
+t.test(
+  "an endpoint registered in a child context gets the child's prefix, hooks and decorators",
+  async (t) => {
+    const app = Fastify()
+    await app.register(trivium)
+    const seen: string[] = []
+    app.trivium.endpoint('root.hello', { method: 'GET', url: '/hello' }, () => ({ where: 'root' }))
+    await app.register(
+      async (child) => {
+        child.decorate('greeting', 'hi from v1')
+        child.addHook('onRequest', async (request) => {
+          seen.push(`v1 hook ${request.url}`)
+        })
+        child.trivium.endpoint('v1.hello', { method: 'GET', url: '/hello' }, (_req, call) => ({
+          where: 'v1',
+          greeting: (call.raw as { server: { greeting: string } } | undefined)?.server.greeting,
+        }))
+        child.trivium.endpoint('v1.root', { method: 'GET', url: '/' }, () => ({ where: 'v1 root' }))
+      },
+      { prefix: '/v1' },
+    )
+    const v1 = await app.inject('/v1/hello')
+    t.equal(v1.statusCode, 200)
+    t.same(v1.json(), { where: 'v1', greeting: 'hi from v1' })
+    t.same((await app.inject('/v1')).json(), { where: 'v1 root' })
+    t.same((await app.inject('/hello')).json(), { where: 'root' })
+    t.same(seen, ['v1 hook /v1/hello', 'v1 hook /v1'], "the child's hook ran for its endpoints only")
+    t.equal(app.trivium.registry.get('v1.hello')?.url, '/v1/hello', 'the definition knows its full URL')
+    const { result } = await app.trivium.invoke({
+      endpoint: 'v1.hello',
+      protocol: 'websocket',
+      payload: new Uint8Array(),
+      format: app.trivium.formats.get('json')!,
+      requestId: 'c:1',
+      log: app.log,
+    })
+    t.same(result, { where: 'v1', greeting: undefined }, 'frames reach it by name')
+  },
+)
+
+t.test('names are one namespace across contexts: a duplicate is refused', async (t) => {
+  const app = Fastify()
+  await app.register(trivium)
+  app.trivium.endpoint('hello', { method: 'GET', url: '/hello' }, () => ({}))
+  await t.rejects(
+    async () => {
+      await app.register(
+        async (child) => {
+          child.trivium.endpoint('hello', { method: 'GET', url: '/hello' }, () => ({}))
+        },
+        { prefix: '/v2' },
+      )
+    },
+    { message: '@trivium/core: endpoint "hello" is already registered' },
+  )
+})
+
+t.test("an application's own not-found handler: the error names notFoundHandler: false", async (t) => {
+  const app = Fastify()
+  app.setNotFoundHandler((_req, reply) => reply.code(404).send({ mine: true }))
+  await t.rejects(
+    async () => {
+      await app.register(trivium)
+    },
+    {
+      message:
+        '@trivium/core: the application already has a not-found handler (setNotFoundHandler); register @trivium/core with { notFoundHandler: false } to keep it',
+    },
+  )
+  const ok = Fastify()
+  ok.setNotFoundHandler((_req, reply) => reply.code(404).send({ mine: true }))
+  await ok.register(trivium, { notFoundHandler: false })
+  t.same((await ok.inject('/nowhere')).json(), { mine: true })
+})

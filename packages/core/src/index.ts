@@ -103,8 +103,22 @@ function validateOptions(options: TriviumCoreOptions): Required<TriviumCoreOptio
   return { bodyLimit, notFoundHandler }
 }
 
+// PROTOCOL.md "Decoding rules": one JSON rule on every transport. HTTP bodies go through Fastify's
+// parser, which follows the rule only with its default poisoning options.
+function checkJsonRule(fastify: FastifyInstance): void {
+  for (const key of ['onProtoPoisoning', 'onConstructorPoisoning'] as const) {
+    const value = fastify.initialConfig[key]
+    if (value !== undefined && value !== 'error') {
+      throw new TypeError(
+        `@trivium/core: Fastify's ${key} must be 'error' (got '${value}'): JSON with __proto__ or constructor.prototype keys is refused on every transport (PROTOCOL.md "Decoding rules")`,
+      )
+    }
+  }
+}
+
 const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: FastifyInstance, rawOptions) => {
   const options = validateOptions(rawOptions)
+  checkJsonRule(fastify)
   const registry = new EndpointRegistry()
   const pipeline = new Pipeline()
   const formats = new FormatRegistry()

@@ -184,3 +184,20 @@ t.test('a scalar query parameter given twice is a 400 naming it; lists stay list
   const list = await fastify.inject('/tasks?tag=a&tag=b&limit=5')
   t.same(list.json(), { tag: ['a', 'b'], limit: 5 })
 })
+
+t.test('an app that weakened Fastify JSON poisoning options is told the rule at registration', async (t) => {
+  for (const [key, value] of [
+    ['onProtoPoisoning', 'remove'],
+    ['onConstructorPoisoning', 'ignore'],
+  ] as const) {
+    const fastify = Fastify({ [key]: value })
+    await t.rejects(
+      async () => {
+        await fastify.register(trivium)
+      },
+      {
+        message: `@trivium/core: Fastify's ${key} must be 'error' (got '${value}'): JSON with __proto__ or constructor.prototype keys is refused on every transport (PROTOCOL.md "Decoding rules")`,
+      },
+    )
+  }
+})

@@ -31,7 +31,15 @@ t.test(
     t.same((await app.inject('/v1')).json(), { where: 'v1 root' })
     t.same((await app.inject('/hello')).json(), { where: 'root' })
     t.same(seen, ['v1 hook /v1/hello', 'v1 hook /v1'], "the child's hook ran for its endpoints only")
-    t.equal(app.trivium.registry.get('v1.hello')?.url, '/v1/hello', 'the definition knows its full URL')
+    const definition = app.trivium.registry.get('v1.hello')!
+    t.equal(definition.url, '/v1/hello', 'the definition knows its full URL')
+    const bridged = definition.http.toHttp({})
+    t.same(
+      [bridged.method, bridged.url],
+      ['GET', '/v1/hello'],
+      'a bridge (TCP inject) builds the prefixed URL',
+    )
+    t.equal((await app.inject({ method: bridged.method, url: bridged.url })).statusCode, 200)
     const { result } = await app.trivium.invoke({
       endpoint: 'v1.hello',
       protocol: 'websocket',

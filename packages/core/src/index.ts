@@ -59,7 +59,10 @@ export interface Trivium {
     options: EndpointOptions<Req, Item>,
     handler: StreamHandler<Req, Item>,
   ): StreamDefinition<Req, Item>
-  /** Adds a middleware at the end of the app-wide chain (the same chain on every transport). */
+  /**
+   * Adds a middleware at the end of the chain (the same chain on every transport). Called on a child
+   * context (`child.trivium.use()`), it runs only for the endpoints of that context and its descendants.
+   */
   use(middleware: Middleware, options?: MiddlewareOptions): void
   /** Adds a wire format (e.g. the binary format of @trivium/codec). */
   addFormat(format: WireFormat): void
@@ -153,6 +156,7 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
       handler as UnaryHandler<unknown, unknown>,
       streaming,
     )
+    pipeline.setContext(definition, instance)
     registerHttpRoute(instance, definition, routeContext, url as string)
     return definition
   }
@@ -186,6 +190,9 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
     let view = scoped.get(instance)
     if (!view) {
       view = Object.create(trivium, {
+        use: {
+          value: (middleware: Middleware, o?: MiddlewareOptions) => pipeline.use(middleware, o, instance),
+        },
         endpoint: {
           value: (name: string, o: EndpointOptions, h: unknown) => register(instance, name, o, h, false),
         },

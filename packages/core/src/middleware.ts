@@ -4,6 +4,7 @@
 // calling `next`, or abort by throwing. For a streaming endpoint the pipeline runs once, when the
 // stream opens, and `next()` resolves to the AsyncIterable of items.
 import type { TriviumCall } from './call.js'
+import type { EndpointDefinition } from './registry.js'
 
 export type Next = () => Promise<unknown>
 export type Middleware = (call: TriviumCall<any>, next: Next) => Promise<unknown> | unknown
@@ -19,6 +20,13 @@ interface Entry {
   fn: Middleware
   name: string | undefined
   after: string[]
+  /** The Fastify context it was added in (undefined: the context core was registered in, i.e. every endpoint). */
+  scope: object | undefined
+}
+
+/** True when `context` is `scope` or one of its descendants (Fastify children inherit by prototype). */
+function within(scope: object, context: object | undefined): boolean {
+  return context !== undefined && (context === scope || Object.prototype.isPrototypeOf.call(scope, context))
 }
 
 export class MiddlewareOrderError extends Error {
@@ -32,14 +40,38 @@ export class MiddlewareOrderError extends Error {
 export class Pipeline {
   private readonly entries: Entry[] = []
   private chain: Middleware[] = []
+  private scoped = false
+  private readonly contexts = new WeakMap<EndpointDefinition, object>()
+  private chains = new WeakMap<EndpointDefinition, Middleware[]>()
 
-  use(fn: Middleware, options: MiddlewareOptions = {}): void {
+  /**
+   * Adds a middleware. With `scope` (a Fastify instance), it runs only for the endpoints registered in
+   * that context or its descendants (`child.trivium.use()`); without, for every endpoint.
+   */
+  use(fn: Middleware, options: MiddlewareOptions = {}, scope?: object): void {
     if (typeof fn !== 'function') throw new TypeError('@trivium/core: middleware must be a function')
     if (options.name && this.entries.some((e) => e.name === options.name)) {
       throw new MiddlewareOrderError(`a middleware named "${options.name}" is already registered`)
     }
-    this.entries.push({ fn, name: options.name, after: options.after ?? [] })
+    this.entries.push({ fn, name: options.name, after: options.after ?? [], scope })
     this.chain = this.entries.map((e) => e.fn)
+    if (scope !== undefined) this.scoped = true
+    this.chains = new WeakMap()
+  }
+
+  /** Records the Fastify context an endpoint was registered in (for scoped middleware). */
+  setContext(definition: EndpointDefinition, context: object): void {
+    this.contexts.set(definition, context)
+  }
+
+  private chainFor(definition: EndpointDefinition): Middleware[] {
+    let chain = this.chains.get(definition)
+    if (!chain) {
+      const context = this.contexts.get(definition)
+      chain = this.entries.filter((e) => e.scope === undefined || within(e.scope, context)).map((e) => e.fn)
+      this.chains.set(definition, chain)
+    }
+    return chain
   }
 
   names(): string[] {
@@ -65,7 +97,7 @@ export class Pipeline {
    * middleware: the position lives in a local counter.
    */
   run(call: TriviumCall<any>, terminal: (call: TriviumCall<any>) => unknown): unknown {
-    const chain = this.chain
+    const chain = this.scoped ? this.chainFor(call.definition) : this.chain
     // No middleware: the router directly (its value or promise; callers await it).
     if (chain.length === 0) return terminal(call)
     let index = 0

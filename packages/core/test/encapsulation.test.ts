@@ -1,6 +1,6 @@
 // Issue 14 items 2 and 4: endpoints follow Fastify's encapsulation over HTTP; names stay one namespace;
 // an application's own not-found handler is met with an error that names the fix.
-import trivium from '@trivium/core'
+import trivium, { UnauthorizedException } from '@trivium/core'
 import Fastify from 'fastify'
 import t from 'tap'
 
@@ -85,4 +85,65 @@ t.test("an application's own not-found handler: the error names notFoundHandler:
   ok.setNotFoundHandler((_req, reply) => reply.code(404).send({ mine: true }))
   await ok.register(trivium, { notFoundHandler: false })
   t.same((await ok.inject('/nowhere')).json(), { mine: true })
+})
+
+t.test('middleware added in a child context runs for that context and its descendants only', async (t) => {
+  const app = Fastify()
+  await app.register(trivium)
+  const ran: string[] = []
+  app.trivium.use(async (call, next) => {
+    ran.push(`global ${call.definition.name}`)
+    return next()
+  })
+  app.trivium.endpoint('open', { method: 'GET', url: '/open' }, () => ({ ok: 'open' }))
+  await app.register(
+    async (admin) => {
+      admin.trivium.use(
+        async (call, next) => {
+          ran.push(`admin ${call.definition.name}`)
+          if (call.protocol === 'http' && !call.headers.authorization) {
+            throw new UnauthorizedException('Authentication required')
+          }
+          return next()
+        },
+        { name: 'admin-guard' },
+      )
+      admin.trivium.endpoint('admin.stats', { method: 'GET', url: '/stats' }, () => ({ ok: 'stats' }))
+      await admin.register(async (deeper) => {
+        deeper.trivium.endpoint('admin.deep', { method: 'GET', url: '/deep' }, () => ({ ok: 'deep' }))
+      })
+    },
+    { prefix: '/admin' },
+  )
+  await app.register(async (sibling) => {
+    sibling.trivium.endpoint('sibling', { method: 'GET', url: '/sibling' }, () => ({ ok: 'sibling' }))
+  })
+  t.equal((await app.inject('/open')).statusCode, 200)
+  t.equal((await app.inject('/sibling')).statusCode, 200)
+  const guarded = await app.inject('/admin/stats')
+  t.equal(guarded.statusCode, 401)
+  t.equal(guarded.json().message, 'Authentication required')
+  t.equal((await app.inject('/admin/deep')).statusCode, 401, 'descendants are guarded too')
+  t.equal((await app.inject({ url: '/admin/deep', headers: { authorization: 'Bearer x' } })).statusCode, 200)
+  const { result } = await app.trivium.invoke({
+    endpoint: 'admin.stats',
+    protocol: 'websocket',
+    payload: new Uint8Array(),
+    format: app.trivium.formats.get('json')!,
+    requestId: 'c:1',
+    log: app.log,
+  })
+  t.same(result, { ok: 'stats' })
+  t.same(ran, [
+    'global open',
+    'global sibling',
+    'global admin.stats',
+    'admin admin.stats',
+    'global admin.deep',
+    'admin admin.deep',
+    'global admin.deep',
+    'admin admin.deep',
+    'global admin.stats',
+    'admin admin.stats',
+  ])
 })

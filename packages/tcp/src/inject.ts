@@ -1,24 +1,25 @@
-// Inject mode: a unary REQUEST frame replayed as `app.inject()` on the endpoint's own route, so every
-// Fastify hook of the application runs. A global onRequest hook recognises the injected request and
-// copies the frame's transport (protocol `tcp`, metadata, socket address) into core's
-// TRANSPORT_OVERRIDE (a private Symbol: no HTTP client can set it). The URL is built from the
+// Inject mode: a unary REQUEST frame handed to Fastify's own request handling on the endpoint's route,
+// so every Fastify hook of the application runs. The payload is decoded by the frame rules first (the
+// same decoder as direct mode); the HTTP request is then built from the decoded model through the
 // registry's HTTP mapping, never from the frame's text.
 //
-// How the hook recognises a bridged request: the call's BridgeStore (an instance of a module-private
-// class) rides on light-my-request's `simulate` option, which it keeps by reference on the raw request
-// (`request.raw._lightMyRequest.simulate`). An HTTP request has no such property, and nothing outside
-// this module can make a BridgeStore. That relies on a light-my-request detail, so the first calls also
-// run inside AsyncLocalStorage (the documented way): once a call shows the marker arrived, the ALS is
-// disabled for good (an active ALS puts async hooks on every promise of the process); if the marker
-// never arrives, every call keeps using the ALS.
-import { AsyncLocalStorage } from 'node:async_hooks'
+// Lean path (the default): `fastify.routing(req, res)` with a LeanRequest/LeanResponse pair (the part
+// of IncomingMessage/ServerResponse Fastify and hooks use) instead of light-my-request's full streams.
+// Fallback: `app.inject()` for an endpoint whose reply was seen hijacked (a hook took over the raw
+// response: it gets light-my-request's complete ServerResponse from then on), or for every endpoint if
+// this Fastify version's reply cannot be checked for a hijack. The rule is in the README.
+//
+// Marking the request as TCP: a callback-style onRequest hook copies the frame's transport (protocol
+// `tcp`, metadata, socket address) into core's TRANSPORT_OVERRIDE (a private Symbol) when the raw
+// request is a LeanRequest (a class no HTTP request can be) or carries an InjectMarker (module-private
+// class, passed by reference as light-my-request's `simulate` option on the fallback path).
 import {
   type EndpointDefinition,
   jsonFormat,
   TRANSPORT_OVERRIDE,
   type TransportOverride,
   type TriviumCall,
-  ValidationException,
+  UnsupportedMediaTypeException,
   type WireFormat,
 } from '@trivium/core'
 import type { Cancellation } from '@trivium/wire'
@@ -30,19 +31,11 @@ import type {
   InjectOptions,
   LightMyRequestResponse,
 } from 'fastify'
+import { LeanRequest } from './lean-request.js'
+import { LeanResponse } from './lean-response.js'
 
 const CALL = Symbol.for('trivium.call')
-
-class BridgeStore {
-  /** The Fastify request once the onRequest hook saw it. */
-  request: FastifyRequest | undefined = undefined
-  /** The hook found this store through light-my-request's `simulate` option (not the ALS). */
-  viaSimulate = false
-  constructor(
-    readonly override: TransportOverride,
-    readonly entry: Cancellation,
-  ) {}
-}
+const EMPTY = new Uint8Array(0)
 
 export interface InjectOutcome {
   ok: boolean
@@ -50,11 +43,16 @@ export interface InjectOutcome {
   body: Uint8Array
   /** The call the route built (for the connection's identity), when the route ran. */
   call: TriviumCall | undefined
+  /** Which path served the frame: `lean` (Fastify's router) or `inject` (`app.inject()`). */
+  path: 'lean' | 'inject'
 }
 
-type Mode = 'probe' | 'simulate' | 'als'
+/** The fallback path's marker (light-my-request keeps `simulate` by reference on the raw request). */
+class InjectMarker {
+  request: FastifyRequest | undefined = undefined
+  constructor(readonly override: TransportOverride) {}
+}
 
-/** What the raw request looks like when light-my-request made it. */
 interface InjectedRaw {
   _lightMyRequest?: { simulate?: unknown }
   destroy(err?: Error): void
@@ -66,61 +64,101 @@ function abortError(reason: unknown): Error {
   return err
 }
 
-export class InjectBridge {
-  readonly #als = new AsyncLocalStorage<BridgeStore>()
-  #mode: Mode = 'probe'
-  /** Header objects by accept + content type: light-my-request copies them, so one per pair is enough. */
-  readonly #headers = new Map<string, Record<string, string>>()
+/** The HTTP request a decoded frame payload maps to. */
+interface HttpForm {
+  url: string
+  body: Buffer | undefined
+  contentType: string | undefined
+}
 
-  constructor(private readonly fastify: FastifyInstance) {
+/**
+ * The frame's payload decoded by the frame rules (as direct mode does: core's format decoder, and the
+ * same refusal of a format the endpoint has no codec for), then the HTTP request carrying it: the
+ * original bytes when they are the whole body, else the URL/body `toHttp` builds from the model.
+ */
+export function httpFormOf(
+  definition: EndpointDefinition,
+  format: WireFormat,
+  payload: Uint8Array,
+): HttpForm {
+  const model = definition.request
+  if (format.name !== 'json' && !model.decode) {
+    throw new UnsupportedMediaTypeException(
+      `Endpoint ${definition.name} has no ${format.name} request format`,
+    )
+  }
+  const value = format.decode(model, payload)
+  const mapping = definition.http
+  if (mapping.hasBody && mapping.pathParams.length === 0) {
+    // The decode proved the bytes valid: they go through as they are (no re-encoding).
+    if (payload.length === 0) return { url: mapping.url, body: undefined, contentType: undefined }
+    return {
+      url: mapping.url,
+      body: Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength),
+      contentType: format.contentType,
+    }
+  }
+  const json = model.toJSON(value)
+  if (mapping.pathParams.length === 0 && !mapping.hasBody && isEmptyObject(json)) {
+    return { url: mapping.url, body: undefined, contentType: undefined }
+  }
+  const parts = mapping.toHttp(json)
+  if (parts.body === undefined) return { url: parts.url, body: undefined, contentType: undefined }
+  return {
+    url: parts.url,
+    body: Buffer.from(JSON.stringify(parts.body)),
+    contentType: jsonFormat.contentType,
+  }
+}
+
+function isEmptyObject(json: unknown): boolean {
+  if (json === undefined || json === null) return true
+  if (typeof json !== 'object') return false
+  for (const key in json) if ((json as Record<string, unknown>)[key] !== undefined) return false
+  return true
+}
+
+export class InjectBridge {
+  /** Endpoints served by `app.inject()` (their reply was seen hijacked). */
+  readonly #fallback = new WeakSet<EndpointDefinition>()
+  /** Fastify's private "reply hijacked" flag: found on the first reply; null if this Fastify has none. */
+  #hijackedKey: symbol | null | undefined = undefined
+
+  /**
+   * `options.lean: false` serves every frame through `app.inject()` (the fallback path): for the
+   * equivalence tests and for comparing the two paths.
+   */
+  constructor(
+    private readonly fastify: FastifyInstance,
+    private readonly options: { lean?: boolean } = {},
+  ) {
     // Callback style: no promise per request (the hook runs for every HTTP request too).
     fastify.addHook(
       'onRequest',
-      (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
-        const store = this.#storeOf(request)
-        if (store !== undefined) {
-          ;(request as unknown as Record<symbol, unknown>)[TRANSPORT_OVERRIDE] = store.override
-          store.request = request
-          // Cancelled before the route started: stop it now (later cancels go through `onAbort`).
-          if (store.entry.aborted)
-            (request.raw as unknown as InjectedRaw).destroy(abortError(store.entry.reason))
+      (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
+        const raw = request.raw as unknown
+        if (raw instanceof LeanRequest) {
+          ;(request as unknown as Record<symbol, unknown>)[TRANSPORT_OVERRIDE] = raw.override
+          raw.reply = reply
+          if (this.#hijackedKey === undefined) this.#hijackedKey = findHijackedKey(reply)
+        } else {
+          const marker = (raw as InjectedRaw)._lightMyRequest?.simulate
+          if (marker instanceof InjectMarker) {
+            ;(request as unknown as Record<symbol, unknown>)[TRANSPORT_OVERRIDE] = marker.override
+            marker.request = request
+          }
         }
         done()
       },
     )
   }
 
-  #storeOf(request: FastifyRequest): BridgeStore | undefined {
-    const marker = (request.raw as unknown as InjectedRaw)._lightMyRequest?.simulate
-    if (marker instanceof BridgeStore) {
-      marker.viaSimulate = true
-      return marker
-    }
-    return this.#mode === 'simulate' ? undefined : this.#als.getStore()
+  /** Whether `definition` is served by `app.inject()` rather than the lean path. */
+  usesFallback(definition: EndpointDefinition): boolean {
+    return this.options.lean === false || this.#hijackedKey === null || this.#fallback.has(definition)
   }
 
-  #headersFor(accept: WireFormat, contentType: string | undefined): Record<string, string> {
-    const key = contentType === undefined ? accept.contentType : `${accept.contentType}\n${contentType}`
-    let headers = this.#headers.get(key)
-    if (headers === undefined) {
-      headers = { accept: accept.contentType }
-      if (contentType !== undefined) headers['content-type'] = contentType
-      this.#headers.set(key, headers)
-    }
-    return headers
-  }
-
-  /** The callback form: light-my-request then dispatches at once (the promise form adds a Chain and a tick). */
-  #inject(options: InjectOptions): Promise<LightMyRequestResponse> {
-    return new Promise((resolve, reject) => {
-      this.fastify.inject(options, (err, res) => {
-        if (err || res === undefined) reject(err ?? new Error('inject returned no response'))
-        else resolve(res)
-      })
-    })
-  }
-
-  async call(
+  call(
     definition: EndpointDefinition,
     format: WireFormat,
     accept: WireFormat,
@@ -128,76 +166,102 @@ export class InjectBridge {
     override: TransportOverride,
     entry: Cancellation,
   ): Promise<InjectOutcome> {
-    const mapping = definition.http
-    let url: string
-    let body: Buffer | string | undefined
-    let contentType: string | undefined
-    if (mapping.hasBody && mapping.pathParams.length === 0) {
-      // The payload goes through untouched: core decodes it lazily, after authentication.
-      url = mapping.url
-      if (payload.length > 0) {
-        body = Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength)
-        contentType = format.contentType
-      }
-    } else if (!mapping.hasBody && mapping.pathParams.length === 0 && isEmptyJson(format, payload)) {
-      // `{}` (or nothing) as JSON maps to the bare URL: skip decode → toHttp → URLSearchParams.
-      url = mapping.url
-    } else {
-      const parts = mapping.toHttp(toJson(definition, format, payload))
-      url = parts.url
-      if (parts.body !== undefined) {
-        body = JSON.stringify(parts.body)
-        contentType = jsonFormat.contentType
-      }
+    const form = httpFormOf(definition, format, payload)
+    const headers: Record<string, string> = { accept: accept.contentType }
+    if (form.contentType !== undefined) {
+      headers['content-type'] = form.contentType
+      headers['content-length'] = String(form.body?.length ?? 0)
     }
-    const store = new BridgeStore(override, entry)
+    if (this.usesFallback(definition)) return this.#inject(definition, form, headers, override, entry)
+    return this.#lean(definition, form, headers, override, entry)
+  }
+
+  #lean(
+    definition: EndpointDefinition,
+    form: HttpForm,
+    headers: Record<string, string>,
+    override: TransportOverride,
+    entry: Cancellation,
+  ): Promise<InjectOutcome> {
+    return new Promise((resolve) => {
+      const req = new LeanRequest(definition.method, form.url, headers, form.body, override)
+      const res = new LeanResponse(req.socket, (res, body) => {
+        entry.onAbort = undefined
+        const reply = req.reply
+        if (
+          reply !== undefined &&
+          this.#hijackedKey &&
+          (reply as unknown as Record<symbol, unknown>)[this.#hijackedKey] === true
+        ) {
+          // A hook took the raw response over: this call gets what it wrote (as app.inject() would
+          // capture it); the endpoint's later calls go through app.inject()'s complete ServerResponse.
+          this.#fallback.add(definition)
+          this.fastify.log.warn(
+            { endpoint: definition.name },
+            '@trivium/tcp: a hook hijacked the reply of an injected frame; this endpoint now uses app.inject()',
+          )
+        }
+        const call = (reply?.request as unknown as Record<symbol, TriviumCall | undefined> | undefined)?.[
+          CALL
+        ]
+        if (body === undefined) resolve({ ok: false, body: EMPTY, call, path: 'lean' })
+        else resolve({ ok: res.statusCode < 400, body, call, path: 'lean' })
+      })
+      if (entry.aborted) {
+        res.destroy()
+        return
+      }
+      entry.onAbort = () => {
+        // As for an HTTP client gone away: `close` on both (core's call.signal, Fastify's handler
+        // timeout); whatever the route still writes is dropped.
+        res.destroy()
+        req.destroy()
+      }
+      this.fastify.routing(req as never, res as never)
+    })
+  }
+
+  async #inject(
+    definition: EndpointDefinition,
+    form: HttpForm,
+    headers: Record<string, string>,
+    override: TransportOverride,
+    entry: Cancellation,
+  ): Promise<InjectOutcome> {
+    const marker = new InjectMarker(override)
     entry.onAbort = (reason) => {
-      const raw = store.request?.raw as unknown as InjectedRaw | undefined
+      const raw = marker.request?.raw as unknown as InjectedRaw | undefined
       raw?.destroy(abortError(reason))
     }
     const options = {
       method: definition.method,
-      url,
-      headers: this.#headersFor(accept, contentType),
-      payload: body,
+      url: form.url,
+      headers,
+      payload: form.body,
       remoteAddress: override.clientIp,
-      simulate: store,
+      simulate: marker,
       // The options are built here, always well-formed: skip light-my-request's schema check.
       validate: false,
     } as unknown as InjectOptions
-    const res =
-      this.#mode === 'simulate'
-        ? await this.#inject(options)
-        : await this.#als.run(store, () => this.#inject(options))
-    entry.onAbort = undefined
-    if (this.#mode === 'probe' && store.request !== undefined) {
-      this.#mode = store.viaSimulate ? 'simulate' : 'als'
-      if (this.#mode === 'simulate') this.#als.disable()
+    try {
+      const res = await new Promise<LightMyRequestResponse>((resolve, reject) => {
+        // The callback form dispatches at once (the promise form adds a Chain and a tick).
+        this.fastify.inject(options, (err, res) => {
+          if (err || res === undefined) reject(err ?? new Error('inject returned no response'))
+          else resolve(res)
+        })
+      })
+      const call = (marker.request as unknown as Record<symbol, TriviumCall | undefined> | undefined)?.[CALL]
+      return { ok: res.statusCode < 400, body: res.rawPayload, call, path: 'inject' }
+    } finally {
+      entry.onAbort = undefined
     }
-    const call = (store.request as unknown as Record<symbol, TriviumCall | undefined> | undefined)?.[CALL]
-    return { ok: res.statusCode < 400, body: res.rawPayload, call }
   }
 }
 
-function isEmptyJson(format: WireFormat, payload: Uint8Array): boolean {
-  return (
-    format === jsonFormat &&
-    (payload.length === 0 || (payload.length === 2 && payload[0] === 0x7b && payload[1] === 0x7d))
-  )
-}
-
-function toJson(definition: EndpointDefinition, format: WireFormat, payload: Uint8Array): unknown {
-  if (format !== jsonFormat) return definition.request.toJSON(format.decode(definition.request, payload))
-  if (payload.length === 0) return {}
-  let text: string
-  try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(payload)
-  } catch {
-    throw new ValidationException('Payload is not valid UTF-8')
+function findHijackedKey(reply: FastifyReply): symbol | null {
+  for (const key of Object.getOwnPropertySymbols(reply)) {
+    if (key.description === 'fastify.reply.hijacked') return key
   }
-  try {
-    return JSON.parse(text)
-  } catch {
-    throw new ValidationException('Request body is not valid JSON')
-  }
+  return null
 }

@@ -6,8 +6,7 @@
 // Lean path (the default): `fastify.routing(req, res)` with a LeanRequest/LeanResponse pair (the part
 // of IncomingMessage/ServerResponse Fastify and hooks use) instead of light-my-request's full streams.
 // Fallback: `app.inject()` for an endpoint whose reply was seen hijacked (a hook took over the raw
-// response: it gets light-my-request's complete ServerResponse from then on), or for every endpoint if
-// this Fastify version's reply cannot be checked for a hijack. The rule is in the README.
+// response: it gets light-my-request's complete ServerResponse from then on). The rule is in the README.
 //
 // Marking the request as TCP: a callback-style onRequest hook copies the frame's transport (protocol
 // `tcp`, metadata, socket address) into core's TRANSPORT_OVERRIDE (a private Symbol) when the raw
@@ -121,8 +120,6 @@ function isEmptyObject(json: unknown): boolean {
 export class InjectBridge {
   /** Endpoints served by `app.inject()` (their reply was seen hijacked). */
   readonly #fallback = new WeakSet<EndpointDefinition>()
-  /** Fastify's private "reply hijacked" flag: found on the first reply; null if this Fastify has none. */
-  #hijackedKey: symbol | null | undefined = undefined
 
   /**
    * `options.lean: false` serves every frame through `app.inject()` (the fallback path): for the
@@ -140,7 +137,6 @@ export class InjectBridge {
         if (raw instanceof LeanRequest) {
           ;(request as unknown as Record<symbol, unknown>)[TRANSPORT_OVERRIDE] = raw.override
           raw.reply = reply
-          if (this.#hijackedKey === undefined) this.#hijackedKey = findHijackedKey(reply)
         } else {
           const marker = (raw as InjectedRaw)._lightMyRequest?.simulate
           if (marker instanceof InjectMarker) {
@@ -155,7 +151,7 @@ export class InjectBridge {
 
   /** Whether `definition` is served by `app.inject()` rather than the lean path. */
   usesFallback(definition: EndpointDefinition): boolean {
-    return this.options.lean === false || this.#hijackedKey === null || this.#fallback.has(definition)
+    return this.options.lean === false || this.#fallback.has(definition)
   }
 
   call(
@@ -188,11 +184,8 @@ export class InjectBridge {
       const res = new LeanResponse(req.socket, (res, body) => {
         entry.onAbort = undefined
         const reply = req.reply
-        if (
-          reply !== undefined &&
-          this.#hijackedKey &&
-          (reply as unknown as Record<symbol, unknown>)[this.#hijackedKey] === true
-        ) {
+        // `reply.sent` before the response counts as ended: only a hijack makes it true.
+        if (reply?.sent === true) {
           // A hook took the raw response over: this call gets what it wrote (as app.inject() would
           // capture it); the endpoint's later calls go through app.inject()'s complete ServerResponse.
           this.#fallback.add(definition)
@@ -257,11 +250,4 @@ export class InjectBridge {
       entry.onAbort = undefined
     }
   }
-}
-
-function findHijackedKey(reply: FastifyReply): symbol | null {
-  for (const key of Object.getOwnPropertySymbols(reply)) {
-    if (key.description === 'fastify.reply.hijacked') return key
-  }
-  return null
 }

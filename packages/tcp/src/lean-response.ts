@@ -149,7 +149,6 @@ export class LeanResponse extends EventEmitter {
     if (this.destroyed) return this
     const bytes = toBuffer(chunk, encoding)
     this.headersSent = true
-    this.writableEnded = true
     let body: Buffer
     if (this.#chunks.length === 0) body = bytes ?? Buffer.alloc(0)
     else {
@@ -160,7 +159,10 @@ export class LeanResponse extends EventEmitter {
       body = this.#chunks.length === 1 ? this.#chunks[0] : Buffer.concat(this.#chunks, this.#length)
     }
     this.#chunks = []
+    // Before `writableEnded`: the owner can still tell whether Fastify's reply counts as sent already
+    // (then it was hijacked: Fastify's own send path ends the response while `reply.sent` is false).
     this.onEnd(this, body)
+    this.writableEnded = true
     if (typeof callback === 'function') this.once('finish', callback as () => void)
     // As on a socket: `finish` (onResponse hooks) after the writer's own code has returned.
     process.nextTick(emitFinish, this)

@@ -1,0 +1,144 @@
+// Issue 17: the lean inject path (Fastify's router with LeanRequest/LeanResponse): what it honours
+// (body streams for preParsing hooks, stream replies, the request logger), what it hands to app.inject()
+// (a hijacked reply, detected), and the TCP marker no HTTP client can forge.
+import { Readable } from 'node:stream'
+import triviumCore, { jsonFormat } from '@trivium/core'
+import triviumTcp from '@trivium/tcp'
+import Fastify from 'fastify'
+import t from 'tap'
+import { dec, requestFrame, TcpClient } from './helpers.ts'
+import { bridgeCall, definitionOf, InjectBridge, tcpOverride } from './inject-helpers.ts'
+
+const text = (b: Uint8Array) => Buffer.from(b).toString()
+
+t.test(
+  'a hijacked reply is detected: answered with what was written, then app.inject() for that endpoint',
+  async (t) => {
+    const app = Fastify({ logger: false })
+    await app.register(triviumCore)
+    const bridge = new InjectBridge(app)
+    app.addHook('preHandler', async (request, reply) => {
+      if (request.url !== '/hijacked') return
+      reply.hijack()
+      reply.raw.writeHead(200, { 'content-type': 'application/json' })
+      reply.raw.write('{"hijacked":')
+      reply.raw.end('true}')
+    })
+    app.trivium.endpoint('hijacked', { method: 'GET', url: '/hijacked' }, () => ({ handler: true }))
+    app.trivium.endpoint('plain', { method: 'GET', url: '/plain' }, () => ({ plain: true }))
+    await app.ready()
+    t.teardown(() => app.close())
+    const definition = definitionOf(app, 'hijacked')
+    t.equal(bridge.usesFallback(definition), false)
+    const first = await bridgeCall(bridge, app, 'hijacked')
+    t.same(
+      { path: first.path, ok: first.ok, body: text(first.body) },
+      { path: 'lean', ok: true, body: '{"hijacked":true}' },
+    )
+    t.equal(bridge.usesFallback(definition), true, 'detected: the endpoint now uses app.inject()')
+    const second = await bridgeCall(bridge, app, 'hijacked')
+    t.same({ path: second.path, body: text(second.body) }, { path: 'inject', body: '{"hijacked":true}' })
+    t.equal((await app.inject({ url: '/hijacked' })).body, '{"hijacked":true}', 'as app.inject() answers')
+    const other = await bridgeCall(bridge, app, 'plain')
+    t.equal(other.path, 'lean', 'other endpoints stay on the lean path')
+  },
+)
+
+t.test('a stream reply (onSend returns a Readable) is collected on the lean path', async (t) => {
+  const app = Fastify({ logger: false })
+  await app.register(triviumCore)
+  const bridge = new InjectBridge(app)
+  app.addHook('onSend', async (request, _reply, payload) => {
+    if (request.url !== '/streamed') return payload
+    return Readable.from([Buffer.from('{"parts":['), Buffer.from('1,2'), Buffer.from(`],"was":${payload}}`)])
+  })
+  app.trivium.endpoint('streamed', { method: 'GET', url: '/streamed' }, () => ({ n: 1 }))
+  await app.ready()
+  t.teardown(() => app.close())
+  const out = await bridgeCall(bridge, app, 'streamed')
+  t.equal(out.path, 'lean')
+  t.same(dec(out.body), { parts: [1, 2], was: { n: 1 } })
+  t.equal(text(out.body), (await app.inject({ url: '/streamed' })).body, 'same bytes as app.inject()')
+})
+
+t.test('a preParsing hook can read the body as a stream and replace it', async (t) => {
+  const app = Fastify({ logger: false })
+  await app.register(triviumCore)
+  const bridge = new InjectBridge(app)
+  app.addHook('preParsing', async (request, _reply, payload) => {
+    if (request.url !== '/echo') return payload
+    const chunks: Buffer[] = []
+    for await (const chunk of payload) chunks.push(chunk as Buffer)
+    return Readable.from([Buffer.from(Buffer.concat(chunks).toString().replace('"a"', '"b"'))])
+  })
+  app.trivium.endpoint('echo', { method: 'POST', url: '/echo' }, (body) => body)
+  await app.ready()
+  t.teardown(() => app.close())
+  const out = await bridgeCall(bridge, app, 'echo', { a: 1 })
+  t.equal(out.path, 'lean')
+  t.same(dec(out.body), { b: 1 })
+})
+
+t.test('the request logger sees method, url and the TCP peer address', async (t) => {
+  const lines: Record<string, unknown>[] = []
+  const stream = { write: (line: string) => lines.push(JSON.parse(line)) }
+  const app = Fastify({ logger: { level: 'info', stream } })
+  await app.register(triviumCore)
+  const bridge = new InjectBridge(app)
+  app.trivium.endpoint('plain', { method: 'GET', url: '/plain' }, () => ({ plain: true }))
+  await app.ready()
+  t.teardown(() => app.close())
+  const out = await bridge.call(
+    definitionOf(app, 'plain'),
+    jsonFormat,
+    jsonFormat,
+    new Uint8Array(0),
+    { ...tcpOverride(), clientIp: '10.1.2.3' },
+    new (await import('@trivium/wire')).Cancellation(false),
+  )
+  t.equal(out.ok, true)
+  await new Promise((r) => setTimeout(r, 5))
+  const incoming = lines.find((l) => l.msg === 'incoming request') as { req: Record<string, unknown> }
+  t.match(incoming?.req, { method: 'GET', url: '/plain', remoteAddress: '10.1.2.3' })
+  t.ok(
+    lines.some((l) => l.msg === 'request completed' && (l.res as { statusCode: number }).statusCode === 200),
+  )
+})
+
+t.test('the TCP marker: set for bridged calls on both paths, unforgeable over HTTP', async (t) => {
+  const app = Fastify({ logger: false })
+  await app.register(triviumCore)
+  await app.register(triviumTcp, { port: 0, mode: 'inject' })
+  const fallback = new InjectBridge(app, { lean: false })
+  app.trivium.endpoint('whoami', { method: 'GET', url: '/whoami' }, (_b, call) => ({
+    protocol: call.protocol,
+    metadata: { ...call.metadata },
+    ip: call.clientIp ?? null,
+  }))
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  t.teardown(() => app.close())
+
+  const c = await TcpClient.open(app.triviumTcp.address()?.port as number)
+  t.teardown(() => c.socket.destroy())
+  c.write(requestFrame(1, 'whoami', {}, { trace: 'x1' }))
+  t.same(dec((await c.reply(1))?.payload as Uint8Array), {
+    protocol: 'tcp',
+    metadata: { format: 'json', trace: 'x1' },
+    ip: '127.0.0.1',
+  })
+  const viaFallback = await bridgeCall(fallback, app, 'whoami', {})
+  t.equal(viaFallback.path, 'inject')
+  t.same(dec(viaFallback.body), { protocol: 'tcp', metadata: {}, ip: '127.0.0.1' })
+
+  // HTTP clients: headers, query, and light-my-request's own `simulate` option carry nothing
+  const port = (app.server.address() as { port: number }).port
+  const real = await fetch(`http://127.0.0.1:${port}/whoami?protocol=tcp&auth_token=x`, {
+    headers: { 'x-trivium-transport': 'tcp', 'x-forwarded-for': '10.0.0.1', 'x-protocol': 'tcp' },
+  })
+  t.same(await real.json(), { protocol: 'http', metadata: {}, ip: '127.0.0.1' })
+  const injected = await app.inject({
+    url: '/whoami',
+    simulate: { end: true, override: { protocol: 'tcp' } } as never,
+  })
+  t.same(injected.json(), { protocol: 'http', metadata: {}, ip: '127.0.0.1' })
+})

@@ -34,7 +34,14 @@ export class LeanSocket {
   }
 }
 
-export class LeanRequest extends EventEmitter {
+// An EventEmitter by prototype, without EventEmitter's constructor (see LeanResponse).
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the prototype is set below
+export interface LeanRequest extends EventEmitter {}
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the prototype is set below
+export class LeanRequest {
+  _events: Record<string | symbol, unknown> | undefined = undefined
+  _eventsCount = 0
+  _maxListeners: number | undefined = undefined
   readonly httpVersion = '1.1'
   readonly httpVersionMajor = 1
   readonly httpVersionMinor = 1
@@ -57,7 +64,6 @@ export class LeanRequest extends EventEmitter {
     /** What core's HTTP route turns into the call's transport (read through TRANSPORT_OVERRIDE). */
     readonly override: TransportOverride,
   ) {
-    super()
     this.#body = body
     this.socket = new LeanSocket(override.clientIp)
   }
@@ -136,3 +142,4 @@ export class LeanRequest extends EventEmitter {
     return this
   }
 }
+Object.setPrototypeOf(LeanRequest.prototype, EventEmitter.prototype)

@@ -35,9 +35,7 @@ export class LeanSocket {
 }
 
 // An EventEmitter by prototype, without EventEmitter's constructor (see LeanResponse).
-// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the prototype is set below
 export interface LeanRequest extends EventEmitter {}
-// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the prototype is set below
 export class LeanRequest {
   _events: Record<string | symbol, unknown> | undefined = undefined
   _eventsCount = 0

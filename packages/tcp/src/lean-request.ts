@@ -36,6 +36,7 @@ export class LeanSocket {
 
 // An EventEmitter by prototype, without EventEmitter's constructor (see LeanResponse).
 export interface LeanRequest extends EventEmitter {}
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: EventEmitter.prototype is set below the class
 export class LeanRequest {
   _events: Record<string | symbol, unknown> | undefined = undefined
   _eventsCount = 0

@@ -35,6 +35,7 @@ function emitFinish(res: LeanResponse): void {
 // An EventEmitter by prototype, without EventEmitter's constructor (its `init` was the largest single
 // cost of the lean path in a CPU profile): the emitter's fields start empty, as `init` leaves them.
 export interface LeanResponse extends EventEmitter {}
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: EventEmitter.prototype is set below the class
 export class LeanResponse {
   _events: Record<string | symbol, unknown> | undefined = undefined
   _eventsCount = 0

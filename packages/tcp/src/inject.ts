@@ -70,6 +70,15 @@ interface HttpForm {
   contentType: string | undefined
 }
 
+/** One frame's call, ready for either path. */
+interface BridgedRequest {
+  definition: EndpointDefinition
+  form: HttpForm
+  headers: Record<string, string>
+  override: TransportOverride
+  entry: Cancellation
+}
+
 /**
  * The frame's payload decoded by the frame rules (as direct mode does: core's format decoder, and the
  * same refusal of a format the endpoint has no codec for), then the HTTP request carrying it: the
@@ -168,17 +177,11 @@ export class InjectBridge {
       headers['content-type'] = form.contentType
       headers['content-length'] = String(form.body?.length ?? 0)
     }
-    if (this.usesFallback(definition)) return this.#inject(definition, form, headers, override, entry)
-    return this.#lean(definition, form, headers, override, entry)
+    const request: BridgedRequest = { definition, form, headers, override, entry }
+    return this.usesFallback(definition) ? this.#inject(request) : this.#lean(request)
   }
 
-  #lean(
-    definition: EndpointDefinition,
-    form: HttpForm,
-    headers: Record<string, string>,
-    override: TransportOverride,
-    entry: Cancellation,
-  ): Promise<InjectOutcome> {
+  #lean({ definition, form, headers, override, entry }: BridgedRequest): Promise<InjectOutcome> {
     return new Promise((resolve) => {
       const req = new LeanRequest(definition.method, form.url, headers, form.body, override)
       const res = new LeanResponse(req.socket, (res, body) => {
@@ -214,13 +217,7 @@ export class InjectBridge {
     })
   }
 
-  async #inject(
-    definition: EndpointDefinition,
-    form: HttpForm,
-    headers: Record<string, string>,
-    override: TransportOverride,
-    entry: Cancellation,
-  ): Promise<InjectOutcome> {
+  async #inject({ definition, form, headers, override, entry }: BridgedRequest): Promise<InjectOutcome> {
     const marker = new InjectMarker(override)
     entry.onAbort = (reason) => {
       const raw = marker.request?.raw as unknown as InjectedRaw | undefined

@@ -5,7 +5,7 @@ import triviumCore, { jsonSchemaModel } from '@trivium/core'
 import triviumTcp from '@trivium/tcp'
 import { encodeMetadata, encodeTcpFrame, FrameType } from '@trivium/wire'
 import Fastify, { type FastifyInstance } from 'fastify'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { dec, TcpClient } from './helpers.ts'
 
 const GetItem = jsonSchemaModel('GetItem', {
@@ -44,6 +44,21 @@ async function build(mode: 'direct' | 'inject'): Promise<{ app: FastifyInstance;
   return { app, port: app.triviumTcp.address()?.port as number }
 }
 
+/** A client connected to a direct-mode server and one to an inject-mode server, closed at the end. */
+async function bothModes(t: Test): Promise<{ d: TcpClient; i: TcpClient }> {
+  const direct = await build('direct')
+  const inject = await build('inject')
+  const d = await TcpClient.open(direct.port)
+  const i = await TcpClient.open(inject.port)
+  t.teardown(async () => {
+    d.socket.destroy()
+    i.socket.destroy()
+    await direct.app.close()
+    await inject.app.close()
+  })
+  return { d, i }
+}
+
 function frame(id: number, endpoint: string, body: Uint8Array | string, format = 'json'): Uint8Array {
   const meta = encodeMetadata({ format })
   const bytes = typeof body === 'string' ? new TextEncoder().encode(body) : body
@@ -53,6 +68,7 @@ function frame(id: number, endpoint: string, body: Uint8Array | string, format =
   return encodeTcpFrame({ type: FrameType.REQUEST, requestId: id, endpoint, payload })
 }
 
+const invalid = (message: string) => ({ statusCode: 400, code: 'TRV_VALIDATION', message })
 const invalidUtf8 = new Uint8Array([...new TextEncoder().encode('{"title":"'), 0xff, 0xfe, 0x22, 0x7d])
 
 const cases: Array<{
@@ -66,37 +82,37 @@ const cases: Array<{
     name: 'a string id where the model says integer (path)',
     endpoint: 'items.get',
     body: '{"id":"1"}',
-    expect: { statusCode: 400, code: 'TRV_VALIDATION', message: 'Invalid GetItem: id must be integer' },
+    expect: invalid('Invalid GetItem: id must be integer'),
   },
   {
     name: 'a string where the model says boolean (query)',
     endpoint: 'items.list',
     body: '{"done":"true"}',
-    expect: { statusCode: 400, code: 'TRV_VALIDATION', message: 'Invalid ListItems: done must be boolean' },
+    expect: invalid('Invalid ListItems: done must be boolean'),
   },
   {
     name: 'a string id in a PUT with a path parameter',
     endpoint: 'items.rename',
     body: '{"id":"7","title":"x"}',
-    expect: { statusCode: 400, code: 'TRV_VALIDATION', message: 'Invalid RenameItem: id must be integer' },
+    expect: invalid('Invalid RenameItem: id must be integer'),
   },
   {
     name: 'invalid UTF-8 in a JSON body',
     endpoint: 'items.create',
     body: invalidUtf8,
-    expect: { statusCode: 400, code: 'TRV_VALIDATION', message: 'Payload is not valid UTF-8' },
+    expect: invalid('Payload is not valid UTF-8'),
   },
   {
     name: 'invalid UTF-8 in a JSON query model',
     endpoint: 'items.list',
     body: new Uint8Array([0x7b, 0x22, 0xc3, 0x22, 0x3a, 0x31, 0x7d]),
-    expect: { statusCode: 400, code: 'TRV_VALIDATION', message: 'Payload is not valid UTF-8' },
+    expect: invalid('Payload is not valid UTF-8'),
   },
   {
     name: 'not JSON',
     endpoint: 'items.create',
     body: '{"title":',
-    expect: { statusCode: 400, code: 'TRV_VALIDATION', message: 'Request body is not valid JSON' },
+    expect: invalid('Request body is not valid JSON'),
   },
   {
     name: 'binary to an endpoint without a binary request format',
@@ -108,18 +124,7 @@ const cases: Array<{
 ]
 
 t.test('inject mode refuses what direct mode refuses, with the same error body', async (t) => {
-  const direct = await build('direct')
-  const inject = await build('inject')
-  t.teardown(async () => {
-    await direct.app.close()
-    await inject.app.close()
-  })
-  const d = await TcpClient.open(direct.port)
-  const i = await TcpClient.open(inject.port)
-  t.teardown(() => {
-    d.socket.destroy()
-    i.socket.destroy()
-  })
+  const { d, i } = await bothModes(t)
   let id = 0
   for (const c of cases) {
     id++
@@ -138,18 +143,7 @@ t.test('inject mode refuses what direct mode refuses, with the same error body',
 })
 
 t.test('valid payloads: decoded model → HTTP request, or the original bytes', async (t) => {
-  const direct = await build('direct')
-  const inject = await build('inject')
-  t.teardown(async () => {
-    await direct.app.close()
-    await inject.app.close()
-  })
-  const d = await TcpClient.open(direct.port)
-  const i = await TcpClient.open(inject.port)
-  t.teardown(() => {
-    d.socket.destroy()
-    i.socket.destroy()
-  })
+  const { d, i } = await bothModes(t)
   const ok: Array<[string, string, unknown]> = [
     ['items.get', '{"id":12}', { id: 12 }],
     ['items.list', '{"done":false,"tag":["a","b c"]}', { done: false, tag: ['a', 'b c'] }],

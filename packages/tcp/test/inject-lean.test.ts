@@ -4,19 +4,25 @@
 import { Readable } from 'node:stream'
 import triviumCore, { jsonFormat } from '@trivium/core'
 import triviumTcp from '@trivium/tcp'
-import Fastify from 'fastify'
-import t from 'tap'
+import Fastify, { type FastifyServerOptions } from 'fastify'
+import t, { type Test } from 'tap'
 import { dec, requestFrame, TcpClient } from './helpers.ts'
 import { bridgeCall, definitionOf, InjectBridge, tcpOverride } from './inject-helpers.ts'
 
 const text = (b: Uint8Array) => Buffer.from(b).toString()
 
+/** An app with core and a lean bridge (not ready yet: the test adds hooks and endpoints), closed at the end. */
+async function withBridge(t: Test, options: FastifyServerOptions = { logger: false }) {
+  const app = Fastify(options)
+  await app.register(triviumCore)
+  t.teardown(() => app.close())
+  return { app, bridge: new InjectBridge(app) }
+}
+
 t.test(
   'a hijacked reply is detected: answered with what was written, then app.inject() for that endpoint',
   async (t) => {
-    const app = Fastify({ logger: false })
-    await app.register(triviumCore)
-    const bridge = new InjectBridge(app)
+    const { app, bridge } = await withBridge(t)
     app.addHook('preHandler', async (request, reply) => {
       if (request.url !== '/hijacked') return
       reply.hijack()
@@ -27,7 +33,6 @@ t.test(
     app.trivium.endpoint('hijacked', { method: 'GET', url: '/hijacked' }, () => ({ handler: true }))
     app.trivium.endpoint('plain', { method: 'GET', url: '/plain' }, () => ({ plain: true }))
     await app.ready()
-    t.teardown(() => app.close())
     const definition = definitionOf(app, 'hijacked')
     t.equal(bridge.usesFallback(definition), false)
     const first = await bridgeCall(bridge, app, 'hijacked')
@@ -45,16 +50,13 @@ t.test(
 )
 
 t.test('a stream reply (onSend returns a Readable) is collected on the lean path', async (t) => {
-  const app = Fastify({ logger: false })
-  await app.register(triviumCore)
-  const bridge = new InjectBridge(app)
+  const { app, bridge } = await withBridge(t)
   app.addHook('onSend', async (request, _reply, payload) => {
     if (request.url !== '/streamed') return payload
     return Readable.from([Buffer.from('{"parts":['), Buffer.from('1,2'), Buffer.from(`],"was":${payload}}`)])
   })
   app.trivium.endpoint('streamed', { method: 'GET', url: '/streamed' }, () => ({ n: 1 }))
   await app.ready()
-  t.teardown(() => app.close())
   const out = await bridgeCall(bridge, app, 'streamed')
   t.equal(out.path, 'lean')
   t.same(dec(out.body), { parts: [1, 2], was: { n: 1 } })
@@ -62,9 +64,7 @@ t.test('a stream reply (onSend returns a Readable) is collected on the lean path
 })
 
 t.test('a preParsing hook can read the body as a stream and replace it', async (t) => {
-  const app = Fastify({ logger: false })
-  await app.register(triviumCore)
-  const bridge = new InjectBridge(app)
+  const { app, bridge } = await withBridge(t)
   app.addHook('preParsing', async (request, _reply, payload) => {
     if (request.url !== '/echo') return payload
     const chunks: Buffer[] = []
@@ -73,7 +73,6 @@ t.test('a preParsing hook can read the body as a stream and replace it', async (
   })
   app.trivium.endpoint('echo', { method: 'POST', url: '/echo' }, (body) => body)
   await app.ready()
-  t.teardown(() => app.close())
   const out = await bridgeCall(bridge, app, 'echo', { a: 1 })
   t.equal(out.path, 'lean')
   t.same(dec(out.body), { b: 1 })
@@ -82,12 +81,9 @@ t.test('a preParsing hook can read the body as a stream and replace it', async (
 t.test('the request logger sees method, url and the TCP peer address', async (t) => {
   const lines: Record<string, unknown>[] = []
   const stream = { write: (line: string) => lines.push(JSON.parse(line)) }
-  const app = Fastify({ logger: { level: 'info', stream } })
-  await app.register(triviumCore)
-  const bridge = new InjectBridge(app)
+  const { app, bridge } = await withBridge(t, { logger: { level: 'info', stream } })
   app.trivium.endpoint('plain', { method: 'GET', url: '/plain' }, () => ({ plain: true }))
   await app.ready()
-  t.teardown(() => app.close())
   const out = await bridge.call(
     definitionOf(app, 'plain'),
     jsonFormat,

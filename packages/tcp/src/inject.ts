@@ -171,7 +171,12 @@ export class InjectBridge {
     override: TransportOverride,
     entry: Cancellation,
   ): Promise<InjectOutcome> {
-    const form = httpFormOf(definition, format, payload)
+    let form: HttpForm
+    try {
+      form = httpFormOf(definition, format, payload)
+    } catch (err) {
+      return Promise.reject(err) // a promise either way: the frame session awaits or chains it
+    }
     const headers: Record<string, string> = { accept: accept.contentType }
     if (form.contentType !== undefined) {
       headers['content-type'] = form.contentType

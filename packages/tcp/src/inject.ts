@@ -13,6 +13,7 @@
 // request is a LeanRequest (a class no HTTP request can be) or carries an InjectMarker (module-private
 // class, passed by reference as light-my-request's `simulate` option on the fallback path).
 import {
+  decodePayload,
   type EndpointDefinition,
   jsonFormat,
   TRANSPORT_OVERRIDE,
@@ -80,8 +81,8 @@ interface BridgedRequest {
 }
 
 /**
- * The frame's payload decoded by the frame rules (as direct mode does: core's format decoder, and the
- * same refusal of a format the endpoint has no codec for), then the HTTP request carrying it: the
+ * The frame's payload decoded by the frame rules (as direct mode does: core's `decodePayload`, where
+ * zero bytes are the empty model, and the same refusal of a format the endpoint has no codec for), then the HTTP request carrying it: the
  * original bytes when they are the whole body, else the URL/body `toHttp` builds from the model.
  */
 export function httpFormOf(
@@ -90,12 +91,12 @@ export function httpFormOf(
   payload: Uint8Array,
 ): HttpForm {
   const model = definition.request
-  if (format.name !== 'json' && !model.decode) {
+  if (payload.length > 0 && format.name !== 'json' && !model.decode) {
     throw new UnsupportedMediaTypeException(
       `Endpoint ${definition.name} has no ${format.name} request format`,
     )
   }
-  const value = format.decode(model, payload)
+  const value = decodePayload(format, model, payload)
   const mapping = definition.http
   if (mapping.hasBody && mapping.pathParams.length === 0) {
     // The decode proved the bytes valid: they go through as they are (no re-encoding).

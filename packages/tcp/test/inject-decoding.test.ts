@@ -148,6 +148,7 @@ t.test('valid payloads: decoded model → HTTP request, or the original bytes', 
     ['items.get', '{"id":12}', { id: 12 }],
     ['items.list', '{"done":false,"tag":["a","b c"]}', { done: false, tag: ['a', 'b c'] }],
     ['items.list', '{}', {}],
+    ['items.list', '', {}], // zero bytes: the empty model (PROTOCOL.md "Decoding rules")
     ['items.create', '{"title":"é \\u00e9 ✓"}', { title: 'é é ✓' }],
     ['items.rename', '{"id":3,"title":"renamed"}', { id: 3, title: 'renamed' }],
     ['health', '', { ok: true }],

@@ -30,6 +30,14 @@ const Empty = jsonSchemaModel<Record<string, never>>('Empty', { type: 'object' }
 
 const app = Fastify()
 
+// The shutdown below starts once every call it is about has reached its handler.
+let handlersRunning = 0
+let allStarted = () => {}
+const handlerStarted = () => {
+  handlersRunning += 1
+  if (handlersRunning === 5) allStarted()
+}
+
 // The service as it was before Trivium: a plain Fastify route.
 app.get('/legacy/hello', async () => ({ legacy: true }))
 
@@ -49,6 +57,7 @@ app.trivium.endpoint(
   'slow',
   { method: 'POST', url: '/slow', request: Greeting, response: Reply },
   async (req, call) => {
+    handlerStarted()
     await delay(300)
     return { message: `slept for ${req.name}`, via: call.protocol }
   },
@@ -58,6 +67,7 @@ app.trivium.endpoint(
   'hang',
   { method: 'POST', url: '/hang', request: Empty, response: Reply },
   async (_req, call) => {
+    handlerStarted()
     await new Promise((resolve) => call.signal.addEventListener('abort', resolve, { once: true }))
     return { message: 'aborted', via: call.protocol }
   },
@@ -150,7 +160,9 @@ const inFlight = {
   hangWebSocket: settle(clients.websocket.call('hang', {}, { timeoutMs: 15_000 })),
   hangTcp: settle(clients.tcp.call('hang', {}, { timeoutMs: 15_000 })),
 }
-await delay(50)
+await new Promise<void>((resolve) => {
+  allStarted = resolve
+})
 const started = performance.now()
 const closed = await settle(app.close().then(() => 'closed'))
 report.shutdown = {

@@ -192,12 +192,9 @@ t.test(
       },
       'one endpoint, three transports, through @trivium/client; names stay global on WebSocket',
     )
-    // Depends on core-http's encapsulation change (issue 14 item 2): an endpoint registered inside
-    // `app.register(child, { prefix: '/v1' })` gets the prefix and the child's hooks. Remove `todo` when it lands.
-    const encapsulation = process.env.TRIVIUM_ADOPTION_STRICT
-      ? {}
-      : { todo: 'needs endpoint encapsulation (issue 14 item 2)' }
-    t.test('the child context prefix and hooks apply to its endpoint', encapsulation, async (t) => {
+    // Issue 14 item 2: an endpoint registered inside `app.register(child, { prefix: '/v1' })` gets the
+    // prefix and the child's hooks (core's README "Encapsulation").
+    t.test('the child context prefix and hooks apply to its endpoint', async (t) => {
       t.same(
         report.prefixed,
         { status: 200, version: '1', body: { message: 'hello from v1', via: 'http' } },

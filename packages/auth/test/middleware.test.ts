@@ -266,7 +266,7 @@ t.test('plugin options', async (t) => {
   await app.register(trivium)
   await app.register(triviumAuth, { secret: SECRET, issuer: ISSUER })
   app.trivium.endpoint('x', { method: 'GET', url: '/x', auth: 'nope' as never }, () => ({}))
-  await t.rejects(app.ready(), /endpoint "x": auth must be one of public, optional, required/)
+  await t.rejects(async () => app.ready(), /endpoint "x": auth must be one of public, optional, required/)
 })
 
 t.test('rolesProvider fills roles and de-duplicated permissions', async (t) => {

@@ -100,6 +100,7 @@ t.test('bad schemas: model, field and reason', async (t) => {
     } catch (e) {
       return e as SchemaError
     }
+    return undefined
   })()!
   t.same(err.problems, [{ model: 'A', field: 'x', reason: 'unknown type "strin"' }])
   t.equal(err.code, 'TRV_SCHEMA')

@@ -185,6 +185,7 @@ t.test('JSON validation errors carry details (core ValidationException)', async 
       } catch (e) {
         return e instanceof ValidationException
       }
+      return false
     })(),
   )
 })
@@ -224,7 +225,7 @@ t.test('binaryFormat and the plugin', async (t) => {
     5,
   )
   const noCore = Fastify()
-  await t.rejects(noCore.register(triviumCodec).ready(), /@trivium\/core/)
+  await t.rejects(async () => noCore.register(triviumCodec).ready(), /@trivium\/core/)
   t.throws(() => binaryFormat.decode({ name: 'X', fromJSON: (j) => j, toJSON: (v) => v }, new Uint8Array()), {
     code: 'TRV_UNSUPPORTED_MEDIA_TYPE',
   })

@@ -1,4 +1,5 @@
 import { DecodeError, ModelValidationError } from '@trivium/codec/runtime'
+import type { Test } from 'tap'
 import t from 'tap'
 import { Containers, Empty, Optionals, Priced, Scalars, Tag, Task, Tree } from './generated/tasks/models.js'
 
@@ -9,7 +10,7 @@ const hex = (b: Uint8Array) =>
 const _bytes = (h: string) => new Uint8Array(Buffer.from(h.replace(/\s+/g, ''), 'hex'))
 
 function validation(
-  t: Tap.Test,
+  t: Test,
   fn: () => unknown,
   message: string,
   details: { field: string; message: string }[],

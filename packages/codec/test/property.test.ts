@@ -1,6 +1,7 @@
 // Property tests: for random instances of generated models, decode(encode(x)) equals x and the JSON
 // form round-trips (through JSON text) too.
 import fc from 'fast-check'
+import type { Test } from 'tap'
 import t from 'tap'
 import { Containers, Optionals, Scalars, Tag, Task, Tree } from './generated/tasks/models.js'
 
@@ -82,9 +83,9 @@ interface M<T> {
 }
 
 function roundTrips<T extends { equals(o: unknown): boolean; hashCode(): number }>(
-  t: Tap.Test,
+  t: Test,
   name: string,
-  model: M<T>,
+  model: M<NoInfer<T>>,
   arb: fc.Arbitrary<T>,
 ) {
   t.test(name, async (t) => {

@@ -7,6 +7,7 @@ import {
   encodeMessage,
   FORMAT_VERSION,
 } from '@trivium/codec/runtime'
+import type { Test } from 'tap'
 import t from 'tap'
 
 const hex = (b: Uint8Array) =>
@@ -21,7 +22,7 @@ function written(fn: (w: BinaryWriter) => void): string {
   return hex(w.finish())
 }
 
-function decodeError(t: Tap.Test, fn: () => unknown, message: string) {
+function decodeError(t: Test, fn: () => unknown, message: string) {
   try {
     fn()
     t.fail(`expected DecodeError: ${message}`)

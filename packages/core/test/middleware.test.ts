@@ -111,14 +111,16 @@ t.test('order constraints fail loudly at start-up', async (t) => {
   const fastify = await app()
   fastify.trivium.use(async (_c, next) => next(), { name: 'rbac', after: ['auth'] })
   fastify.trivium.use(async (_c, next) => next(), { name: 'auth' })
-  await t.rejects(fastify.ready(), {
+  await t.rejects(async () => fastify.ready(), {
     name: 'MiddlewareOrderError',
     message: '@trivium/core: "rbac" must be registered after "auth"',
   })
 
   const missing = await app()
   missing.trivium.use(async (_c, next) => next(), { name: 'rbac', after: ['auth'] })
-  await t.rejects(missing.ready(), { message: '@trivium/core: "rbac" needs "auth", which is not registered' })
+  await t.rejects(async () => missing.ready(), {
+    message: '@trivium/core: "rbac" needs "auth", which is not registered',
+  })
 
   const dup = await app()
   dup.trivium.use(async (_c, next) => next(), { name: 'auth' })

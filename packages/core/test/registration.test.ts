@@ -93,7 +93,7 @@ t.test('registration after start fails', async (t) => {
 
 t.test('plugin options are validated', async (t) => {
   const fastify = Fastify()
-  await t.rejects(fastify.register(trivium, { bodyLimit: -1 }).ready(), {
+  await t.rejects(async () => fastify.register(trivium, { bodyLimit: -1 }).ready(), {
     message: '@trivium/core: bodyLimit must be a positive integer (bytes)',
   })
 })

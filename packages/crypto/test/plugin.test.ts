@@ -40,11 +40,11 @@ t.test('plugin decorates fastify.crypto and closes the worker pool', async (t) =
 t.test('plugin: bad options fail registration without printing the key', async (t) => {
   const app = Fastify()
   app.register(triviumCrypto, { encryptionKey: randomBytes(16).toString('base64'), hashSalt })
-  await t.rejects(app.ready(), {
+  await t.rejects(async () => app.ready(), {
     code: 'TRV_CRYPTO_INVALID_KEY',
     message: '@trivium/crypto: encryptionKey must decode to 32 bytes (AES-256), got 16',
   })
   const app2 = Fastify()
   app2.register(triviumCrypto, {} as never)
-  await t.rejects(app2.ready(), { code: 'TRV_CRYPTO_INVALID_KEY' })
+  await t.rejects(async () => app2.ready(), { code: 'TRV_CRYPTO_INVALID_KEY' })
 })

@@ -54,7 +54,7 @@ async function build(
   return app
 }
 
-function as(user: number | null, roles: string[] = [], perms: string[] = []) {
+function as(user: number | null, roles: string[] = [], perms: string[] = []): Record<string, string> {
   return user === null
     ? {}
     : { 'x-user': String(user), 'x-roles': roles.join(','), 'x-perms': perms.join(',') }
@@ -149,7 +149,10 @@ t.test('ordering: rbac before auth, or without auth, fails at ready()', async (t
   await early.register(trivium)
   await early.register(triviumRbac, { sql })
   early.trivium.use(fakeAuth, { name: 'auth' })
-  const err = await early.ready().catch((e: unknown) => e)
+  const err = await early.ready().then(
+    () => undefined,
+    (e: unknown) => e,
+  )
   t.ok(err instanceof MiddlewareOrderError)
   t.equal((err as Error).message, '@trivium/core: "rbac" must be registered after "auth"')
   await early.close()
@@ -157,11 +160,13 @@ t.test('ordering: rbac before auth, or without auth, fails at ready()', async (t
   const alone = Fastify()
   await alone.register(trivium)
   await alone.register(triviumRbac, { sql })
-  await t.rejects(alone.ready(), { message: '@trivium/core: "rbac" needs "auth", which is not registered' })
+  await t.rejects(async () => alone.ready(), {
+    message: '@trivium/core: "rbac" needs "auth", which is not registered',
+  })
   await alone.close()
 
   const noCore = Fastify()
-  await t.rejects(noCore.register(triviumRbac, { sql }).ready(), /@trivium\/core/)
+  await t.rejects(async () => noCore.register(triviumRbac, { sql }).ready(), /@trivium\/core/)
   await noCore.close()
 })
 

@@ -228,7 +228,7 @@ t.test('a bad declaration fails at ready()', async (t) => {
     { method: 'POST', url: '/typo', validate: { email: 'emial' as never } },
     () => ({}),
   )
-  await t.rejects(fastify.ready(), {
+  await t.rejects(async () => fastify.ready(), {
     message: '@trivium/validation: endpoint "typo": unknown rule "emial" for field "email"',
   })
 })
@@ -237,5 +237,5 @@ t.test('plugin option after: runs after the named middleware, order checked at r
   const fastify = Fastify()
   await fastify.register(trivium)
   await fastify.register(triviumValidation, { after: ['auth'] })
-  await t.rejects(fastify.ready(), { code: 'TRV_MIDDLEWARE_ORDER' })
+  await t.rejects(async () => fastify.ready(), { code: 'TRV_MIDDLEWARE_ORDER' })
 })

@@ -83,8 +83,12 @@ t.test('request/response, out of order, errors as ERROR frames', async (t) => {
 t.test('format query: unknown or unavailable format refuses the upgrade with 415', async (t) => {
   const { app, url } = await buildApp()
   t.teardown(() => app.close())
-  await t.rejects(Client.open(`${url}?format=xml`), { status: 415 })
-  await t.rejects(Client.open(`${url}?format=binary`), { status: 415 }, 'binary needs @trivium/codec')
+  await t.rejects(Client.open(`${url}?format=xml`), { message: 'unexpected-response', status: 415 })
+  await t.rejects(
+    Client.open(`${url}?format=binary`),
+    { message: 'unexpected-response', status: 415 },
+    'binary needs @trivium/codec',
+  )
   const c = await Client.open(url) // no codec registered: default falls back to JSON
   c.request(1, 'echo', { ok: true })
   t.same(dec((await c.reply(1))?.payload as Uint8Array), { ok: true })

@@ -412,6 +412,7 @@ t.test('TCP reader: malformed input, without allocating the claimed length', asy
     } catch (err) {
       return err as FrameError
     }
+    return undefined
   })()
   t.equal(e?.requestId, 42)
 })

@@ -1,0 +1,279 @@
+// Adopting Trivium as a user would (issue 14): every publishable package packed with pnpm (as
+// `pnpm -r publish` would), the tarballs installed with npm into a scratch app outside the workspace
+// together with fastify 5, a strict consumer type-checked against them (skipLibCheck off) and run.
+// Needs the packages built (`pnpm test` builds first): packing here skips `prepack` to stay fast;
+// test/package-metadata.test.ts covers `prepack`. npm uses its cache first (`--prefer-offline`).
+import { execFile, spawn } from 'node:child_process'
+import {
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join, relative, resolve } from 'node:path'
+import { promisify } from 'node:util'
+import t from 'tap'
+import { packAll, publishablePackages, root } from '../../../scripts/pack.mjs'
+
+const run = promisify(execFile)
+const consumer = resolve(import.meta.dirname, '..', 'consumer')
+const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc')
+// tap preloads its hooks through NODE_OPTIONS; the scratch app's processes are a user's, without them
+const env = Object.fromEntries(
+  Object.entries(process.env).filter(([k]) => !/^(NODE_OPTIONS|TAP|_TAPJS)/.test(k)),
+)
+
+const work = mkdtempSync(join(tmpdir(), 'trivium-adoption-'))
+t.teardown(() => rmSync(work, { recursive: true, force: true }))
+t.ok(!work.startsWith(root), 'the scratch app is outside the workspace')
+
+const app = join(work, 'app')
+// Every entry point of every package, so each published .d.ts is checked (skipLibCheck is off).
+const entries = publishablePackages().flatMap((p) => {
+  const pkg = JSON.parse(readFileSync(join(p.dir, 'package.json'), 'utf8'))
+  return Object.keys(pkg.exports)
+    .filter((k) => k !== './package.json')
+    .map((k) => p.name + k.slice(1))
+})
+let tarballs = new Map<string, string>()
+// The consumer starts as soon as it is compiled and runs while the next type-check does (it never loads ioredis).
+let consumerRun: Promise<Report> | undefined
+
+t.before(async () => {
+  for (const p of publishablePackages()) {
+    if (!existsSync(join(p.dir, 'dist', 'index.js')))
+      throw new Error(`${p.name} is not built: run \`npx pnpm build\` first`)
+  }
+  tarballs = packAll(join(work, 'tarballs'), { ignoreScripts: true })
+  cpSync(consumer, app, { recursive: true })
+  writeFileSync(
+    join(app, 'package.json'),
+    JSON.stringify({ name: 'consumer', private: true, type: 'module' }),
+  )
+  writeFileSync(
+    join(app, 'entries.ts'),
+    entries.map((e, i) => `export type * as e${i} from '${e}'\n`).join(''),
+  )
+  await run(
+    'npm',
+    [
+      'install',
+      '--prefer-offline',
+      '--no-audit',
+      '--no-fund',
+      '--loglevel=error',
+      ...tarballs.values(),
+      'fastify@^5',
+      '@types/node@^20.19',
+    ],
+    { cwd: app, env },
+  )
+})
+
+t.test('each installed package ships LICENSE, README, CHANGELOG and no dangling source map', async (t) => {
+  for (const name of tarballs.keys()) {
+    const dir = join(app, 'node_modules', name)
+    for (const f of ['LICENSE', 'README.md', 'CHANGELOG.md', 'dist/index.js'])
+      t.ok(existsSync(join(dir, f)), `${name}/${f}`)
+    const dangling: string[] = []
+    for (const file of walk(join(dir, 'dist'))) {
+      if (file.endsWith('.map')) {
+        const map = JSON.parse(readFileSync(file, 'utf8')) as { sources: string[] }
+        for (const s of map.sources)
+          if (!existsSync(resolve(dirname(file), s))) dangling.push(`${rel(file)} → ${s}`)
+        continue
+      }
+      const url = /\/\/# sourceMappingURL=(\S+)\s*$/.exec(readFileSync(file, 'utf8'))?.[1]
+      if (url !== undefined && !existsSync(resolve(dirname(file), url)))
+        dangling.push(`${rel(file)} → ${url}`)
+    }
+    t.same(dangling, [], `${name}: every sourceMappingURL and every map source is in the package`)
+  }
+})
+
+t.test('a strict consumer type-checks against the published types (skipLibCheck off)', async (t) => {
+  const config = JSON.parse(readFileSync(join(app, 'tsconfig.json'), 'utf8'))
+  t.match(
+    config.compilerOptions,
+    {
+      strict: true,
+      module: 'nodenext',
+      noUncheckedIndexedAccess: true,
+      exactOptionalPropertyTypes: true,
+      skipLibCheck: false,
+    },
+    'the strictest consumer settings',
+  )
+  const result = await run(process.execPath, [tsc, '-p', app], { env }).then(
+    () => '',
+    (err: { stdout: string }) => err.stdout,
+  )
+  t.equal(result, '', `tsc reports nothing for app.ts and ${entries.length} entry points`)
+  consumerRun = runApp(join(app, 'dist', 'app.js'))
+  consumerRun.catch(() => {}) // awaited by the test that asserts it
+})
+
+t.test(
+  'without the optional ioredis, every package that does not depend on it still type-checks',
+  async (t) => {
+    // ioredis is only for the Redis stores (an optional peer of @trivium/auth; "only for the Redis store" in
+    // @trivium/protections' README), so a consumer may not have it. It is installed here because
+    // @trivium/redis-bus depends on it: set it aside while checking the other packages' types.
+    const installed = join(app, 'node_modules', 'ioredis')
+    const aside = join(work, 'ioredis-aside')
+    renameSync(installed, aside)
+    t.teardown(() => renameSync(aside, installed))
+    const checked = publishablePackages().filter(
+      (p) => !JSON.parse(readFileSync(join(p.dir, 'package.json'), 'utf8')).dependencies?.ioredis,
+    )
+    const entriesOf = (name: string) => entries.filter((e) => e === name || e.startsWith(`${name}/`))
+    const lines = checked
+      .flatMap((p) => entriesOf(p.name))
+      .map((e, i) => `export type * as e${i} from '${e}'\n`)
+    writeFileSync(join(app, 'entries-no-ioredis.ts'), lines.join(''))
+    writeFileSync(
+      join(app, 'tsconfig.no-ioredis.json'),
+      JSON.stringify({
+        extends: './tsconfig.json',
+        compilerOptions: { noEmit: true },
+        include: ['entries-no-ioredis.ts'],
+      }),
+    )
+    const output = await run(process.execPath, [tsc, '-p', 'tsconfig.no-ioredis.json'], {
+      cwd: app,
+      env,
+    }).then(
+      () => '',
+      (err: { stdout: string }) => err.stdout,
+    )
+    const errors = output.split('\n').filter((l) => / error TS\d+/.test(l))
+    for (const p of checked) {
+      // Depends on the auth helper's change (issue 14 item 6): no ioredis type in @trivium/auth's emitted
+      // .d.ts without a fallback. Remove `todo` when it lands.
+      const pending = p.name === '@trivium/auth' && !process.env.TRIVIUM_ADOPTION_STRICT
+      t.same(
+        errors.filter((l) => l.startsWith(`node_modules/${p.name}/`)),
+        [],
+        `${p.name} type-checks without ioredis`,
+        pending ? { todo: 'needs optional peers out of the emitted types (issue 14 item 6)' } : {},
+      )
+    }
+    t.same(
+      errors.filter((l) => !checked.some((p) => l.startsWith(`node_modules/${p.name}/`))),
+      [],
+      'no other error',
+    )
+  },
+)
+
+t.test(
+  'the consumer runs: plain route, prefixed endpoint, HTTP, WebSocket and TCP calls, close',
+  async (t) => {
+    if (!consumerRun) throw new Error('the consumer did not compile')
+    const report = await consumerRun
+    t.same(
+      report.legacy,
+      { status: 200, body: { legacy: true } },
+      'the existing plain Fastify route still answers',
+    )
+    t.same(
+      report.calls,
+      {
+        http: { value: { message: 'hello http', via: 'http' } },
+        websocket: { value: { message: 'hello websocket', via: 'websocket' } },
+        tcp: { value: { message: 'hello tcp', via: 'tcp' } },
+        prefixedOverWebSocket: { value: { message: 'hello from v1', via: 'websocket' } },
+      },
+      'one endpoint, three transports, through @trivium/client; names stay global on WebSocket',
+    )
+    // Issue 14 item 2: an endpoint registered inside `app.register(child, { prefix: '/v1' })` gets the
+    // prefix and the child's hooks (core's README "Encapsulation").
+    t.test('the child context prefix and hooks apply to its endpoint', async (t) => {
+      t.same(
+        report.prefixed,
+        { status: 200, version: '1', body: { message: 'hello from v1', via: 'http' } },
+        'GET /v1/hello with the child onRequest hook',
+      )
+      t.same(report.unprefixed, { status: 404 }, 'not served at GET /hello')
+    })
+    // Depends on the lead's shutdown change (issue 14 item 1): with default options the transports drain in
+    // parallel within a grace shorter than Fastify's pluginTimeout. Remove `todo` when it lands.
+    const shutdown = process.env.TRIVIUM_ADOPTION_STRICT
+      ? {}
+      : { todo: 'needs the shutdown fix (issue 14 item 1)' }
+    t.test('app.close() with calls in flight resolves well inside pluginTimeout', shutdown, async (t) => {
+      const s = report.shutdown
+      t.equal(s.pluginTimeout, 10_000, "Fastify's default pluginTimeout")
+      t.same(s.closed, { value: 'closed' }, 'app.close() resolves')
+      t.ok(s.closeMs < s.pluginTimeout / 2, `closed in ${s.closeMs} ms`)
+      t.same(
+        [s.calls.slowHttp, s.calls.slowWebSocket, s.calls.slowTcp],
+        [
+          { value: { message: 'slept for http', via: 'http' } },
+          { value: { message: 'slept for websocket', via: 'websocket' } },
+          { value: { message: 'slept for tcp', via: 'tcp' } },
+        ],
+        'unary calls in flight finish during the grace',
+      )
+      t.match(
+        s.calls.hangWebSocket,
+        { error: { statusCode: 503 } },
+        'a call still running at the end of the grace fails with 503',
+      )
+      t.match(s.calls.hangTcp, { error: { statusCode: 503 } }, 'the same over TCP')
+      t.equal(report.exitedByItself, true, 'nothing keeps the process alive after close')
+    })
+  },
+)
+
+interface Report {
+  legacy: unknown
+  prefixed: unknown
+  unprefixed: unknown
+  calls: unknown
+  shutdown: {
+    closed: unknown
+    closeMs: number
+    pluginTimeout: number
+    calls: Record<'slowHttp' | 'slowWebSocket' | 'slowTcp' | 'hangWebSocket' | 'hangTcp', unknown>
+  }
+  exitedByItself: boolean
+}
+
+/** Runs the consumer; its report is its one stdout line. It should exit by itself: killed 2 s after the report. */
+function runApp(file: string): Promise<Report> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(process.execPath, [file], { cwd: app, env, stdio: ['ignore', 'pipe', 'inherit'] })
+    let out = ''
+    let killer: NodeJS.Timeout | undefined
+    const deadline = setTimeout(() => child.kill('SIGKILL'), 60_000)
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString()
+      if (out.includes('\n') && killer === undefined) killer = setTimeout(() => child.kill('SIGKILL'), 2_000)
+    })
+    child.on('close', (code, signal) => {
+      clearTimeout(deadline)
+      clearTimeout(killer)
+      const line = out.split('\n')[0] ?? ''
+      if (!line) return reject(new Error(`the consumer printed no report (exit ${code ?? signal})`))
+      resolvePromise({ ...(JSON.parse(line) as Omit<Report, 'exitedByItself'>), exitedByItself: code === 0 })
+    })
+  })
+}
+
+function walk(dir: string): string[] {
+  return readdirSync(dir).flatMap((e) => {
+    const path = join(dir, e)
+    return statSync(path).isDirectory() ? walk(path) : [path]
+  })
+}
+
+function rel(file: string): string {
+  return relative(join(app, 'node_modules'), file)
+}

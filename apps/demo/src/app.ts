@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import triviumAuth, { RedisRevocationStore, SqlUserStore } from '@trivium/auth'
 import triviumCodec from '@trivium/codec'
-import triviumCore, { ValidationException } from '@trivium/core'
+import triviumCore, { redactingRequestSerializer, ValidationException } from '@trivium/core'
 import triviumOpenApi from '@trivium/openapi'
 import triviumProtections from '@trivium/protections'
 import triviumRbac, { RbacService } from '@trivium/rbac'
@@ -24,6 +24,7 @@ import { authHandlers } from './endpoints/auth.js'
 import type { HandlerContext } from './endpoints/context.js'
 import { healthHandlers, VERSION } from './endpoints/health.js'
 import { taskHandlers } from './endpoints/tasks.js'
+import { refuseNulText } from './endpoints/text-rule.js'
 import { type Fanout, localFanout, redisFanout } from './fanout.js'
 import { type EndpointHandlers, registerEndpoints } from './generated/server.js'
 import { ensureRights } from './rights.js'
@@ -40,7 +41,12 @@ export interface DemoApp {
 
 export async function buildApp(config: DemoConfig): Promise<DemoApp> {
   const app = Fastify({
-    logger: { level: config.logLevel, redact: ['req.headers.authorization', 'req.query.token'] },
+    // `url` with ?token= (the WebSocket upgrade's credential) and other secret parameters redacted.
+    logger: {
+      level: config.logLevel,
+      redact: ['req.headers.authorization', 'req.query.token'],
+      serializers: { req: redactingRequestSerializer() },
+    },
     trustProxy: config.trustProxy,
   })
   const secrets = loadSecrets(config, (message) => app.log.warn(message))
@@ -147,6 +153,7 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
     tasks,
     events,
     roleIds,
+    userExists: async (userId) => (await new SqlUserStore(sql).findById(userId)) !== undefined,
   }
   const handlers: EndpointHandlers = {
     ...healthHandlers(context),
@@ -171,6 +178,7 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
       return result
     }
   }
+  app.trivium.use(refuseNulText, { name: 'text-rule' })
   registerEndpoints(app.trivium, handlers)
   serveWebPage(app)
 

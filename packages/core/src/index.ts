@@ -23,6 +23,7 @@ export * from './call.js'
 export * from './errors.js'
 export * from './formats.js'
 export type { ErrorHeaders } from './http/framework-errors.js'
+export * from './log-redaction.js'
 export { TRANSPORT_OVERRIDE, type TransportOverride } from './http/symbols.js'
 export { HttpMapping, type HttpRequestParts } from './http-mapping.js'
 export {

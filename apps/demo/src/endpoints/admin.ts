@@ -1,4 +1,5 @@
 // admin.* endpoints (role `admin`): roles, permissions and assignments through @trivium/rbac.
+import { NotFoundException } from '@trivium/core'
 import type { EndpointHandlers } from '../generated/server.js'
 import { type HandlerContext, userOf } from './context.js'
 
@@ -7,7 +8,13 @@ type AdminHandlers = Pick<
   'admin.roles.create' | 'admin.roles.assign' | 'admin.roles.revoke' | 'admin.permissions.create'
 >
 
-export function adminHandlers({ rbac }: HandlerContext): AdminHandlers {
+export function adminHandlers({ rbac, userExists }: HandlerContext): AdminHandlers {
+  // Roles are given to and taken from registered users only (the demo's migration adds the foreign
+  // key that makes the database refuse it too).
+  async function knownUser(userId: number): Promise<void> {
+    if (!(await userExists(userId))) throw new NotFoundException(`User ${userId} not found`)
+  }
+
   return {
     'admin.roles.create': async (req) => {
       const role = await rbac.createRole(req.name, req.description, [...req.permissionIds])
@@ -19,10 +26,12 @@ export function adminHandlers({ rbac }: HandlerContext): AdminHandlers {
       }
     },
     'admin.roles.assign': async (req, call) => {
+      await knownUser(req.userId)
       await rbac.assignRole(req.userId, req.roleId, userOf(call).id)
       return { ok: true }
     },
     'admin.roles.revoke': async (req, call) => {
+      await knownUser(req.userId)
       await rbac.revokeRole(req.userId, req.roleId, userOf(call).id)
       return { ok: true }
     },

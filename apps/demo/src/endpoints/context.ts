@@ -15,6 +15,8 @@ export interface HandlerContext {
   tasks: TaskRepository
   events: TaskEventBus
   roleIds: Record<RoleName, number>
+  /** Whether a user with this id is registered. */
+  userExists: (userId: number) => Promise<boolean>
 }
 
 /** The authenticated user of a call (the auth middleware has run; protected endpoints only). */

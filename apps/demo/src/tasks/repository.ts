@@ -53,6 +53,18 @@ const MIGRATIONS: Migration[] = [
         created_at timestamptz NOT NULL DEFAULT now()
       );`,
   },
+  {
+    // @trivium/rbac cannot assume where users live; in this service they are @trivium/auth's
+    // auth_users, so the database itself refuses a role for a user that does not exist (a role
+    // pre-assigned to a future id would be inherited by whoever registers under it). Assignments to
+    // ids that never existed are removed first: they are exactly what this closes.
+    version: 2,
+    name: 'user_roles reference auth_users',
+    sql: `
+      DELETE FROM user_roles WHERE NOT EXISTS (SELECT 1 FROM auth_users u WHERE u.id = user_roles.user_id);
+      ALTER TABLE user_roles ADD CONSTRAINT demo_user_roles_user_fk
+        FOREIGN KEY (user_id) REFERENCES auth_users (id) ON DELETE CASCADE;`,
+  },
 ]
 
 export const MAX_PAGE = 100
@@ -89,14 +101,18 @@ function encodeCursor(id: number): string {
   return Buffer.from(`t:${id}`).toString('base64url')
 }
 
+const MAX_ID = 2 ** 31 - 1 // ids are PostgreSQL `integer` (serial)
+
+/** The id a cursor of `encodeCursor` carries; anything else (also an id past int32) is a 400, never SQL's. */
 function decodeCursor(cursor: string): number {
   const text = Buffer.from(cursor, 'base64url').toString('utf8')
-  const m = /^t:(\d{1,10})$/.exec(text)
-  if (!m)
+  const m = /^t:([1-9]\d{0,9})$/.exec(text)
+  const id = m ? Number(m[1]) : 0
+  if (id < 1 || id > MAX_ID)
     throw new ValidationException('Invalid cursor', [
       { field: 'cursor', message: 'is not a cursor from this service' },
     ])
-  return Number(m[1])
+  return id
 }
 
 function checkFields(changes: TaskChanges): void {

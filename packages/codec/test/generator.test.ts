@@ -74,7 +74,10 @@ t.test('bad schemas: model, field and reason', async (t) => {
     problems({ models: { A: {}, AData: {} } }),
     'model "AData": invalid model name: clashes with the generated type AData of model "A"',
   )
-  t.equal(problems({ models: { A: { x: 5 } } }), 'model "A", field "x": type expression must be a string')
+  t.equal(
+    problems({ models: { A: { x: 5 } } }),
+    'model "A", field "x": type expression must be a string (or { "type": "<expression>", …rules })',
+  )
   t.equal(
     problems({ models: { A: [] } }),
     'model "A": a model must be an object mapping field names to type expressions',

@@ -3,6 +3,13 @@
 import type { EndpointDefinition, Model } from '@trivium/core'
 import { COMPONENT_PREFIX, type Schema, SchemaComponents } from './schemas.js'
 
+declare module '@trivium/core' {
+  interface TriviumEndpointConfig {
+    /** Error statuses the handler itself can answer, documented beside the ones the plugins imply. */
+    errorStatuses?: number[]
+  }
+}
+
 export const JSON_MEDIA_TYPE = 'application/json'
 export const BINARY_MEDIA_TYPE = 'application/x-platform-binary'
 export const SSE_MEDIA_TYPE = 'text/event-stream'
@@ -155,6 +162,14 @@ export const ERROR_RESPONSES: Readonly<Record<string, { name: string; response: 
     name: 'InternalError',
     response: {
       description: 'InternalErrorException (TRV_INTERNAL): message is always `Internal server error`',
+      content: errorContent,
+    },
+  },
+  '503': {
+    name: 'ServiceUnavailable',
+    response: {
+      description:
+        'ServiceUnavailableException (TRV_SERVICE_UNAVAILABLE): a store the request needs (database, Redis) is unreachable',
       content: errorContent,
     },
   },
@@ -331,7 +346,12 @@ export function buildOpenApi(
     errors.push('404')
     if (endpoint.http.hasBody) errors.push('413', '415')
     if (config.rateLimit !== false) errors.push('429')
-    errors.push('500')
+    errors.push('500', '503')
+    // Statuses only the handler knows (a public login answers 401 to bad credentials).
+    for (const status of errorStatuses(config.errorStatuses, endpoint.name)) {
+      if (!errors.includes(status)) errors.push(status)
+    }
+    errors.sort()
     for (const status of errors) {
       const shared = ERROR_RESPONSES[status] as { name: string }
       usedResponses.add(status)
@@ -389,4 +409,16 @@ function describe(endpoint: EndpointDefinition): string {
     )
   }
   return lines.join('\n\n')
+}
+
+/** The `errorStatuses` of an endpoint's config as keys of ERROR_RESPONSES (anything else is refused). */
+function errorStatuses(value: unknown, endpoint: string): string[] {
+  if (value === undefined) return []
+  const statuses = Array.isArray(value) ? value.map(String) : []
+  if (!Array.isArray(value) || statuses.some((s) => !Object.hasOwn(ERROR_RESPONSES, s))) {
+    throw new TypeError(
+      `@trivium/openapi: endpoint "${endpoint}": errorStatuses must list statuses among ${Object.keys(ERROR_RESPONSES).join(', ')}`,
+    )
+  }
+  return statuses
 }

@@ -70,6 +70,7 @@ t.test('a POST create: operation, body in both formats when the model has a bina
         '415:UnsupportedMediaType',
         '429:RateLimited',
         '500:InternalError',
+        '503:ServiceUnavailable',
       ]),
     },
     security: [{ bearerAuth: [] }, { tokenQuery: [] }],
@@ -245,6 +246,7 @@ t.test('error responses share one ErrorBody; 429 carries Retry-After', async (t)
     '401',
     '404',
     '500',
+    '503',
   ])
   t.same(Object.keys(document.paths['/tasks/{id}']?.get?.responses ?? {}), [
     '200',
@@ -253,6 +255,7 @@ t.test('error responses share one ErrorBody; 429 carries Retry-After', async (t)
     '404',
     '429',
     '500',
+    '503',
   ])
   t.equal(document.paths['/tasks/{id}']?.delete?.['x-trivium-rate-limit'], false)
 })
@@ -340,4 +343,38 @@ t.test('endpoints without models and a plain list of definitions', async (t) => 
   t.same(Object.keys(document.components.schemas), ['ErrorBody'])
   t.same(await problemsOf(document), [])
   await fastify.close()
+})
+
+t.test('errorStatuses adds the statuses only the handler knows; anything unknown is refused', async (t) => {
+  const app = Fastify()
+  await app.register(trivium)
+  const Login = jsonSchemaModel('Login', { type: 'object', properties: { user: { type: 'string' } } })
+  app.trivium.endpoint(
+    'auth.login',
+    { method: 'POST', url: '/login', request: Login, response: Login, errorStatuses: [401] },
+    () => ({}),
+  )
+  await app.ready()
+  const document = buildOpenApi(app.trivium.registry, INFO, { auth: true })
+  t.same(Object.keys(document.paths['/login']?.post?.responses ?? {}), [
+    '200',
+    '400',
+    '401',
+    '404',
+    '413',
+    '415',
+    '429',
+    '500',
+    '503',
+  ])
+  const bad = Fastify()
+  await bad.register(trivium)
+  bad.trivium.endpoint('x', { method: 'GET', url: '/x', errorStatuses: [418] } as never, () => ({}))
+  await bad.ready()
+  t.throws(() => buildOpenApi(bad.trivium.registry, INFO), {
+    message:
+      '@trivium/openapi: endpoint "x": errorStatuses must list statuses among 400, 401, 403, 404, 413, 415, 429, 500, 503',
+  })
+  await app.close()
+  await bad.close()
 })

@@ -42,7 +42,7 @@ export function checkName(value: unknown, field: string): string {
   if (typeof value !== 'string' || value.trim() === '' || value !== value.trim()) {
     throw invalid(field, `${field} must be a non-empty string without surrounding spaces`)
   }
-  if (value.length > MAX_NAME_LENGTH)
+  if ([...value].length > MAX_NAME_LENGTH)
     throw invalid(field, `${field} must be at most ${MAX_NAME_LENGTH} characters`)
   return value
 }
@@ -50,7 +50,7 @@ export function checkName(value: unknown, field: string): string {
 export function checkDescription(value: unknown): string {
   if (value === undefined || value === null) return ''
   if (typeof value !== 'string') throw invalid('description', 'description must be a string')
-  if (value.length > MAX_DESCRIPTION_LENGTH) {
+  if ([...value].length > MAX_DESCRIPTION_LENGTH) {
     throw invalid('description', `description must be at most ${MAX_DESCRIPTION_LENGTH} characters`)
   }
   return value

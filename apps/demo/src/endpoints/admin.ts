@@ -1,5 +1,5 @@
 // admin.* endpoints (role `admin`): roles, permissions and assignments through @trivium/rbac.
-import { NotFoundException } from '@trivium/core'
+import { NotFoundException, ValidationException } from '@trivium/core'
 import type { EndpointHandlers } from '../generated/server.js'
 import { type HandlerContext, userOf } from './context.js'
 
@@ -12,6 +12,10 @@ export function adminHandlers({ rbac, userExists }: HandlerContext): AdminHandle
   // Roles are given to and taken from registered users only (the demo's migration adds the foreign
   // key that makes the database refuse it too).
   async function knownUser(userId: number): Promise<void> {
+    if (userId < 1) {
+      const message = 'userId must be a positive integer'
+      throw new ValidationException(message, [{ field: 'userId', message }])
+    }
     if (!(await userExists(userId))) throw new NotFoundException(`User ${userId} not found`)
   }
 

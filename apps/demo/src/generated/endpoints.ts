@@ -34,7 +34,7 @@ export const endpoints = {
     request: LoginRequest,
     response: TokenPair,
     streaming: false,
-    config: {"auth":"public","rateLimit":{"requests":5,"windowMs":60000}},
+    config: {"auth":"public","errorStatuses":[401],"rateLimit":{"requests":5,"windowMs":60000}},
   },
   "auth.refresh": {
     name: "auth.refresh",
@@ -44,7 +44,7 @@ export const endpoints = {
     request: RefreshRequest,
     response: TokenPair,
     streaming: false,
-    config: {"auth":"public"},
+    config: {"auth":"public","errorStatuses":[401]},
   },
   "auth.logout": {
     name: "auth.logout",

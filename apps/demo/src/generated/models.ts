@@ -281,13 +281,20 @@ export class RegisterRequest implements RegisterRequestData {
     "type": "object",
     "properties": {
       "username": {
-        "type": "string"
+        "type": "string",
+        "minLength": 3,
+        "maxLength": 20,
+        "pattern": "^[A-Za-z0-9_]{3,20}$"
       },
       "email": {
-        "type": "string"
+        "type": "string",
+        "pattern": "^[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\\.[A-Za-z]{2,}$"
       },
       "password": {
-        "type": "string"
+        "type": "string",
+        "minLength": 8,
+        "pattern": "^(?![\\s\\S]*\\u0000)(?=[\\s\\S]*[A-Z])(?=[\\s\\S]*[a-z])(?=[\\s\\S]*[0-9])(?=[\\s\\S]*[!@#$%^&*(),.?\":{}|<>])",
+        "description": "At least 8 characters, with an uppercase letter, a lowercase letter, a digit and one of !@#$%^&*(),.?\":{}|<>"
       }
     },
     "required": [
@@ -1500,6 +1507,8 @@ export interface ListTasksData {
   readonly limit?: number | null
   /** `string?` */
   readonly cursor?: string | null
+  /** `bool?` */
+  readonly newestFirst?: boolean | null
 }
 
 /** Constructor argument of ListTasks: nullable fields may be left out (null). */
@@ -1508,6 +1517,7 @@ export interface ListTasksInit {
   tag?: string | null
   limit?: number | null
   cursor?: string | null
+  newestFirst?: boolean | null
 }
 
 export class ListTasks implements ListTasksData {
@@ -1519,6 +1529,8 @@ export class ListTasks implements ListTasksData {
   readonly limit: number | null
   /** `string?` */
   readonly cursor: string | null
+  /** `bool?` */
+  readonly newestFirst: boolean | null
 
   /** JSON Schema of the JSON form. */
   static readonly jsonSchema: $rt.JsonSchema = {
@@ -1535,21 +1547,32 @@ export class ListTasks implements ListTasksData {
         "type": [
           "string",
           "null"
-        ]
+        ],
+        "pattern": "^[^\\u0000]*$"
       },
       "limit": {
         "type": [
           "integer",
           "null"
         ],
-        "minimum": -2147483648,
-        "maximum": 2147483647
+        "minimum": 1,
+        "maximum": 100,
+        "description": "Page size (default 20)"
       },
       "cursor": {
         "type": [
           "string",
           "null"
-        ]
+        ],
+        "pattern": "^[A-Za-z0-9_-]+$",
+        "description": "The nextCursor of the previous page (newest first)"
+      },
+      "newestFirst": {
+        "type": [
+          "boolean",
+          "null"
+        ],
+        "description": "Newest task first (default false: oldest first)"
       }
     }
   }
@@ -1559,6 +1582,7 @@ export class ListTasks implements ListTasksData {
     this.tag = init.tag ?? null
     this.limit = init.limit ?? null
     this.cursor = init.cursor ?? null
+    this.newestFirst = init.newestFirst ?? null
   }
 
   /** Checks and converts the JSON form; throws a ValidationException naming every bad field. */
@@ -1580,6 +1604,7 @@ export class ListTasks implements ListTasksData {
       tag: (j.tag == null ? null : $rt.jString(j.tag, e, q, "tag")),
       limit: (j.limit == null ? null : $rt.jInt32(j.limit, e, q, "limit")),
       cursor: (j.cursor == null ? null : $rt.jString(j.cursor, e, q, "cursor")),
+      newestFirst: (j.newestFirst == null ? null : $rt.jBool(j.newestFirst, e, q, "newestFirst")),
     })
   }
 
@@ -1590,6 +1615,7 @@ export class ListTasks implements ListTasksData {
       tag: (v.tag ?? null),
       limit: (v.limit ?? null),
       cursor: (v.cursor ?? null),
+      newestFirst: (v.newestFirst ?? null),
     }
     return o
   }
@@ -1616,6 +1642,11 @@ export class ListTasks implements ListTasksData {
       w.presence(true)
       w.string(v.cursor)
     }
+    if (v.newestFirst == null) w.presence(false)
+    else {
+      w.presence(true)
+      w.bool(v.newestFirst)
+    }
     w.endModel(at)
   }
 
@@ -1625,8 +1656,9 @@ export class ListTasks implements ListTasksData {
     const f$tag = r.pos < r.end ? (r.presence() ? r.string() : null) : null
     const f$limit = r.pos < r.end ? (r.presence() ? r.int32() : null) : null
     const f$cursor = r.pos < r.end ? (r.presence() ? r.string() : null) : null
+    const f$newestFirst = r.pos < r.end ? (r.presence() ? r.bool() : null) : null
     r.exitModel(outer)
-    return new ListTasks({ done: f$done, tag: f$tag, limit: f$limit, cursor: f$cursor })
+    return new ListTasks({ done: f$done, tag: f$tag, limit: f$limit, cursor: f$cursor, newestFirst: f$newestFirst })
   }
 
   /** Binary form: format version byte, then the model. */
@@ -1644,7 +1676,8 @@ export class ListTasks implements ListTasksData {
       (a.done == null ? b.done == null : b.done != null && a.done === b.done) &&
       (a.tag == null ? b.tag == null : b.tag != null && a.tag === b.tag) &&
       (a.limit == null ? b.limit == null : b.limit != null && a.limit === b.limit) &&
-      (a.cursor == null ? b.cursor == null : b.cursor != null && a.cursor === b.cursor)
+      (a.cursor == null ? b.cursor == null : b.cursor != null && a.cursor === b.cursor) &&
+      (a.newestFirst == null ? b.newestFirst == null : b.newestFirst != null && a.newestFirst === b.newestFirst)
     )
   }
 
@@ -1654,6 +1687,7 @@ export class ListTasks implements ListTasksData {
     h = $rt.hashCombine(h, (v.tag == null ? 0 : $rt.hashString(v.tag)))
     h = $rt.hashCombine(h, (v.limit == null ? 0 : (v.limit | 0)))
     h = $rt.hashCombine(h, (v.cursor == null ? 0 : $rt.hashString(v.cursor)))
+    h = $rt.hashCombine(h, (v.newestFirst == null ? 0 : $rt.hashBool(v.newestFirst)))
     return h
   }
 
@@ -1673,6 +1707,7 @@ export class ListTasks implements ListTasksData {
       tag: patch.tag === undefined ? this.tag : patch.tag,
       limit: patch.limit === undefined ? this.limit : patch.limit,
       cursor: patch.cursor === undefined ? this.cursor : patch.cursor,
+      newestFirst: patch.newestFirst === undefined ? this.newestFirst : patch.newestFirst,
     })
   }
 
@@ -1704,7 +1739,7 @@ export class GetTask implements GetTaskData {
     "properties": {
       "id": {
         "type": "integer",
-        "minimum": -2147483648,
+        "minimum": 1,
         "maximum": 2147483647
       }
     },
@@ -1832,13 +1867,19 @@ export class CreateTask implements CreateTaskData {
     "type": "object",
     "properties": {
       "title": {
-        "type": "string"
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 200,
+        "pattern": "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$",
+        "description": "Not blank; stored trimmed"
       },
       "description": {
         "type": [
           "string",
           "null"
-        ]
+        ],
+        "maxLength": 5000,
+        "pattern": "^[^\\u0000]*$"
       },
       "tags": {
         "type": [
@@ -1846,8 +1887,10 @@ export class CreateTask implements CreateTaskData {
           "null"
         ],
         "items": {
-          "type": "string"
-        }
+          "type": "string",
+          "pattern": "^[^\\u0000]*$"
+        },
+        "maxItems": 20
       }
     },
     "required": [
@@ -2009,20 +2052,26 @@ export class UpdateTask implements UpdateTaskData {
     "properties": {
       "id": {
         "type": "integer",
-        "minimum": -2147483648,
+        "minimum": 1,
         "maximum": 2147483647
       },
       "title": {
         "type": [
           "string",
           "null"
-        ]
+        ],
+        "minLength": 1,
+        "maxLength": 200,
+        "pattern": "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$",
+        "description": "Not blank; stored trimmed"
       },
       "description": {
         "type": [
           "string",
           "null"
-        ]
+        ],
+        "maxLength": 5000,
+        "pattern": "^[^\\u0000]*$"
       },
       "done": {
         "type": [
@@ -2036,8 +2085,10 @@ export class UpdateTask implements UpdateTaskData {
           "null"
         ],
         "items": {
-          "type": "string"
-        }
+          "type": "string",
+          "pattern": "^[^\\u0000]*$"
+        },
+        "maxItems": 20
       }
     },
     "required": [
@@ -2864,17 +2915,22 @@ export class FileUpload implements FileUploadData {
     "type": "object",
     "properties": {
       "filename": {
-        "type": "string"
+        "type": "string",
+        "pattern": "^[^\\u0000]*\\.([Jj][Pp][Ee]?[Gg]|[Pp][Nn][Gg]|[Gg][Ii][Ff]|[Pp][Dd][Ff]|[Dd][Oo][Cc][Xx]?)$",
+        "description": "Extension .jpg .jpeg .png .gif .pdf .doc or .docx (any case)"
       },
       "contentType": {
         "type": [
           "string",
           "null"
-        ]
+        ],
+        "pattern": "^[^\\u0000]*$"
       },
       "data": {
         "type": "string",
-        "contentEncoding": "base64"
+        "contentEncoding": "base64",
+        "maxLength": 13981016,
+        "description": "At most 10 MiB (10485760 bytes; base64 in JSON); no <script or javascript: in the first bytes"
       }
     },
     "required": [
@@ -3195,16 +3251,20 @@ export class CreateRole implements CreateRoleData {
     "type": "object",
     "properties": {
       "name": {
-        "type": "string"
+        "type": "string",
+        "maxLength": 100,
+        "pattern": "^[^\\s\\u0000]([^\\u0000]*[^\\s\\u0000])?$"
       },
       "description": {
-        "type": "string"
+        "type": "string",
+        "maxLength": 1000,
+        "pattern": "^[^\\u0000]*$"
       },
       "permissionIds": {
         "type": "array",
         "items": {
           "type": "integer",
-          "minimum": -2147483648,
+          "minimum": 1,
           "maximum": 2147483647
         }
       }
@@ -3518,12 +3578,12 @@ export class RoleAssignment implements RoleAssignmentData {
     "properties": {
       "userId": {
         "type": "integer",
-        "minimum": -2147483648,
+        "minimum": 1,
         "maximum": 2147483647
       },
       "roleId": {
         "type": "integer",
-        "minimum": -2147483648,
+        "minimum": 1,
         "maximum": 2147483647
       }
     },
@@ -3665,16 +3725,24 @@ export class CreatePermission implements CreatePermissionData {
     "type": "object",
     "properties": {
       "name": {
-        "type": "string"
+        "type": "string",
+        "maxLength": 100,
+        "pattern": "^[^\\s\\u0000]([^\\u0000]*[^\\s\\u0000])?$"
       },
       "description": {
-        "type": "string"
+        "type": "string",
+        "maxLength": 1000,
+        "pattern": "^[^\\u0000]*$"
       },
       "resource": {
-        "type": "string"
+        "type": "string",
+        "maxLength": 100,
+        "pattern": "^[^\\s\\u0000]([^\\u0000]*[^\\s\\u0000])?$"
       },
       "action": {
-        "type": "string"
+        "type": "string",
+        "maxLength": 100,
+        "pattern": "^[^\\s\\u0000]([^\\u0000]*[^\\s\\u0000])?$"
       }
     },
     "required": [

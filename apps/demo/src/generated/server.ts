@@ -28,8 +28,8 @@ export interface EndpointHandlers {
 
 const config0 = { auth: "public" as const }
 const config1 = { auth: "public" as const, rateLimit: {"requests":5,"windowMs":60000} }
-const config2 = { auth: "public" as const, rateLimit: {"requests":5,"windowMs":60000} }
-const config3 = { auth: "public" as const }
+const config2 = { auth: "public" as const, errorStatuses: [401], rateLimit: {"requests":5,"windowMs":60000} }
+const config3 = { auth: "public" as const, errorStatuses: [401] }
 const config4 = {  }
 const config5 = {  }
 const config6 = {  }

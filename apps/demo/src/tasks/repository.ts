@@ -1,4 +1,4 @@
-// Tasks persisted in SQL (PGlite by default, PostgreSQL with DATABASE_URL). Keyset pagination by id.
+// Tasks persisted in SQL (PGlite by default, PostgreSQL with DATABASE_URL). Keyset pagination by id, oldest or newest first.
 import { NotFoundException, ValidationException } from '@trivium/core'
 import { type Migration, runMigrations, type SqlClient } from '@trivium/sql'
 
@@ -14,6 +14,7 @@ export interface TaskRecord {
 }
 
 export interface TaskFilter {
+  newestFirst?: boolean | null
   done?: boolean | null
   tag?: string | null
   limit?: number | null
@@ -108,22 +109,40 @@ function decodeCursor(cursor: string): number {
   const text = Buffer.from(cursor, 'base64url').toString('utf8')
   const m = /^t:([1-9]\d{0,9})$/.exec(text)
   const id = m ? Number(m[1]) : 0
-  if (id < 1 || id > MAX_ID)
+  if (id < 1 || id > MAX_ID || encodeCursor(id) !== cursor)
     throw new ValidationException('Invalid cursor', [
       { field: 'cursor', message: 'is not a cursor from this service' },
     ])
   return id
 }
 
+/** Length in characters (code points), as JSON Schema's maxLength counts. */
+function characters(text: string): number {
+  let n = 0
+  for (const _ of text) n++
+  return n
+}
+
+/** Ids are PostgreSQL `serial`: 1 … 2^31-1 (the model's int32 already bounds the top). */
+export function checkId(id: number): number {
+  if (id < 1)
+    throw new ValidationException('Invalid id: must be a positive integer', [
+      { field: 'id', message: 'must be a positive integer' },
+    ])
+  return id
+}
+
+// The rules below are the ones schema/trivium.json declares for the OpenAPI document (a test
+// compares the two): title not blank and at most 200 characters as sent, description at most 5000
+// characters, at most 20 tags, page size 1 … 100.
 function checkFields(changes: TaskChanges): void {
   const details: { field: string; message: string }[] = []
   if (changes.title !== undefined && changes.title !== null) {
-    const title = changes.title.trim()
-    if (title.length === 0) details.push({ field: 'title', message: 'must not be empty' })
-    if (title.length > MAX_TITLE)
+    if (changes.title.trim().length === 0) details.push({ field: 'title', message: 'must not be empty' })
+    if (characters(changes.title) > MAX_TITLE)
       details.push({ field: 'title', message: `must be at most ${MAX_TITLE} characters` })
   }
-  if (changes.description && changes.description.length > MAX_DESCRIPTION) {
+  if (changes.description && characters(changes.description) > MAX_DESCRIPTION) {
     details.push({ field: 'description', message: `must be at most ${MAX_DESCRIPTION} characters` })
   }
   if (changes.tags && changes.tags.length > MAX_TAGS)
@@ -140,7 +159,12 @@ export class TaskRepository {
   }
 
   async list(filter: TaskFilter): Promise<{ items: TaskRecord[]; nextCursor?: string }> {
-    const limit = Math.min(Math.max(filter.limit ?? DEFAULT_PAGE, 1), MAX_PAGE)
+    const limit = filter.limit ?? DEFAULT_PAGE
+    if (limit < 1 || limit > MAX_PAGE)
+      throw new ValidationException(`Invalid limit: must be between 1 and ${MAX_PAGE}`, [
+        { field: 'limit', message: `must be between 1 and ${MAX_PAGE}` },
+      ])
+    const newest = filter.newestFirst === true
     const where: string[] = []
     const params: unknown[] = []
     if (filter.done !== undefined && filter.done !== null) {
@@ -151,13 +175,13 @@ export class TaskRepository {
       params.push([filter.tag])
       where.push(`tags @> $${params.length}::text[]`)
     }
-    if (filter.cursor) {
+    if (filter.cursor !== undefined && filter.cursor !== null) {
       params.push(decodeCursor(filter.cursor))
-      where.push(`id > $${params.length}`)
+      where.push(newest ? `id < $${params.length}` : `id > $${params.length}`)
     }
     params.push(limit + 1)
     const { rows } = await this.sql.query<TaskRow>(
-      `SELECT * FROM demo_tasks ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT $${params.length}`,
+      `SELECT * FROM demo_tasks ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id ${newest ? 'DESC' : 'ASC'} LIMIT $${params.length}`,
       params,
     )
     const items = rows.slice(0, limit).map(toRecord)
@@ -165,6 +189,7 @@ export class TaskRepository {
   }
 
   async get(id: number): Promise<TaskRecord> {
+    checkId(id)
     const { rows } = await this.sql.query<TaskRow>('SELECT * FROM demo_tasks WHERE id = $1', [id])
     if (rows.length === 0) throw new NotFoundException(`Task ${id} not found`)
     return toRecord(rows[0]!)
@@ -183,6 +208,7 @@ export class TaskRepository {
   }
 
   async update(id: number, changes: TaskChanges): Promise<TaskRecord> {
+    checkId(id)
     checkFields(changes)
     const { rows } = await this.sql.query<TaskRow>(
       `UPDATE demo_tasks SET
@@ -206,6 +232,7 @@ export class TaskRepository {
   }
 
   async delete(id: number): Promise<TaskRecord> {
+    checkId(id)
     const { rows } = await this.sql.query<TaskRow>('DELETE FROM demo_tasks WHERE id = $1 RETURNING *', [id])
     if (rows.length === 0) throw new NotFoundException(`Task ${id} not found`)
     return toRecord(rows[0]!)

@@ -2,7 +2,15 @@
 // is one straight-line read/write/convert statement; containers get one helper function per distinct
 // type (e.g. `[int32?]`), shared by the module. Nothing interprets the schema at run time.
 import type { JsonSchema } from '../runtime/types.js'
-import type { CustomTypeDef, EndpointDef, FieldDef, ModelDef, SchemaDef, TypeNode } from './schema.js'
+import type {
+  CustomTypeDef,
+  EndpointDef,
+  FieldDef,
+  FieldRules,
+  ModelDef,
+  SchemaDef,
+  TypeNode,
+} from './schema.js'
 import { typeKey } from './schema.js'
 
 const RT = '$rt'
@@ -578,7 +586,7 @@ class ModuleEmitter {
     const properties: Record<string, JsonSchema> = {}
     const required: string[] = []
     for (const fd of m.fields) {
-      properties[fd.name] = this.jsonSchema(fd.type, refPrefix)
+      properties[fd.name] = withRules(this.jsonSchema(fd.type, refPrefix), fd.rules)
       if (!isNullable(fd.type)) required.push(fd.name)
     }
     const s: JsonSchema = { type: 'object', properties }
@@ -771,4 +779,13 @@ export function emit(schema: SchemaDef, options: GenerateOptions = {}): Generate
     })
   }
   return files
+}
+
+/** A field's schema with its declared rules (`items` rules go into the list's `items`). */
+function withRules(schema: JsonSchema, rules: FieldRules | undefined): JsonSchema {
+  if (!rules) return schema
+  const { items, ...own } = rules
+  const out: JsonSchema = { ...schema, ...own }
+  if (items) out.items = withRules((schema.items ?? {}) as JsonSchema, items)
+  return out
 }

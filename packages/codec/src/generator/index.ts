@@ -6,6 +6,7 @@ import { checkSchema, parseSchemaText, type SchemaDef } from './schema.js'
 export type { GeneratedFile, GenerateOptions } from './emit.js'
 export {
   checkSchema,
+  type FieldRules,
   parseSchemaText,
   parseTypeExpression,
   type SchemaDef,

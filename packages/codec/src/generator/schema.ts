@@ -29,6 +29,79 @@ export interface FieldDef {
   name: string
   expr: string
   type: TypeNode
+  /** JSON Schema keywords declared with the field (documentation; see `FieldRules`). */
+  rules?: FieldRules
+}
+
+/**
+ * What a service checks on a field, declared beside its type so the JSON Schema and the OpenAPI
+ * document say it: `{ "type": "string", "minLength": 1, "maxLength": 200 }`. The generated decoders do
+ * not enforce them (the service's validators do, with their own messages).
+ */
+export interface FieldRules {
+  description?: string
+  minLength?: number
+  maxLength?: number
+  pattern?: string
+  format?: string
+  minimum?: number
+  maximum?: number
+  minItems?: number
+  maxItems?: number
+  /** Rules of each item of a list. */
+  items?: FieldRules
+}
+
+const STRING_RULES = ['minLength', 'maxLength', 'pattern', 'format']
+const NUMBER_RULES = ['minimum', 'maximum']
+const LIST_RULES = ['minItems', 'maxItems', 'items']
+
+/** Problems of the rules of a field of type `t` (unknown keyword, wrong type, bad value). */
+function ruleProblems(raw: Record<string, unknown>, t: TypeNode, where: string): string[] {
+  const problems: string[] = []
+  const base = t.kind === 'nullable' ? t.inner : t
+  const allowed =
+    base.kind === 'list'
+      ? LIST_RULES
+      : base.kind === 'prim' && base.name === 'string'
+        ? STRING_RULES
+        : base.kind === 'prim' && ['int32', 'int64', 'float32', 'float64'].includes(base.name)
+          ? NUMBER_RULES
+          : base.kind === 'prim' && base.name === 'bytes'
+            ? ['minLength', 'maxLength']
+            : []
+  for (const [key, value] of Object.entries(raw)) {
+    if (key === 'type' && where === '') continue
+    if (key === 'description') {
+      if (typeof value !== 'string') problems.push(`${where}description must be a string`)
+      continue
+    }
+    if (!allowed.includes(key)) {
+      problems.push(`${where}rule "${key}" does not apply to this type`)
+      continue
+    }
+    if (key === 'items') {
+      if (!isPlainObject(value) || base.kind !== 'list')
+        problems.push(`${where}items must be an object of rules`)
+      else problems.push(...ruleProblems(value, base.item, `${where}items.`))
+    } else if (key === 'pattern' || key === 'format') {
+      if (typeof value !== 'string' || value === '')
+        problems.push(`${where}${key} must be a non-empty string`)
+      else if (key === 'pattern') {
+        try {
+          new RegExp(value, 'u')
+        } catch {
+          problems.push(`${where}pattern is not a valid regular expression`)
+        }
+      }
+    } else if (key === 'minimum' || key === 'maximum') {
+      if (typeof value !== 'number' || !Number.isFinite(value))
+        problems.push(`${where}${key} must be a number`)
+    } else if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
+      problems.push(`${where}${key} must be a non-negative integer`)
+    }
+  }
+  return problems
 }
 
 export interface ModelDef {
@@ -405,23 +478,35 @@ export function checkSchema(input: unknown): SchemaDef {
         problems.push({ model: name, field, reason: `invalid field name: "${field}" is reserved` })
         continue
       }
-      if (typeof expr !== 'string') {
-        problems.push({ model: name, field, reason: 'type expression must be a string' })
+      const spec = isPlainObject(expr) ? expr : undefined
+      const text = spec ? spec.type : expr
+      if (typeof text !== 'string') {
+        problems.push({
+          model: name,
+          field,
+          reason: 'type expression must be a string (or { "type": "<expression>", …rules })',
+        })
         continue
       }
       try {
         const type = parseTypeExpression(
-          expr,
+          text,
           (m) => modelNames.has(m),
           (c) => customNames.has(c),
         )
-        fields.push({ name: field, expr, type })
+        if (spec) {
+          const bad = ruleProblems(spec, type, '')
+          for (const reason of bad) problems.push({ model: name, field, reason })
+          if (bad.length > 0) continue
+          const { type: _type, ...rules } = spec
+          fields.push({ name: field, expr: text, type, rules: rules as FieldRules })
+        } else fields.push({ name: field, expr: text, type })
       } catch (err) {
         if (!(err instanceof ExprError)) throw err
         const reason =
           err.message.startsWith('unknown') || err.message.startsWith('map key')
             ? err.message
-            : `malformed type expression "${expr}": ${err.message}`
+            : `malformed type expression "${text}": ${err.message}`
         problems.push({ model: name, field, reason })
       }
     }

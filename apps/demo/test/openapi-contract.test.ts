@@ -1,0 +1,261 @@
+// Issue 16 item 12: the OpenAPI document says what the service checks. For every constrained field of
+// every request, values at and around the document's boundaries (lengths from minLength/maxLength/
+// maxItems, numbers from minimum/maximum, strings for each pattern) are sent over HTTP; the service must
+// refuse (400) exactly the values the document calls invalid. Every status seen must be listed.
+import t from 'tap'
+import { ADMIN, registerAndLogin, startDemo } from './helpers.js'
+
+type Schema = Record<string, any>
+type Doc = { paths: Record<string, Record<string, Schema>>; components: { schemas: Record<string, Schema> } }
+
+const chars = (s: string) => [...s].length
+
+/** The JSON Schema subset the document uses, applied to one value. */
+function valid(schema: Schema, value: unknown): boolean {
+  const types: string[] = Array.isArray(schema.type) ? schema.type : schema.type ? [schema.type] : []
+  if (value === null) return types.includes('null')
+  if (typeof value === 'string') {
+    if (!types.includes('string')) return false
+    if (schema.contentEncoding === 'base64') {
+      if (!/^[A-Za-z0-9+/]*={0,2}$/.test(value) || value.length % 4 !== 0) return false
+    }
+    if (schema.minLength !== undefined && chars(value) < schema.minLength) return false
+    if (schema.maxLength !== undefined && chars(value) > schema.maxLength) return false
+    if (schema.pattern !== undefined && !new RegExp(schema.pattern, 'u').test(value)) return false
+    return true
+  }
+  if (typeof value === 'number') {
+    if (!types.includes('integer') && !types.includes('number')) return false
+    if (schema.minimum !== undefined && value < schema.minimum) return false
+    if (schema.maximum !== undefined && value > schema.maximum) return false
+    return true
+  }
+  if (Array.isArray(value)) {
+    if (!types.includes('array')) return false
+    if (schema.maxItems !== undefined && value.length > schema.maxItems) return false
+    if (schema.minItems !== undefined && value.length < schema.minItems) return false
+    return value.every((item) => valid(schema.items ?? {}, item))
+  }
+  return typeof value === 'boolean' && types.includes('boolean')
+}
+
+let unique = 0
+/** A string of `length` characters that starts unique (names must not collide between cases). */
+function uniqueText(length: number, fill = 'a'): string {
+  const head = `u${(++unique).toString(36)}`
+  return length <= head.length ? fill.repeat(Math.max(length, 0)) : head + fill.repeat(length - head.length)
+}
+
+/** Lengths around the document's limits. */
+function lengths(schema: Schema, minItems = false): number[] {
+  const lo = minItems ? schema.minItems : schema.minLength
+  const hi = minItems ? schema.maxItems : schema.maxLength
+  const out = new Set<number>([0, 1])
+  if (lo !== undefined) for (const n of [lo - 1, lo]) if (n >= 0) out.add(n)
+  if (hi !== undefined) for (const n of [hi, hi + 1]) out.add(n)
+  return [...out].sort((a, b) => a - b)
+}
+
+/** Candidate values of a field from its schema: boundary lengths and numbers, and pattern probes. */
+function candidates(field: string, schema: Schema): unknown[] {
+  const types: string[] = Array.isArray(schema.type) ? schema.type : [schema.type]
+  if (types.includes('integer')) {
+    const out = new Set<number>([0, 1, -1])
+    if (schema.minimum !== undefined) out.add(schema.minimum - 1).add(schema.minimum)
+    if (schema.maximum !== undefined) out.add(schema.maximum).add(schema.maximum + 1)
+    return [...out].filter((n) => n >= -(2 ** 31) && n <= 2 ** 31 - 1)
+  }
+  if (types.includes('array')) {
+    const item = (i: number) => `tag${i}`
+    const out: unknown[] = lengths(schema, true).map((n) => Array.from({ length: n }, (_, i) => item(i)))
+    out.push(['ok', 'n\u0000'], [' '], [''])
+    if (schema.items?.minimum !== undefined) out.push([0], [1])
+    return out
+  }
+  if (schema.contentEncoding === 'base64') {
+    const pdf = (size: number) => {
+      const bytes = Buffer.alloc(size, 0x20)
+      bytes.write('%PDF-1.4')
+      return bytes.toString('base64')
+    }
+    // maxLength bounds the base64 text: 10485760 bytes are 13981016 characters, 3 bytes more 4 more.
+    const max = Math.floor((schema.maxLength / 4) * 3) - 2
+    return [pdf(8), pdf(max), pdf(max + 3), 'not base64!', 'QQ=', '']
+  }
+  // strings: lengths shaped for the field, then the probes every pattern is asked about
+  const shaped = (n: number): string => {
+    if (field === 'filename') return `${uniqueText(Math.max(n - 4, 0))}.pdf`.slice(-Math.max(n, 0)) || ''
+    if (field === 'email') return n === 0 ? '' : `${uniqueText(Math.max(n - 12, 6))}@example.com`
+    if (field === 'password') return `Aa1!${'b'.repeat(Math.max(n - 4, 0))}`.slice(0, n)
+    return uniqueText(n)
+  }
+  const out: unknown[] = lengths(schema).map(shaped)
+  out.push(
+    `${shaped(5)}\u0000`,
+    '   ',
+    ` ${shaped(5)}`,
+    `${shaped(5)} `,
+    ` ${shaped(5)} `,
+    '😀'.repeat(schema.maxLength ?? 5),
+  )
+  if (field === 'filename')
+    out.push(
+      'a.PDF',
+      'a.jpeg',
+      'a.JpG',
+      'a.docx',
+      'a.doc',
+      'a.gif',
+      'a.png',
+      'a.exe',
+      'a.pdf.exe',
+      '.pdf',
+      'pdf',
+    )
+  if (field === 'email')
+    out.push('a@b.co', 'a@b.c', 'a@@b.co', 'a b@c.de', 'a@b-c.de', 'a@b.c0', 'a.b+c%d_e-f@x.y.zz', '@b.co')
+  if (field === 'password')
+    out.push(
+      'Str0ng!Passw0rd',
+      'str0ng!passw0rd',
+      'STR0NG!PASSW0RD',
+      'Strong!Password',
+      'Str0ngPassw0rd',
+      'Aa1"aaaa',
+    )
+  if (field === 'username') out.push('ab', 'abc', 'a-b-c', 'ab_c', 'Ab9', 'é_abc')
+  if (field === 'cursor')
+    out.push(
+      Buffer.from('t:1').toString('base64url'),
+      `${Buffer.from('t:10').toString('base64url')}==`,
+      'a+b/',
+    )
+  return out
+}
+
+t.test('the OpenAPI document and the service agree on every field check', async (t) => {
+  const { app } = await startDemo(t)
+  const doc = (await app.inject('/openapi.json')).json() as Doc
+  const admin = (await app.inject({ method: 'POST', url: '/auth/login', payload: ADMIN })).json()
+  const auth = { authorization: `Bearer ${admin.accessToken}` }
+  const alice = await registerAndLogin(app, 'alice')
+  const task = (
+    await app.inject({ method: 'POST', url: '/tasks', headers: auth, payload: { title: 'Existing' } })
+  ).json()
+
+  const operation = (name: string): [string, string, Schema] => {
+    for (const [path, methods] of Object.entries(doc.paths))
+      for (const [method, op] of Object.entries(methods))
+        if (op.operationId === name) return [path, method, op]
+    throw new Error(`no operation ${name}`)
+  }
+  /** The document's schema of one request field (query/path parameter or body property). */
+  const fieldSchema = (op: Schema, field: string): Schema => {
+    const parameter = (op.parameters ?? []).find((p: Schema) => p.name === field)
+    if (parameter) return parameter.schema
+    let body = op.requestBody.content['application/json'].schema
+    if (body.$ref) body = doc.components.schemas[body.$ref.split('/').pop()]
+    return body.properties[field]
+  }
+
+  let client = 0
+  const send = (name: string, request: Record<string, unknown>) => {
+    const [path, method] = operation(name)
+    let url = path
+    const rest: Record<string, unknown> = {}
+    for (const [k, v] of Object.entries(request)) {
+      if (url.includes(`{${k}}`)) url = url.replace(`{${k}}`, encodeURIComponent(String(v)))
+      else rest[k] = v
+    }
+    const hasBody = method === 'post' || method === 'put'
+    if (!hasBody && Object.keys(rest).length > 0) {
+      const query = new URLSearchParams()
+      for (const [k, v] of Object.entries(rest))
+        for (const item of Array.isArray(v) ? v : [v]) query.append(k, String(item))
+      url += `?${query}`
+    }
+    client++
+    return app.inject({
+      method: method.toUpperCase() as 'GET',
+      url,
+      headers: auth,
+      remoteAddress: `10.77.${client >> 8}.${client & 255}`,
+      ...(hasBody ? { payload: rest as Record<string, string> } : {}),
+    })
+  }
+
+  // A valid request per endpoint; each case changes one field.
+  const bases: Record<string, () => Record<string, unknown>> = {
+    'auth.register': () => ({
+      username: uniqueText(8),
+      email: `${uniqueText(6)}@example.com`,
+      password: 'Str0ng!Passw0rd',
+    }),
+    'tasks.list': () => ({}),
+    'tasks.get': () => ({ id: task.id }),
+    'tasks.create': () => ({ title: 'A task', description: 'd', tags: ['x'] }),
+    'tasks.update': () => ({ id: task.id, title: 'Renamed' }),
+    'files.upload': () => ({ filename: 'a.pdf', contentType: 'application/pdf', data: 'JVBERi0xLjQ=' }),
+    'admin.roles.create': () => ({ name: uniqueText(8), description: 'd', permissionIds: [1] }),
+    'admin.roles.assign': () => ({ userId: alice.user.id, roleId: 1 }),
+    'admin.roles.revoke': () => ({ userId: alice.user.id, roleId: 1 }),
+    'admin.permissions.create': () => ({
+      name: uniqueText(8),
+      description: 'd',
+      resource: 'r',
+      action: 'read',
+    }),
+  }
+
+  let compared = 0
+  for (const [name, base] of Object.entries(bases)) {
+    const [, , op] = operation(name)
+    const documented = Object.keys(op.responses)
+    for (const field of Object.keys(base()).concat(name === 'tasks.list' ? ['limit', 'cursor', 'tag'] : [])) {
+      const schema = fieldSchema(op, field)
+      t.ok(schema, `${name}.${field} is documented`)
+      for (const value of candidates(field, schema)) {
+        const request = { ...base(), [field]: value }
+        const expected = valid(schema, value)
+        const res = await send(name, request)
+        const shown =
+          typeof value === 'string' && value.length > 40
+            ? `${value.slice(0, 20)}… (${chars(value)})`
+            : JSON.stringify(value)
+        t.ok(documented.includes(String(res.statusCode)), `${name}: ${res.statusCode} is listed`)
+        // A cursor is opaque: the document gives its alphabet; only the service's own cursors work.
+        const opaque = field === 'cursor' && value !== Buffer.from('t:1').toString('base64url')
+        if (expected && !opaque)
+          t.not(
+            res.statusCode,
+            400,
+            `${name}.${field} = ${shown}: documented valid (${res.body.slice(0, 120)})`,
+          )
+        else if (!expected) t.equal(res.statusCode, 400, `${name}.${field} = ${shown}: documented invalid`)
+        compared++
+      }
+    }
+  }
+  t.ok(compared > 200, `${compared} values compared`)
+
+  await t.test('statuses only the handler knows are listed', async (t) => {
+    for (const name of ['auth.login', 'auth.refresh']) {
+      const [, , op] = operation(name)
+      t.ok(op.responses['401'], `${name} lists 401`)
+    }
+    const login = await app.inject({
+      method: 'POST',
+      url: '/auth/login',
+      payload: { username: 'alice', password: 'Wr0ng!Passw0rd' },
+      remoteAddress: '10.78.0.1',
+    })
+    t.equal(login.statusCode, 401)
+    const refresh = await app.inject({
+      method: 'POST',
+      url: '/auth/refresh',
+      payload: { refreshToken: 'abc' },
+      remoteAddress: '10.78.0.2',
+    })
+    t.equal(refresh.statusCode, 401)
+  })
+})

@@ -11,6 +11,10 @@ let socket: TriviumClient | undefined
 let accessToken = ''
 let watching: AbortController | undefined
 const tasks = new Map<number, TaskData>()
+/** Tasks are listed newest first, PAGE at a time; `nextCursor` of the last page loaded, if any. */
+const PAGE = 50
+let nextCursor: string | undefined
+let loading = false
 
 function setStatus(state: string): void {
   const el = $('status')
@@ -21,7 +25,7 @@ function setStatus(state: string): void {
 function render(): void {
   const list = $('tasks')
   list.replaceChildren()
-  for (const task of [...tasks.values()].sort((a, b) => a.id - b.id)) {
+  for (const task of [...tasks.values()].sort((a, b) => b.id - a.id)) {
     const li = document.createElement('li')
     li.dataset.id = String(task.id)
     if (task.done) li.className = 'done'
@@ -35,6 +39,26 @@ function render(): void {
     title.textContent = task.title
     li.append(box, title)
     list.append(li)
+  }
+  $('more-button').hidden = nextCursor === undefined
+}
+
+/** The next page of older tasks (the first page when `first`). */
+async function loadPage(first: boolean): Promise<void> {
+  if (loading || (!first && nextCursor === undefined)) return
+  loading = true
+  try {
+    const page = await typed().tasks.list({
+      newestFirst: true,
+      limit: PAGE,
+      ...(first || nextCursor === undefined ? {} : { cursor: nextCursor }),
+    })
+    if (first) tasks.clear()
+    for (const task of page.items) tasks.set(task.id, task)
+    nextCursor = page.nextCursor ?? undefined
+    render()
+  } finally {
+    loading = false
   }
 }
 
@@ -73,10 +97,8 @@ async function signedIn(username: string): Promise<void> {
   $('me').textContent = username
   $('login-view').hidden = true
   $('tasks-view').hidden = false
-  const page = await typed().tasks.list({ limit: 100 })
-  tasks.clear()
-  for (const task of page.items) tasks.set(task.id, task)
-  render()
+  nextCursor = undefined
+  await loadPage(true)
   setStatus('connected')
   void watch()
 }
@@ -120,6 +142,15 @@ $('create-form').addEventListener('submit', (event) => {
     })
     .catch(showTaskError)
 })
+
+$('more-button').addEventListener('click', () => {
+  loadPage(false).catch(showTaskError)
+})
+
+// Infinite scroll: the "older tasks" button loads the next page as soon as it scrolls into view.
+new IntersectionObserver((entries) => {
+  if (entries.some((e) => e.isIntersecting) && socket) loadPage(false).catch(showTaskError)
+}).observe($('more-button'))
 
 $('logout-button').addEventListener('click', () => {
   watching?.abort()

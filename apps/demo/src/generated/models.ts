@@ -4082,7 +4082,7 @@ function $r1(r: $rt.BinaryReader): readonly string[] {
 function $w1(w: $rt.BinaryWriter, v: readonly string[]): void {
   w.count(v.length)
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]!
+    const x = v[i] as (typeof v)[number]
     w.string(x)
   }
 }
@@ -4099,7 +4099,7 @@ function $j1(j: unknown, e: $rt.FieldError[], p: string, k: string | number): re
 function $t1(v: readonly string[]): unknown[] {
   const a = new Array<unknown>(v.length)
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]
+    const x = v[i] as (typeof v)[number]
     a[i] = x
   }
   return a
@@ -4107,8 +4107,8 @@ function $t1(v: readonly string[]): unknown[] {
 function $e1(a: readonly string[], b: readonly string[]): boolean {
   if (a.length !== b.length) return false
   for (let i = 0; i < a.length; i++) {
-    const x = a[i]
-    const y = b[i]
+    const x = a[i] as (typeof a)[number]
+    const y = b[i] as (typeof b)[number]
     if (!(x === y)) return false
   }
   return true
@@ -4116,7 +4116,7 @@ function $e1(a: readonly string[], b: readonly string[]): boolean {
 function $h1(v: readonly string[]): number {
   let h = 1
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]
+    const x = v[i] as (typeof v)[number]
     h = $rt.hashCombine(h, $rt.hashString(x))
   }
   return h
@@ -4132,7 +4132,7 @@ function $r2(r: $rt.BinaryReader): readonly Task[] {
 function $w2(w: $rt.BinaryWriter, v: readonly TaskData[]): void {
   w.count(v.length)
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]!
+    const x = v[i] as (typeof v)[number]
     Task.write(w, x)
   }
 }
@@ -4149,7 +4149,7 @@ function $j2(j: unknown, e: $rt.FieldError[], p: string, k: string | number): re
 function $t2(v: readonly TaskData[]): unknown[] {
   const a = new Array<unknown>(v.length)
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]
+    const x = v[i] as (typeof v)[number]
     a[i] = Task.toJSON(x)
   }
   return a
@@ -4157,8 +4157,8 @@ function $t2(v: readonly TaskData[]): unknown[] {
 function $e2(a: readonly TaskData[], b: readonly TaskData[]): boolean {
   if (a.length !== b.length) return false
   for (let i = 0; i < a.length; i++) {
-    const x = a[i]
-    const y = b[i]
+    const x = a[i] as (typeof a)[number]
+    const y = b[i] as (typeof b)[number]
     if (!(Task.equalsValue(x, y))) return false
   }
   return true
@@ -4166,7 +4166,7 @@ function $e2(a: readonly TaskData[], b: readonly TaskData[]): boolean {
 function $h2(v: readonly TaskData[]): number {
   let h = 1
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]
+    const x = v[i] as (typeof v)[number]
     h = $rt.hashCombine(h, Task.hashValue(x))
   }
   return h
@@ -4182,7 +4182,7 @@ function $r3(r: $rt.BinaryReader): readonly number[] {
 function $w3(w: $rt.BinaryWriter, v: readonly number[]): void {
   w.count(v.length)
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]!
+    const x = v[i] as (typeof v)[number]
     w.int32(x)
   }
 }
@@ -4199,7 +4199,7 @@ function $j3(j: unknown, e: $rt.FieldError[], p: string, k: string | number): re
 function $t3(v: readonly number[]): unknown[] {
   const a = new Array<unknown>(v.length)
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]
+    const x = v[i] as (typeof v)[number]
     a[i] = x
   }
   return a
@@ -4207,8 +4207,8 @@ function $t3(v: readonly number[]): unknown[] {
 function $e3(a: readonly number[], b: readonly number[]): boolean {
   if (a.length !== b.length) return false
   for (let i = 0; i < a.length; i++) {
-    const x = a[i]
-    const y = b[i]
+    const x = a[i] as (typeof a)[number]
+    const y = b[i] as (typeof b)[number]
     if (!(x === y)) return false
   }
   return true
@@ -4216,7 +4216,7 @@ function $e3(a: readonly number[], b: readonly number[]): boolean {
 function $h3(v: readonly number[]): number {
   let h = 1
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]
+    const x = v[i] as (typeof v)[number]
     h = $rt.hashCombine(h, (x | 0))
   }
   return h

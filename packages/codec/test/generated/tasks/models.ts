@@ -2302,7 +2302,7 @@ function $r1(r: $rt.BinaryReader): readonly number[] {
 function $w1(w: $rt.BinaryWriter, v: readonly number[]): void {
   w.count(v.length)
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]!
+    const x = v[i] as (typeof v)[number]
     w.int32(x)
   }
 }
@@ -2319,7 +2319,7 @@ function $j1(j: unknown, e: $rt.FieldError[], p: string, k: string | number): re
 function $t1(v: readonly number[]): unknown[] {
   const a = new Array<unknown>(v.length)
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]
+    const x = v[i] as (typeof v)[number]
     a[i] = x
   }
   return a
@@ -2327,8 +2327,8 @@ function $t1(v: readonly number[]): unknown[] {
 function $e1(a: readonly number[], b: readonly number[]): boolean {
   if (a.length !== b.length) return false
   for (let i = 0; i < a.length; i++) {
-    const x = a[i]
-    const y = b[i]
+    const x = a[i] as (typeof a)[number]
+    const y = b[i] as (typeof b)[number]
     if (!(x === y)) return false
   }
   return true
@@ -2336,7 +2336,7 @@ function $e1(a: readonly number[], b: readonly number[]): boolean {
 function $h1(v: readonly number[]): number {
   let h = 1
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]
+    const x = v[i] as (typeof v)[number]
     h = $rt.hashCombine(h, (x | 0))
   }
   return h
@@ -2352,7 +2352,7 @@ function $r3(r: $rt.BinaryReader): readonly (number | null)[] {
 function $w3(w: $rt.BinaryWriter, v: readonly (number | null)[]): void {
   w.count(v.length)
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]!
+    const x = v[i] as (typeof v)[number]
     if (x == null) w.presence(false)
     else {
       w.presence(true)
@@ -2373,7 +2373,7 @@ function $j3(j: unknown, e: $rt.FieldError[], p: string, k: string | number): re
 function $t3(v: readonly (number | null)[]): unknown[] {
   const a = new Array<unknown>(v.length)
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]
+    const x = v[i] as (typeof v)[number]
     a[i] = (x ?? null)
   }
   return a
@@ -2381,8 +2381,8 @@ function $t3(v: readonly (number | null)[]): unknown[] {
 function $e3(a: readonly (number | null)[], b: readonly (number | null)[]): boolean {
   if (a.length !== b.length) return false
   for (let i = 0; i < a.length; i++) {
-    const x = a[i]
-    const y = b[i]
+    const x = a[i] as (typeof a)[number]
+    const y = b[i] as (typeof b)[number]
     if (!((x == null ? y == null : y != null && x === y))) return false
   }
   return true
@@ -2390,7 +2390,7 @@ function $e3(a: readonly (number | null)[], b: readonly (number | null)[]): bool
 function $h3(v: readonly (number | null)[]): number {
   let h = 1
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]
+    const x = v[i] as (typeof v)[number]
     h = $rt.hashCombine(h, (x == null ? 0 : (x | 0)))
   }
   return h
@@ -2559,7 +2559,7 @@ function $r7(r: $rt.BinaryReader): readonly number[] {
 function $w7(w: $rt.BinaryWriter, v: readonly number[]): void {
   w.count(v.length)
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]!
+    const x = v[i] as (typeof v)[number]
     w.float64(x)
   }
 }
@@ -2576,7 +2576,7 @@ function $j7(j: unknown, e: $rt.FieldError[], p: string, k: string | number): re
 function $t7(v: readonly number[]): unknown[] {
   const a = new Array<unknown>(v.length)
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]
+    const x = v[i] as (typeof v)[number]
     a[i] = $rt.floatToJSON(x)
   }
   return a
@@ -2584,8 +2584,8 @@ function $t7(v: readonly number[]): unknown[] {
 function $e7(a: readonly number[], b: readonly number[]): boolean {
   if (a.length !== b.length) return false
   for (let i = 0; i < a.length; i++) {
-    const x = a[i]
-    const y = b[i]
+    const x = a[i] as (typeof a)[number]
+    const y = b[i] as (typeof b)[number]
     if (!((x === y || (x !== x && y !== y)))) return false
   }
   return true
@@ -2593,7 +2593,7 @@ function $e7(a: readonly number[], b: readonly number[]): boolean {
 function $h7(v: readonly number[]): number {
   let h = 1
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]
+    const x = v[i] as (typeof v)[number]
     h = $rt.hashCombine(h, $rt.hashNumber(x))
   }
   return h
@@ -2609,7 +2609,7 @@ function $r6(r: $rt.BinaryReader): readonly (readonly number[])[] {
 function $w6(w: $rt.BinaryWriter, v: readonly (readonly number[])[]): void {
   w.count(v.length)
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]!
+    const x = v[i] as (typeof v)[number]
     $w7(w, x)
   }
 }
@@ -2626,7 +2626,7 @@ function $j6(j: unknown, e: $rt.FieldError[], p: string, k: string | number): re
 function $t6(v: readonly (readonly number[])[]): unknown[] {
   const a = new Array<unknown>(v.length)
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]
+    const x = v[i] as (typeof v)[number]
     a[i] = $t7(x)
   }
   return a
@@ -2634,8 +2634,8 @@ function $t6(v: readonly (readonly number[])[]): unknown[] {
 function $e6(a: readonly (readonly number[])[], b: readonly (readonly number[])[]): boolean {
   if (a.length !== b.length) return false
   for (let i = 0; i < a.length; i++) {
-    const x = a[i]
-    const y = b[i]
+    const x = a[i] as (typeof a)[number]
+    const y = b[i] as (typeof b)[number]
     if (!($e7(x, y))) return false
   }
   return true
@@ -2643,7 +2643,7 @@ function $e6(a: readonly (readonly number[])[], b: readonly (readonly number[])[
 function $h6(v: readonly (readonly number[])[]): number {
   let h = 1
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]
+    const x = v[i] as (typeof v)[number]
     h = $rt.hashCombine(h, $h7(x))
   }
   return h
@@ -2659,7 +2659,7 @@ function $r8(r: $rt.BinaryReader): readonly Tag[] {
 function $w8(w: $rt.BinaryWriter, v: readonly TagData[]): void {
   w.count(v.length)
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]!
+    const x = v[i] as (typeof v)[number]
     Tag.write(w, x)
   }
 }
@@ -2676,7 +2676,7 @@ function $j8(j: unknown, e: $rt.FieldError[], p: string, k: string | number): re
 function $t8(v: readonly TagData[]): unknown[] {
   const a = new Array<unknown>(v.length)
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]
+    const x = v[i] as (typeof v)[number]
     a[i] = Tag.toJSON(x)
   }
   return a
@@ -2684,8 +2684,8 @@ function $t8(v: readonly TagData[]): unknown[] {
 function $e8(a: readonly TagData[], b: readonly TagData[]): boolean {
   if (a.length !== b.length) return false
   for (let i = 0; i < a.length; i++) {
-    const x = a[i]
-    const y = b[i]
+    const x = a[i] as (typeof a)[number]
+    const y = b[i] as (typeof b)[number]
     if (!(Tag.equalsValue(x, y))) return false
   }
   return true
@@ -2693,7 +2693,7 @@ function $e8(a: readonly TagData[], b: readonly TagData[]): boolean {
 function $h8(v: readonly TagData[]): number {
   let h = 1
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]
+    const x = v[i] as (typeof v)[number]
     h = $rt.hashCombine(h, Tag.hashValue(x))
   }
   return h
@@ -2709,7 +2709,7 @@ function $r9(r: $rt.BinaryReader): readonly (Tag | null)[] {
 function $w9(w: $rt.BinaryWriter, v: readonly (TagData | null)[]): void {
   w.count(v.length)
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]!
+    const x = v[i] as (typeof v)[number]
     if (x == null) w.presence(false)
     else {
       w.presence(true)
@@ -2730,7 +2730,7 @@ function $j9(j: unknown, e: $rt.FieldError[], p: string, k: string | number): re
 function $t9(v: readonly (TagData | null)[]): unknown[] {
   const a = new Array<unknown>(v.length)
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]
+    const x = v[i] as (typeof v)[number]
     a[i] = (x == null ? null : Tag.toJSON(x))
   }
   return a
@@ -2738,8 +2738,8 @@ function $t9(v: readonly (TagData | null)[]): unknown[] {
 function $e9(a: readonly (TagData | null)[], b: readonly (TagData | null)[]): boolean {
   if (a.length !== b.length) return false
   for (let i = 0; i < a.length; i++) {
-    const x = a[i]
-    const y = b[i]
+    const x = a[i] as (typeof a)[number]
+    const y = b[i] as (typeof b)[number]
     if (!((x == null ? y == null : y != null && Tag.equalsValue(x, y)))) return false
   }
   return true
@@ -2747,7 +2747,7 @@ function $e9(a: readonly (TagData | null)[], b: readonly (TagData | null)[]): bo
 function $h9(v: readonly (TagData | null)[]): number {
   let h = 1
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]
+    const x = v[i] as (typeof v)[number]
     h = $rt.hashCombine(h, (x == null ? 0 : Tag.hashValue(x)))
   }
   return h
@@ -2763,7 +2763,7 @@ function $r10(r: $rt.BinaryReader): readonly Tree[] {
 function $w10(w: $rt.BinaryWriter, v: readonly TreeData[]): void {
   w.count(v.length)
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]!
+    const x = v[i] as (typeof v)[number]
     Tree.write(w, x)
   }
 }
@@ -2780,7 +2780,7 @@ function $j10(j: unknown, e: $rt.FieldError[], p: string, k: string | number): r
 function $t10(v: readonly TreeData[]): unknown[] {
   const a = new Array<unknown>(v.length)
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]
+    const x = v[i] as (typeof v)[number]
     a[i] = Tree.toJSON(x)
   }
   return a
@@ -2788,8 +2788,8 @@ function $t10(v: readonly TreeData[]): unknown[] {
 function $e10(a: readonly TreeData[], b: readonly TreeData[]): boolean {
   if (a.length !== b.length) return false
   for (let i = 0; i < a.length; i++) {
-    const x = a[i]
-    const y = b[i]
+    const x = a[i] as (typeof a)[number]
+    const y = b[i] as (typeof b)[number]
     if (!(Tree.equalsValue(x, y))) return false
   }
   return true
@@ -2797,7 +2797,7 @@ function $e10(a: readonly TreeData[], b: readonly TreeData[]): boolean {
 function $h10(v: readonly TreeData[]): number {
   let h = 1
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]
+    const x = v[i] as (typeof v)[number]
     h = $rt.hashCombine(h, Tree.hashValue(x))
   }
   return h
@@ -2813,7 +2813,7 @@ function $r11(r: $rt.BinaryReader): readonly ($rt.CustomValue<typeof Money>)[] {
 function $w11(w: $rt.BinaryWriter, v: readonly ($rt.CustomValue<typeof Money>)[]): void {
   w.count(v.length)
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]!
+    const x = v[i] as (typeof v)[number]
     Money.write(w, x)
   }
 }
@@ -2830,7 +2830,7 @@ function $j11(j: unknown, e: $rt.FieldError[], p: string, k: string | number): r
 function $t11(v: readonly ($rt.CustomValue<typeof Money>)[]): unknown[] {
   const a = new Array<unknown>(v.length)
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]
+    const x = v[i] as (typeof v)[number]
     a[i] = Money.toJSON(x)
   }
   return a
@@ -2838,8 +2838,8 @@ function $t11(v: readonly ($rt.CustomValue<typeof Money>)[]): unknown[] {
 function $e11(a: readonly ($rt.CustomValue<typeof Money>)[], b: readonly ($rt.CustomValue<typeof Money>)[]): boolean {
   if (a.length !== b.length) return false
   for (let i = 0; i < a.length; i++) {
-    const x = a[i]
-    const y = b[i]
+    const x = a[i] as (typeof a)[number]
+    const y = b[i] as (typeof b)[number]
     if (!($rt.eqCustom(Money, x, y))) return false
   }
   return true
@@ -2847,7 +2847,7 @@ function $e11(a: readonly ($rt.CustomValue<typeof Money>)[], b: readonly ($rt.Cu
 function $h11(v: readonly ($rt.CustomValue<typeof Money>)[]): number {
   let h = 1
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]
+    const x = v[i] as (typeof v)[number]
     h = $rt.hashCombine(h, $rt.hashCustom(Money, x))
   }
   return h
@@ -2863,7 +2863,7 @@ function $r12(r: $rt.BinaryReader): readonly string[] {
 function $w12(w: $rt.BinaryWriter, v: readonly string[]): void {
   w.count(v.length)
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]!
+    const x = v[i] as (typeof v)[number]
     w.string(x)
   }
 }
@@ -2880,7 +2880,7 @@ function $j12(j: unknown, e: $rt.FieldError[], p: string, k: string | number): r
 function $t12(v: readonly string[]): unknown[] {
   const a = new Array<unknown>(v.length)
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]
+    const x = v[i] as (typeof v)[number]
     a[i] = x
   }
   return a
@@ -2888,8 +2888,8 @@ function $t12(v: readonly string[]): unknown[] {
 function $e12(a: readonly string[], b: readonly string[]): boolean {
   if (a.length !== b.length) return false
   for (let i = 0; i < a.length; i++) {
-    const x = a[i]
-    const y = b[i]
+    const x = a[i] as (typeof a)[number]
+    const y = b[i] as (typeof b)[number]
     if (!(x === y)) return false
   }
   return true
@@ -2897,7 +2897,7 @@ function $e12(a: readonly string[], b: readonly string[]): boolean {
 function $h12(v: readonly string[]): number {
   let h = 1
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]
+    const x = v[i] as (typeof v)[number]
     h = $rt.hashCombine(h, $rt.hashString(x))
   }
   return h

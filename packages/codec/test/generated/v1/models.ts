@@ -329,7 +329,7 @@ function $r1(r: $rt.BinaryReader): readonly Item[] {
 function $w1(w: $rt.BinaryWriter, v: readonly ItemData[]): void {
   w.count(v.length)
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]!
+    const x = v[i] as (typeof v)[number]
     Item.write(w, x)
   }
 }
@@ -346,7 +346,7 @@ function $j1(j: unknown, e: $rt.FieldError[], p: string, k: string | number): re
 function $t1(v: readonly ItemData[]): unknown[] {
   const a = new Array<unknown>(v.length)
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]
+    const x = v[i] as (typeof v)[number]
     a[i] = Item.toJSON(x)
   }
   return a
@@ -354,8 +354,8 @@ function $t1(v: readonly ItemData[]): unknown[] {
 function $e1(a: readonly ItemData[], b: readonly ItemData[]): boolean {
   if (a.length !== b.length) return false
   for (let i = 0; i < a.length; i++) {
-    const x = a[i]
-    const y = b[i]
+    const x = a[i] as (typeof a)[number]
+    const y = b[i] as (typeof b)[number]
     if (!(Item.equalsValue(x, y))) return false
   }
   return true
@@ -363,7 +363,7 @@ function $e1(a: readonly ItemData[], b: readonly ItemData[]): boolean {
 function $h1(v: readonly ItemData[]): number {
   let h = 1
   for (let i = 0; i < v.length; i++) {
-    const x = v[i]
+    const x = v[i] as (typeof v)[number]
     h = $rt.hashCombine(h, Item.hashValue(x))
   }
   return h

@@ -10,6 +10,7 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import { SAMPLE_VALUES } from './fuzz-inputs.mjs'
 import { codecDir, importDep, loadModels } from './load.mjs'
 
 const perDecoder = Number(process.argv[2] ?? 10_000_000)
@@ -49,66 +50,7 @@ for (const m of Object.values(schema.models))
 delete schema.endpoints
 const M = await loadModels(schema)
 
-const values = [
-  [
-    M.Scalars,
-    {
-      s: 'hé😀',
-      i32: -5,
-      i64: -(2n ** 40n),
-      f32: 1.5,
-      f64: Number.NaN,
-      b: true,
-      dt: new Date(12345),
-      raw: new Uint8Array([1, 2, 3]),
-      dyn: { a: [1, 'x', null, { b: 2.5 }] },
-    },
-  ],
-  [
-    M.Optionals,
-    {
-      s: 'x',
-      i32: 1,
-      i64: 2n,
-      f64: 3,
-      b: false,
-      dt: new Date(0),
-      raw: new Uint8Array(2),
-      ref: { name: 'r', color: 'c' },
-      list: [1, 2, 3],
-    },
-  ],
-  [M.Optionals, {}],
-  [
-    M.Containers,
-    {
-      ints: [1, 2, 3],
-      nested: new Map([
-        ['a', [1, null, 3]],
-        ['b', []],
-      ]),
-      byId: new Map([[5n, { name: 't' }]]),
-      byNum: new Map([
-        [1, 'one'],
-        [-2, 'minus two'],
-      ]),
-      matrix: [[1.5, 2], [], [3]],
-      tags: [{ name: 'x', color: 'y' }],
-      maybeTags: [null, { name: 'z' }],
-    },
-  ],
-  [
-    M.Tree,
-    {
-      label: 'root',
-      children: [
-        { label: 'a', children: [{ label: 'b', children: [] }] },
-        { label: 'c', children: [] },
-      ],
-    },
-  ],
-  [M.Task, { id: 1n, title: 'task', done: true, tags: ['a', 'b'], due: new Date(5), owner: { name: 'o' } }],
-]
+const values = SAMPLE_VALUES.map(([name, value]) => [M[name], value])
 const samples = values.map(([Model, value]) => [Model, Model.encode(value)])
 
 const interesting = [0x00, 0x01, 0x02, 0x7f, 0x80, 0xff]

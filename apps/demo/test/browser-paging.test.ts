@@ -1,18 +1,14 @@
 // Issue 16 item 17: the web page lists tasks newest first and pages through all of them (a button that
 // also loads on scroll), in real Chromium. 130 tasks exist before signing in: the newest is on top,
 // 50 are shown, then 100, then all, and the button goes away.
-import { existsSync } from 'node:fs'
-import { chromium } from 'playwright-core'
 import t from 'tap'
+import { launchChromium } from './chromium.js'
 import { startDemo } from './helpers.js'
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 
 t.test(
   'the page shows the newest task first and pages through every task',
   { timeout: 120_000 },
   async (t) => {
-    t.ok(existsSync(CHROMIUM), `Chromium is installed at ${CHROMIUM}`)
     const { app, sql } = await startDemo(t)
     await app.listen({ port: 0, host: '127.0.0.1' })
     const { port } = app.server.address() as { port: number }
@@ -20,17 +16,7 @@ t.test(
       "INSERT INTO demo_tasks (title, owner_id) SELECT 'Task ' || g, 1 FROM generate_series(1, 130) AS g",
     )
 
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--no-first-run',
-        '--disable-background-networking',
-      ],
-    })
-    t.teardown(() => browser.close())
+    const browser = await launchChromium(t)
     const page = await browser.newPage({ viewport: { width: 1000, height: 600 } })
     const errors: string[] = []
     page.on('pageerror', (err) => errors.push(err.message))

@@ -1,34 +1,17 @@
 // End to end in real Chromium (Debian's `chromium`, driven by playwright-core): two pages of the web
 // page, signed in as two users; a task created in one appears live in the other (tasks.watch over
 // WebSocket through the browser bundle of @trivium/client).
-import { existsSync } from 'node:fs'
-import { chromium } from 'playwright-core'
 import t from 'tap'
+import { launchChromium } from './chromium.js'
 import { startDemo } from './helpers.js'
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
-
 t.test('a task created in one browser page appears in the other', { timeout: 120_000 }, async (t) => {
-  t.ok(existsSync(CHROMIUM), `Chromium is installed at ${CHROMIUM} (.ci/run installs Debian's chromium)`)
   const { app } = await startDemo(t)
   await app.listen({ port: 0, host: '127.0.0.1' })
   const { port } = app.server.address() as { port: number }
   const base = `http://127.0.0.1:${port}/`
 
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  })
-  t.teardown(() => browser.close())
+  const browser = await launchChromium(t)
   const errors: string[] = []
 
   async function openSignedIn(username: string) {

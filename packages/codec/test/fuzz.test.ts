@@ -6,44 +6,20 @@ import { binaryFormat, DecodeError } from '@trivium/codec'
 import { jsonFormat, ValidationException } from '@trivium/core'
 import fc from 'fast-check'
 import t from 'tap'
+// @ts-expect-error: a plain .mjs module shared with the long-run fuzzer
+import { damage, SAMPLE_VALUES } from '../../../bench/codec/fuzz-inputs.mjs'
 import { Containers, Optionals, Scalars, Task, Tree } from './generated/tasks/models.js'
 
 const RUNS = 3000
 const utf8 = new TextEncoder()
 
-const samples = [
-  Scalars.encode(
-    new Scalars({
-      s: 'hé😀',
-      i32: -5,
-      i64: -(2n ** 40n),
-      f32: 1.5,
-      f64: Number.NaN,
-      b: true,
-      dt: new Date(12345),
-      raw: new Uint8Array([1, 2, 3]),
-      dyn: { a: [1, 'x', null, { b: 2.5 }] },
-    }),
-  ),
-  Optionals.encode(new Optionals({ s: 'x', list: [1, 2, 3], ref: { name: 'r', color: 'c' } })),
-  Containers.encode(
-    new Containers({
-      ints: [1, 2, 3],
-      nested: new Map([['a', [1, null, 3]]]),
-      byId: new Map([[5n, { name: 't', color: null }]]),
-      byNum: new Map([[-2, 'minus two']]),
-      matrix: [[1.5, 2], [], [3]],
-      tags: [{ name: 'x', color: 'y' }],
-      maybeTags: [null, { name: 'z', color: null }],
-    }),
-  ),
-  Tree.encode(
-    new Tree({ label: 'root', children: [{ label: 'a', children: [{ label: 'b', children: [] }] }] }),
-  ),
-]
+const byName = { Scalars, Optionals, Containers, Tree, Task } as const
+const samples = (SAMPLE_VALUES as [keyof typeof byName, unknown][]).map(([name, value]) =>
+  byName[name].encode(value as never),
+)
 const models = [Scalars, Optionals, Containers, Tree, Task] as const
 
-/** A sample encoding with random damage: overwritten bytes, a cut, extra bytes. */
+/** A sample encoding with random damage. */
 const damagedBinary = fc
   .tuple(
     fc.constantFrom(...samples),
@@ -51,12 +27,7 @@ const damagedBinary = fc
     fc.option(fc.nat()),
     fc.uint8Array({ maxLength: 8 }),
   )
-  .map(([bytes, edits, cut, tail]) => {
-    let out = Uint8Array.from(bytes)
-    for (const [at, value] of edits) if (out.length > 0) out[at % out.length] = value
-    if (cut !== null) out = out.subarray(0, cut % (out.length + 1))
-    return Uint8Array.from([...out, ...tail])
-  })
+  .map(([bytes, edits, cut, tail]) => damage(bytes, edits, cut, tail))
 const binaryInputs = fc.oneof(fc.uint8Array({ maxLength: 200 }), damagedBinary)
 
 function only(allowed: new (...args: any[]) => Error, fn: () => unknown): boolean {
@@ -88,7 +59,11 @@ t.test('binary reader: random and damaged bytes decode or throw DecodeError', as
 const jsonValue = fc.jsonValue({ maxDepth: 4 })
 const shaped = fc
   .tuple(
-    fc.constantFrom(...samples.map((b, i) => models[i]!.toJSON(models[i]!.decode(b) as never))),
+    fc.constantFrom(
+      ...(SAMPLE_VALUES as [keyof typeof byName, unknown][]).map(([name, value]) =>
+        byName[name].toJSON(value as never),
+      ),
+    ),
     fc.dictionary(
       fc.constantFrom(
         's',

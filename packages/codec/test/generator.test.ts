@@ -205,15 +205,21 @@ t.test('the committed test models are what the generator produces now', async (t
   }
 })
 
-t.test('generated code type-checks; wrong handler and client types do not compile', async (t) => {
-  const tsc = join(pkg, '..', '..', 'node_modules', 'typescript', 'bin', 'tsc')
-  const r = spawnSync(process.execPath, [tsc, '-p', join(here, 'tsconfig.json')], {
-    encoding: 'utf8',
-    cwd: pkg,
-  })
-  t.equal(r.stdout + r.stderr, '')
-  t.equal(r.status, 0)
-})
+// tsconfig.strict.json adds what a strict consumer turns on (issue 14 item 8): noUncheckedIndexedAccess,
+// exactOptionalPropertyTypes, skipLibCheck off.
+for (const config of ['tsconfig.json', 'tsconfig.strict.json'])
+  t.test(
+    `generated code type-checks (${config}); wrong handler and client types do not compile`,
+    async (t) => {
+      const tsc = join(pkg, '..', '..', 'node_modules', 'typescript', 'bin', 'tsc')
+      const r = spawnSync(process.execPath, [tsc, '-p', join(here, config)], {
+        encoding: 'utf8',
+        cwd: pkg,
+      })
+      t.equal(r.stdout + r.stderr, '')
+      t.equal(r.status, 0)
+    },
+  )
 
 t.test('the runtime is browser-safe: no Node built-ins, no Buffer, no @trivium/core', async (t) => {
   for (const f of ['index', 'reader', 'writer', 'values', 'errors', 'custom', 'types']) {

@@ -23,7 +23,6 @@ export * from './call.js'
 export * from './errors.js'
 export * from './formats.js'
 export type { ErrorHeaders } from './http/framework-errors.js'
-export * from './log-redaction.js'
 export { TRANSPORT_OVERRIDE, type TransportOverride } from './http/symbols.js'
 export { HttpMapping, type HttpRequestParts } from './http-mapping.js'
 export {
@@ -33,6 +32,7 @@ export {
   refuseRequest,
   SHUTDOWN_MESSAGE,
 } from './invoke.js'
+export * from './log-redaction.js'
 export * from './middleware.js'
 export * from './model.js'
 export * from './registry.js'

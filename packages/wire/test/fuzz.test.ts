@@ -15,6 +15,8 @@ import {
 } from '@trivium/wire'
 import fc from 'fast-check'
 import t from 'tap'
+// @ts-expect-error: a plain .mjs module shared with the long-run fuzzer
+import { damage } from '../../../bench/codec/fuzz-inputs.mjs'
 
 const RUNS = 3000
 const NAMED = new Set<number>([FrameType.REQUEST, FrameType.PUSH, FrameType.SUBSCRIBE, FrameType.UNSUBSCRIBE])
@@ -56,12 +58,7 @@ function damaged(valid: fc.Arbitrary<Uint8Array>): fc.Arbitrary<Uint8Array> {
       fc.option(fc.nat()),
       fc.uint8Array({ maxLength: 8 }),
     )
-    .map(([bytes, edits, cut, tail]) => {
-      let out = Uint8Array.from(bytes)
-      for (const [at, value] of edits) if (out.length > 0) out[at % out.length] = value
-      if (cut !== null) out = out.subarray(0, cut % (out.length + 1))
-      return Uint8Array.from([...out, ...tail])
-    })
+    .map(([bytes, edits, cut, tail]) => damage(bytes, edits, cut, tail))
 }
 
 /** Calls fn; a FrameError is an answer, anything else fails the property. */

@@ -8,7 +8,7 @@ import { endpoints } from '../dist/generated/endpoints.js'
 import { api, registerAndLogin, startProcess, WebSocket } from './scale-helpers.js'
 
 t.test('query-string secrets are redacted in every log line, on every transport', async (t) => {
-  const server = await startProcess('logs', { LOG_LEVEL: 'info', TCP_MODE: 'inject' })
+  const server = await startProcess('logs', { LOG_LEVEL: 'info', TCP_MODE: 'inject' }, { timeoutMs: 90_000 })
   t.teardown(() => server.stop())
   const { tokens } = await registerAndLogin(server.base, 'logged')
   const secrets = [tokens.accessToken, tokens.refreshToken]

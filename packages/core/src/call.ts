@@ -1,11 +1,28 @@
 // The common request form of the spec: what every transport's parser builds and what middleware and
 // handlers see, whatever the transport.
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
+import { httpCredential, metadataCredential, websocketCredential } from './credential.js'
 import type { EndpointDefinition } from './registry.js'
 
 export type Protocol = 'http' | 'websocket' | 'tcp'
 
 export type HeaderMap = Record<string, string | string[] | undefined>
+
+/**
+ * Who the caller is, filled by authentication (`@trivium/auth`) and read by authorization, rate
+ * limiting and the frame transports (session expiry, `closeSessions`). Extend it by declaration
+ * merging (`declare module '@trivium/core' { interface TriviumIdentity { tenant: string } }`).
+ */
+export interface TriviumIdentity {
+  userId: string | number
+  username?: string
+  roles: readonly string[]
+  permissions: readonly string[]
+  /** The token id (`jti`), when the credential is a token. */
+  tokenId?: string
+  /** When the credential stops being valid, in ms since the epoch. */
+  expiresAt?: number
+}
 
 export interface CallInit<Req = unknown> {
   definition: EndpointDefinition<Req>
@@ -25,6 +42,20 @@ export interface CallInit<Req = unknown> {
   raw?: FastifyRequest
   /** Shared per-connection state (WebSocket/TCP): the same object for every call on a connection. */
   connection?: Record<string, unknown>
+  /**
+   * The caller's credential, or a function that finds it on first use (see credential.ts; it may throw
+   * UnauthorizedException). Absent: found by the protocol's default place (header/query/metadata).
+   */
+  credential?: string | (() => string | undefined)
+}
+
+/** The default credential of a transport that does not supply `CallInit.credential`. */
+function defaultCredential(
+  call: Pick<TriviumCall<unknown>, 'protocol' | 'headers' | 'query' | 'metadata'>,
+): string | undefined {
+  if (call.protocol === 'http') return httpCredential(call.headers, call.query)
+  if (call.protocol === 'websocket') return websocketCredential(call.headers, call.query)
+  return metadataCredential(call.metadata)
 }
 
 const UNSET = Symbol('unset')
@@ -51,11 +82,15 @@ export class TriviumCall<Req = unknown> {
   readonly connection: Record<string, unknown> | undefined
   /** Headers to add to an HTTP response; other transports ignore them. */
   responseHeaders: Record<string, string> | undefined = undefined
+  /** The authenticated caller (set by authentication middleware); undefined when anonymous. */
+  identity: TriviumIdentity | undefined = undefined
 
   private bodyValue: Req | typeof UNSET = UNSET
   private readonly decodeBody: () => Req
   private signalValue: AbortSignal | undefined
   private readonly signalSource: AbortSignal | (() => AbortSignal) | undefined
+  private credentialValue: string | undefined | typeof UNSET = UNSET
+  private readonly credentialSource: string | (() => string | undefined) | undefined
 
   constructor(init: CallInit<Req>) {
     this.definition = init.definition
@@ -72,6 +107,20 @@ export class TriviumCall<Req = unknown> {
     this.connection = init.connection
     this.decodeBody = init.decodeBody
     this.signalSource = init.signal
+    this.credentialSource = init.credential
+  }
+
+  /**
+   * The credential the caller presented (a bearer token), found on first access. Throws
+   * UnauthorizedException for a credential given more than once.
+   */
+  get credential(): string | undefined {
+    if (this.credentialValue === UNSET) {
+      const source = this.credentialSource
+      this.credentialValue =
+        source === undefined ? defaultCredential(this) : typeof source === 'function' ? source() : source
+    }
+    return this.credentialValue
   }
 
   /**

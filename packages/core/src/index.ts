@@ -20,6 +20,7 @@ import {
 } from './registry.js'
 
 export * from './call.js'
+export * from './credential.js'
 export * from './errors.js'
 export * from './formats.js'
 export type { ErrorHeaders } from './http/framework-errors.js'

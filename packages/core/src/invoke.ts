@@ -30,6 +30,8 @@ export interface InvokeInit {
   /** Cancellation: a signal, or a function that makes one on first use (saves an AbortController per call). */
   signal?: AbortSignal | (() => AbortSignal)
   connection?: Record<string, unknown>
+  /** The caller's credential (see CallInit.credential); absent: the protocol's default place. */
+  credential?: string | (() => string | undefined)
 }
 
 export interface InvokeResult {
@@ -61,6 +63,7 @@ export class Invoker {
       clientIp: init.clientIp,
       signal: init.signal,
       connection: init.connection,
+      credential: init.credential,
       decodeBody: () => {
         if (payload.length > 0 && format.name !== 'json' && !definition.request.decode) {
           throw new UnsupportedMediaTypeException(

@@ -2,6 +2,7 @@
 // file is the parser (Fastify request → common request form) and the sender (value → reply).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { TriviumCall } from '../call.js'
+import { httpCredential } from '../credential.js'
 import { UnsupportedMediaTypeException, ValidationException } from '../errors.js'
 import { decodePayload, type FormatRegistry, jsonFormat, type WireFormat } from '../formats.js'
 import type { Pipeline } from '../middleware.js'
@@ -102,6 +103,9 @@ export function registerHttpRoute(
       query: request.query as Record<string, unknown>,
       clientIp: transport ? transport.clientIp : request.ip,
       raw: request,
+      credential: transport
+        ? undefined
+        : () => httpCredential(request.headers, request.query as Record<string, unknown>),
       decodeBody: bodyDecoder(definition, request, requestFormat),
       signal: lazyAbortSignal(reply),
     })

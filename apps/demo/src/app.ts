@@ -6,9 +6,10 @@ import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import triviumAuth, { RedisRevocationStore, SqlUserStore } from '@trivium/auth'
+import triviumAuth, { RedisRevocationStore } from '@trivium/auth'
+import { SqlTokenLedger, SqlUserStore } from '@trivium/auth/sql'
 import triviumCodec from '@trivium/codec'
-import triviumCore, { redactingRequestSerializer, ValidationException } from '@trivium/core'
+import triviumCore, { redactingRequestSerializer, ValidationException, websocketCredential } from '@trivium/core'
 import triviumOpenApi from '@trivium/openapi'
 import triviumProtections from '@trivium/protections'
 import triviumRbac, { RbacService } from '@trivium/rbac'
@@ -84,20 +85,15 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
         })
       : undefined,
     rolesProvider: (userId) => app.rbac.getUserRights(userId),
+    ledger: new SqlTokenLedger(sql),
+    // Every revocation (logout, a reused refresh token revoking all of a user's tokens) closes the
+    // matching WebSocket/TCP sessions on every instance (the revocation list only stops the next frame).
+    onRevoked: ({ tokenId, userId }) => fanout.announceRevocation({ tokenId, userId }),
     flows: {
-      sql,
+      users: new SqlUserStore(sql),
       encryptionKey: secrets.encryptionKey,
       registerEndpoints: false,
       totpIssuer: 'Trivium Tasks',
-      // A reused refresh token revoked every token of the user: close their open WebSocket/TCP
-      // sessions on every instance too (the revocation list alone only stops their next frame).
-      onTheft: async (userId) => {
-        try {
-          await fanout.announceRevocation({ userId })
-        } catch (err) {
-          app.log.warn({ err, userId }, 'announcing the revocation after a refresh-token reuse failed')
-        }
-      },
     },
   })
   await app.register(triviumRbac, { sql })
@@ -108,11 +104,9 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
     // Authenticate at the upgrade when a token is present, so push reaches the user from the start
     // and the connection closes when the token expires or is revoked.
     identify: async (request) => {
-      const query = request.query as Record<string, string | undefined>
-      const header = request.headers.authorization
-      const token = query.token ?? (header?.startsWith('Bearer ') ? header.slice(7) : undefined)
+      const token = websocketCredential(request.headers, request.query as Record<string, unknown>)
       if (!token) return undefined
-      const claims = await app.auth.authenticate(token)
+      const claims = await app.triviumAuth.authenticate(token)
       return { userId: claims.userId, tokenId: claims.jti, expiresAt: claims.expiresAt.getTime() }
     },
   })
@@ -147,7 +141,7 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
   const roleIds = await ensureRights(app.rbac)
   const context: HandlerContext = {
     config,
-    auth: app.auth,
+    auth: app.triviumAuth,
     flows: app.authFlows,
     rbac: app.rbac,
     tasks,
@@ -160,14 +154,6 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
     ...authHandlers(context),
     ...taskHandlers(context),
     ...adminHandlers(context),
-  }
-  // Logout also closes the WebSocket/TCP sessions opened with the revoked token, on every instance.
-  const logout = handlers['auth.logout']
-  handlers['auth.logout'] = async (req, call) => {
-    const result = await logout(req, call)
-    const jti = (call.context.token_claims as { jti?: string } | undefined)?.jti
-    if (jti) await fanout.announceRevocation({ tokenId: jti })
-    return result
   }
   // Role changes reach the live RBAC caches of every instance.
   for (const name of ['admin.roles.assign', 'admin.roles.revoke'] as const) {

@@ -1,28 +1,27 @@
-// Credential flows (the spec says "not shown"): register, login (+ TOTP), refresh with rotation and
-// reuse detection, logout, me, and TOTP enable/confirm/disable, registered as core endpoints so they are
-// served on every transport.
+// Credential flows as plain functions (README "Credential flows"): register, login (+ TOTP), refresh
+// with rotation and reuse detection, logout, me, and TOTP enable/confirm/disable. flow-endpoints.ts
+// registers them as core endpoints; totp-flows.ts holds the TOTP half.
 import { randomBytes } from 'node:crypto'
 import {
-  jsonSchemaModel,
   TokenExpiredException,
-  type Trivium,
   type TriviumCall,
   UnauthorizedException,
   ValidationException,
 } from '@trivium/core'
-import { DataEncryptor, hashPassword, totp, verifyPassword } from '@trivium/crypto'
-import type { SqlClient } from '@trivium/sql'
+import { DataEncryptor, hashPassword, verifyPassword } from '@trivium/crypto'
 import { validateEmail, validatePassword, validateUsername } from '@trivium/validation'
-import { extractToken, TOKEN_EXPIRED_MESSAGE, TOKEN_REVOKED } from './middleware.js'
+import { TOKEN_EXPIRED_MESSAGE, TOKEN_REVOKED } from './middleware.js'
 import type { AuthService, TokenPair } from './service.js'
-import { DuplicateUserError, type NewUser, type UserRecord, type UserStore } from './users.js'
+import { acceptTotp, createTotpFlows, INVALID_TOTP, TOTP_REQUIRED } from './totp-flows.js'
+import {
+  type AuthTransaction,
+  DuplicateUserError,
+  type NewUser,
+  type UserRecord,
+  type UserStore,
+} from './users.js'
 
 export const INVALID_CREDENTIALS = 'Invalid username or password'
-export const TOTP_REQUIRED = 'TOTP code required'
-export const INVALID_TOTP = 'Invalid TOTP code'
-export const TOTP_ALREADY_ENABLED = 'TOTP is already enabled'
-export const TOTP_NOT_STARTED = 'TOTP setup has not been started'
-export const TOTP_NOT_ENABLED = 'TOTP is not enabled'
 export const USERNAME_TAKEN = 'Username is already taken'
 export const EMAIL_TAKEN = 'Email is already registered'
 export const USER_GONE = 'Invalid token: user no longer exists'
@@ -32,7 +31,7 @@ export const USER_GONE = 'Invalid token: user no longer exists'
  * (e.g. a role with an RbacService over `tx`) through `tx`. A rejection rolls the user back and
  * `register` rejects with it.
  */
-export type RegisteredHook = (user: UserRecord, tx: SqlClient) => unknown
+export type RegisteredHook = (user: UserRecord, tx: AuthTransaction) => unknown
 
 /** Per-call options of `register`. */
 export interface RegisterOptions {
@@ -65,38 +64,6 @@ export interface FlowsOptions {
   onTheft?: (userId: number) => unknown
 }
 
-const str = { type: 'string', maxLength: 1024 }
-const RegisterRequest = jsonSchemaModel<{ username: string; email: string; password: string }>(
-  'RegisterRequest',
-  {
-    type: 'object',
-    properties: { username: str, email: str, password: str },
-    required: ['username', 'email', 'password'],
-  },
-)
-const LoginRequest = jsonSchemaModel<{ username: string; password: string; totpCode?: string }>(
-  'LoginRequest',
-  {
-    type: 'object',
-    properties: { username: str, password: str, totpCode: str },
-    required: ['username', 'password'],
-  },
-)
-const RefreshRequest = jsonSchemaModel<{ refreshToken: string }>('RefreshRequest', {
-  type: 'object',
-  properties: { refreshToken: { type: 'string', maxLength: 8192 } },
-  required: ['refreshToken'],
-})
-const LogoutRequest = jsonSchemaModel<{ refreshToken?: string }>('LogoutRequest', {
-  type: 'object',
-  properties: { refreshToken: { type: 'string', maxLength: 8192 } },
-})
-const CodeRequest = jsonSchemaModel<{ code: string }>('TotpCodeRequest', {
-  type: 'object',
-  properties: { code: { type: 'string', maxLength: 16 } },
-  required: ['code'],
-})
-
 function publicUser(user: UserRecord) {
   return { id: user.id, username: user.username, email: user.email, createdAt: user.createdAt.toISOString() }
 }
@@ -110,7 +77,9 @@ export function createAuthFlows(auth: AuthService, options: FlowsOptions) {
     throw new TypeError('@trivium/auth: flows options are required')
   const users = options.users
   if (!users || typeof users.findByUsername !== 'function') {
-    throw new TypeError('@trivium/auth: flows need a user store (flows.sql or flows.users)')
+    throw new TypeError(
+      '@trivium/auth: flows need a user store (flows.users, e.g. SqlUserStore from @trivium/auth/sql)',
+    )
   }
   if (typeof options.encryptionKey !== 'string' || options.encryptionKey.length === 0) {
     throw new TypeError('@trivium/auth: flows.encryptionKey is required (standard base64 of 32 bytes)')
@@ -142,7 +111,7 @@ export function createAuthFlows(auth: AuthService, options: FlowsOptions) {
   dummyHash.catch(() => {})
 
   async function currentUser(call: TriviumCall<any>): Promise<UserRecord> {
-    const user = await users.findById(call.context.user_id as number)
+    const user = await users.findById(Number(call.identity?.userId))
     if (!user) throw new UnauthorizedException(USER_GONE)
     return user
   }
@@ -210,7 +179,7 @@ export function createAuthFlows(auth: AuthService, options: FlowsOptions) {
       if (user.totpEnabled) {
         if (!req.totpCode) throw new UnauthorizedException(TOTP_REQUIRED)
         const secret = user.totpSecret ? encryptor.decrypt(user.totpSecret) : ''
-        if (!totp.verify(req.totpCode, secret, { at: tokens.clock() }))
+        if (!(await acceptTotp(auth, user.id, req.totpCode, secret)))
           throw new UnauthorizedException(INVALID_TOTP)
       }
       return auth.issueTokenPair(user)
@@ -243,7 +212,7 @@ export function createAuthFlows(auth: AuthService, options: FlowsOptions) {
       return pair
     },
     logout: async (req: { refreshToken?: string | null }, call: TriviumCall<any>) => {
-      const userId = call.context.user_id as number
+      const userId = Number(call.identity?.userId)
       let refreshToken: string | undefined
       if (req.refreshToken !== undefined && req.refreshToken !== null) {
         const result = tokens.validateRefresh(req.refreshToken)
@@ -255,7 +224,7 @@ export function createAuthFlows(auth: AuthService, options: FlowsOptions) {
           throw new UnauthorizedException(`Invalid token: ${result.error}`)
         }
       }
-      const accessToken = extractToken(call)
+      const accessToken = call.credential
       if (accessToken) await auth.revokeToken(accessToken)
       if (refreshToken) await auth.revokeToken(refreshToken)
       return { loggedOut: true }
@@ -264,124 +233,15 @@ export function createAuthFlows(auth: AuthService, options: FlowsOptions) {
       const user = await currentUser(call)
       return {
         ...publicUser(user),
-        roles: call.context.roles,
-        permissions: call.context.permissions,
+        roles: call.identity?.roles ?? [],
+        permissions: call.identity?.permissions ?? [],
         totpEnabled: user.totpEnabled,
       }
     },
-    totpEnable: async (_req: unknown, call: TriviumCall<any>) => {
-      const user = await currentUser(call)
-      if (user.totpEnabled) throw new ValidationException(TOTP_ALREADY_ENABLED)
-      const secret = totp.generateSecret()
-      await users.setTotp(user.id, encryptor.encrypt(secret), false)
-      return { secret, otpauthUrl: totp.keyUri({ secret, accountName: user.username, issuer: totpIssuer }) }
-    },
-    totpConfirm: async (req: { code: string }, call: TriviumCall<any>) => {
-      const user = await currentUser(call)
-      if (user.totpEnabled) throw new ValidationException(TOTP_ALREADY_ENABLED)
-      if (!user.totpSecret) throw new ValidationException(TOTP_NOT_STARTED)
-      if (!totp.verify(req.code, encryptor.decrypt(user.totpSecret), { at: tokens.clock() })) {
-        throw new ValidationException(INVALID_TOTP, [{ field: 'code', message: INVALID_TOTP }])
-      }
-      await users.setTotp(user.id, user.totpSecret, true)
-      return { totpEnabled: true }
-    },
-    totpDisable: async (req: { code: string }, call: TriviumCall<any>) => {
-      const user = await currentUser(call)
-      if (!user.totpEnabled || !user.totpSecret) throw new ValidationException(TOTP_NOT_ENABLED)
-      if (!totp.verify(req.code, encryptor.decrypt(user.totpSecret), { at: tokens.clock() })) {
-        throw new ValidationException(INVALID_TOTP, [{ field: 'code', message: INVALID_TOTP }])
-      }
-      await users.setTotp(user.id, null, false)
-      return { totpEnabled: false }
-    },
   }
 
-  return { ...flows, ready: dummyHash.then(() => undefined) }
+  const totpFlows = createTotpFlows({ users, encryptor, currentUser, auth, issuer: totpIssuer })
+  return { ...flows, ...totpFlows, ready: dummyHash.then(() => undefined) }
 }
 
 export type AuthFlows = ReturnType<typeof createAuthFlows>
-
-/** Registers the flows' endpoints on core. */
-export function registerFlows(trivium: Trivium, auth: AuthService, options: FlowsOptions): AuthFlows {
-  const flows = createAuthFlows(auth, options)
-  const base = options.basePath ?? '/auth'
-  trivium.endpoint(
-    'auth.register',
-    {
-      method: 'POST',
-      url: `${base}/register`,
-      request: RegisterRequest,
-      status: 201,
-      auth: 'public',
-      summary: 'Create a user',
-    },
-    (req) => flows.register(req as never),
-  )
-
-  trivium.endpoint(
-    'auth.login',
-    {
-      method: 'POST',
-      url: `${base}/login`,
-      request: LoginRequest,
-      auth: 'public',
-      summary: 'Exchange credentials for tokens',
-    },
-    (req) => flows.login(req as never),
-  )
-
-  trivium.endpoint(
-    'auth.refresh',
-    {
-      method: 'POST',
-      url: `${base}/refresh`,
-      request: RefreshRequest,
-      auth: 'public',
-      summary: 'Rotate a refresh token',
-    },
-    (req) => flows.refresh(req as never),
-  )
-
-  trivium.endpoint(
-    'auth.logout',
-    { method: 'POST', url: `${base}/logout`, request: LogoutRequest, summary: 'Revoke the presented tokens' },
-    (req, call) => flows.logout(req as never, call),
-  )
-
-  trivium.endpoint(
-    'auth.me',
-    { method: 'GET', url: `${base}/me`, summary: 'The authenticated user' },
-    (req, call) => flows.me(req as never, call),
-  )
-
-  trivium.endpoint(
-    'auth.totp.enable',
-    { method: 'POST', url: `${base}/totp/enable`, summary: 'Start TOTP setup: a new secret to confirm' },
-    (req, call) => flows.totpEnable(req as never, call),
-  )
-
-  trivium.endpoint(
-    'auth.totp.confirm',
-    {
-      method: 'POST',
-      url: `${base}/totp/confirm`,
-      request: CodeRequest,
-      summary: 'Finish TOTP setup with a code',
-    },
-    (req, call) => flows.totpConfirm(req as never, call),
-  )
-
-  trivium.endpoint(
-    'auth.totp.disable',
-    {
-      method: 'POST',
-      url: `${base}/totp/disable`,
-      request: CodeRequest,
-      summary: 'Turn TOTP off (needs a current code)',
-    },
-    (req, call) => flows.totpDisable(req as never, call),
-  )
-
-  return flows
-}

@@ -1,12 +1,16 @@
-// The authentication middleware (spec "Authentication middleware"), on core's contract so that it runs
-// the same on HTTP, WebSocket and TCP.
+// The authentication middleware (PROTOCOL.md "Authentication"), on core's contract so that it runs the
+// same on every transport. The transport supplies the credential (`call.credential`); this file only
+// checks it and fills `call.identity` plus the context keys user_id, username, email, roles,
+// permissions, token_claims and authenticated.
 import {
   type Middleware,
   TokenExpiredException,
   type TriviumCall,
+  type TriviumIdentity,
   UnauthorizedException,
 } from '@trivium/core'
 import type { TokenClaims } from './claims.js'
+import { publishFailure } from './diagnostics.js'
 import { MemoryRevocationStore, type RevocationStore } from './revocation.js'
 import type { TokenService } from './tokens.js'
 
@@ -35,53 +39,21 @@ export interface AuthMiddlewareOptions {
   optionalEndpoints?: Iterable<string>
 }
 
-function first(value: unknown): string | undefined {
-  if (typeof value === 'string') return value
-  if (Array.isArray(value) && typeof value[0] === 'string') return value[0]
-  return undefined
-}
-
-/** `Bearer ` at the start, any case, compared in place (no substring, no lower-cased copy). */
-function hasBearerScheme(header: string): boolean {
-  if (header.startsWith('Bearer ')) return true
-  return header.slice(0, 7).toLowerCase() === 'bearer '
-}
-
-function fromHeader(call: TriviumCall<any>): string | undefined {
-  const header = first(call.headers.authorization)
-  if (header === undefined) return undefined
-  // The auth scheme is case-insensitive (RFC 9110 §11.1); exactly one space, then the token.
-  if (header.length < 8 || !hasBearerScheme(header)) return undefined
-  const token = header.slice(7).trim()
-  return token.length > 0 ? token : undefined
-}
-
-function fromQuery(call: TriviumCall<any>): string | undefined {
-  const token = first(call.query.token)
-  return token !== undefined && token.length > 0 ? token : undefined
-}
-
-/**
- * The spec's extraction: `http` header then query; `websocket` query then header; `tcp` the
- * metadata key `auth_token`; any other protocol: none.
- */
-export function extractToken(call: TriviumCall<any>): string | undefined {
-  switch (call.protocol) {
-    case 'http':
-      return fromHeader(call) ?? fromQuery(call)
-    case 'websocket':
-      return fromQuery(call) ?? fromHeader(call)
-    case 'tcp': {
-      const token = call.metadata.auth_token
-      return typeof token === 'string' && token.length > 0 ? token : undefined
-    }
-    default:
-      return undefined
+/** The identity carried by a token's claims. */
+export function identityOf(claims: TokenClaims): TriviumIdentity {
+  return {
+    userId: claims.userId,
+    username: claims.username,
+    roles: claims.roles,
+    permissions: claims.permissions,
+    tokenId: claims.jti,
+    expiresAt: claims.expiresAt.getTime(),
   }
 }
 
-/** Puts the spec's keys in the call context. */
+/** Sets `call.identity` and the context keys of PROTOCOL.md "Authentication". */
 export function setUserContext(call: TriviumCall<any>, claims: TokenClaims): void {
+  call.identity = identityOf(claims)
   const context = call.context
   context.user_id = claims.userId
   context.username = claims.username
@@ -92,10 +64,20 @@ export function setUserContext(call: TriviumCall<any>, claims: TokenClaims): voi
   context.authenticated = true
 }
 
+/** The call's credential; a malformed one (given twice) counts as an invalid credential. */
+function credentialOf(call: TriviumCall<any>): string | undefined {
+  try {
+    return call.credential
+  } catch (err) {
+    publishFailure('invalid')
+    throw err
+  }
+}
+
 /**
- * Validates a token and checks the revocation list; throws the spec's errors
- * (TokenExpiredException `Token has expired`, UnauthorizedException `Invalid token: <error>` or
- * `Token has been revoked`). A store outage propagates as ServiceUnavailableException (fail closed).
+ * Validates a token and checks the revocation list; throws TokenExpiredException `Token has expired`,
+ * UnauthorizedException `Invalid token: <error>` or `Token has been revoked`. A store outage
+ * propagates as ServiceUnavailableException (fail closed).
  */
 export async function authenticateToken(
   tokens: TokenService,
@@ -107,15 +89,24 @@ export async function authenticateToken(
     revocation instanceof MemoryRevocationStore
       ? revocation.containsSync(claims.jti)
       : await revocation.contains(claims.jti)
-  if (revoked) throw new UnauthorizedException(TOKEN_REVOKED)
+  if (revoked) throw revokedError()
   return claims
 }
 
-/** The validation half of `authenticateToken` (no revocation check); throws the spec's errors. */
+function revokedError(): UnauthorizedException {
+  publishFailure('revoked')
+  return new UnauthorizedException(TOKEN_REVOKED)
+}
+
+/** The validation half of `authenticateToken` (no revocation check). */
 function validatedClaims(tokens: TokenService, token: string): TokenClaims {
   const result = tokens.validate(token)
-  if (result.isExpired) throw new TokenExpiredException(TOKEN_EXPIRED_MESSAGE)
+  if (result.isExpired) {
+    publishFailure('expired')
+    throw new TokenExpiredException(TOKEN_EXPIRED_MESSAGE)
+  }
   if (!result.isValid || result.claims === undefined) {
+    publishFailure('invalid')
     throw new UnauthorizedException(`Invalid token: ${result.error ?? 'unknown error'}`)
   }
   return result.claims
@@ -143,9 +134,10 @@ export function createAuthMiddleware(options: AuthMiddlewareOptions): Middleware
     try {
       const mode = modeOf(call)
       if (mode === 'public') return next()
-      const token = extractToken(call)
+      const token = credentialOf(call)
       if (token === undefined) {
         if (mode === 'optional') return next()
+        publishFailure('missing')
         throw new UnauthorizedException(AUTHENTICATION_REQUIRED)
       }
       if (!(revocation instanceof MemoryRevocationStore)) {
@@ -155,7 +147,7 @@ export function createAuthMiddleware(options: AuthMiddlewareOptions): Middleware
         })
       }
       const claims = validatedClaims(tokens, token)
-      if (revocation.containsSync(claims.jti)) throw new UnauthorizedException(TOKEN_REVOKED)
+      if (revocation.containsSync(claims.jti)) throw revokedError()
       setUserContext(call, claims)
       return next()
     } catch (err) {

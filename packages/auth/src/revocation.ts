@@ -1,11 +1,9 @@
-// The revocation list (spec: add(jti, optional ttl), contains(jti), remove(jti), cleanup()) and its
-// in-memory and Redis variants. The SQL variant is in sql-revocation.ts.
+// The revocation list (add(jti, optional ttl), contains(jti), remove(jti), cleanup(); README
+// "Revocation") and its in-memory variant. Redis: redis-revocation.ts; SQL: `@trivium/auth/sql`.
 //
 // Failure policy: a store that cannot answer never lets a revoked token through. Every operation of
 // the Redis and SQL stores rejects with ServiceUnavailableException (503, TRV_SERVICE_UNAVAILABLE)
 // when the store is unreachable; the next request tries again, so service recovers by itself.
-import { ServiceUnavailableException } from '@trivium/core'
-import type { Redis } from 'ioredis'
 import type { Clock } from './tokens.js'
 
 export interface RevocationStore {
@@ -23,14 +21,14 @@ export interface RevocationStore {
 
 export const STORE_UNAVAILABLE = 'Revocation list is unavailable'
 
-function checkJti(jti: unknown): string {
+export function checkJti(jti: unknown): string {
   if (typeof jti !== 'string' || jti.length === 0 || jti.length > 512) {
     throw new TypeError('@trivium/auth: jti must be a non-empty string of at most 512 characters')
   }
   return jti
 }
 
-function checkTtl(ttl: unknown): number | undefined {
+export function checkTtl(ttl: unknown): number | undefined {
   if (ttl === undefined) return undefined
   if (typeof ttl !== 'number' || !Number.isFinite(ttl) || ttl <= 0) {
     throw new TypeError('@trivium/auth: ttlSeconds must be a positive number')
@@ -101,85 +99,5 @@ export class MemoryRevocationStore implements RevocationStore {
 
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer)
-  }
-}
-
-export interface RedisRevocationStoreOptions {
-  /** An ioredis client. Prefer `enableOfflineQueue: false` so an outage fails fast. */
-  client: Redis
-  /** Key prefix (default `blacklist:token:`). */
-  prefix?: string
-  /** A command that has not answered after this many ms fails closed (default 1000). */
-  commandTimeoutMs?: number
-  /** Close the client in `close()` (default false: the caller owns it). */
-  closeClient?: boolean
-}
-
-export const DEFAULT_REDIS_PREFIX = 'blacklist:token:'
-
-/** Key-value variant: key `<prefix><jti>`, expiry by Redis TTL. */
-export class RedisRevocationStore implements RevocationStore {
-  readonly prefix: string
-  private readonly client: Redis
-  private readonly timeoutMs: number
-  private readonly closeClient: boolean
-
-  constructor(options: RedisRevocationStoreOptions) {
-    if (!options || typeof options.client !== 'object' || options.client === null) {
-      throw new TypeError('@trivium/auth: RedisRevocationStore needs an ioredis client')
-    }
-    this.client = options.client
-    this.prefix = options.prefix ?? DEFAULT_REDIS_PREFIX
-    if (typeof this.prefix !== 'string') throw new TypeError('@trivium/auth: prefix must be a string')
-    this.timeoutMs = options.commandTimeoutMs ?? 1000
-    this.closeClient = options.closeClient ?? false
-  }
-
-  private async run<T>(command: () => Promise<T>): Promise<T> {
-    const status = this.client.status
-    // Not connected and not about to be: answer 503 now rather than queueing the command.
-    if (status === 'end' || status === 'close' || status === 'reconnecting') {
-      throw new ServiceUnavailableException(STORE_UNAVAILABLE)
-    }
-    let timer: NodeJS.Timeout | undefined
-    try {
-      return await Promise.race([
-        command(),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new ServiceUnavailableException(STORE_UNAVAILABLE)), this.timeoutMs)
-        }),
-      ])
-    } catch {
-      throw new ServiceUnavailableException(STORE_UNAVAILABLE)
-    } finally {
-      clearTimeout(timer)
-    }
-  }
-
-  async add(jti: string, ttlSeconds?: number): Promise<void> {
-    const key = this.prefix + checkJti(jti)
-    const ttl = checkTtl(ttlSeconds)
-    await this.run(() =>
-      ttl === undefined ? this.client.set(key, '1') : this.client.set(key, '1', 'EX', ttl),
-    )
-  }
-
-  async contains(jti: string): Promise<boolean> {
-    const key = this.prefix + jti
-    return (await this.run(() => this.client.exists(key))) === 1
-  }
-
-  async remove(jti: string): Promise<void> {
-    const key = this.prefix + jti
-    await this.run(() => this.client.del(key))
-  }
-
-  /** Redis expires entries itself; nothing to do. */
-  async cleanup(): Promise<number> {
-    return 0
-  }
-
-  async close(): Promise<void> {
-    if (this.closeClient) this.client.disconnect()
   }
 }

@@ -1,7 +1,8 @@
 // AuthService: tokens + revocation list + (optionally) the ledger of issued tokens, without Fastify.
-// This is what `fastify.auth` exposes.
+// This is what `fastify.triviumAuth` exposes.
 import { UnauthorizedException } from '@trivium/core'
 import type { TokenClaims, TokenSubject, ValidationResult } from './claims.js'
+import { publishRevoked } from './diagnostics.js'
 import type { TokenLedger } from './ledger.js'
 import { authenticateToken } from './middleware.js'
 import type { RevocationStore } from './revocation.js'
@@ -26,11 +27,28 @@ export interface TokenPair {
   expiresIn: number
 }
 
+/**
+ * What was just revoked: one token (`tokenId`, logout or `revokeToken`) or every token of a user
+ * (`userId`, refresh-token reuse or `revokeAllForUser`). Close the matching WebSocket/TCP sessions
+ * here (`fastify.push.closeSessions(notice, …)`), on every instance if you run several.
+ */
+export interface RevocationNotice {
+  tokenId?: string
+  userId?: number
+  /** How many tokens were revoked. */
+  count: number
+}
+
+/** Called after a revocation is stored; awaited; a rejection goes to `onListenerError`. */
+export type RevokedListener = (notice: RevocationNotice) => unknown
+
 export interface AuthServiceOptions {
   tokens: TokenService
   revocation: RevocationStore
   rolesProvider?: RolesProvider
   ledger?: TokenLedger
+  /** Receives a revocation listener's rejection (default: ignored). */
+  onListenerError?: (err: unknown) => void
 }
 
 export class AuthService {
@@ -38,14 +56,35 @@ export class AuthService {
   readonly revocation: RevocationStore
   readonly ledger: TokenLedger | undefined
   private readonly rolesProvider: RolesProvider | undefined
+  private readonly revokedListeners: RevokedListener[] = []
+  private readonly onListenerError: (err: unknown) => void
 
   constructor(options: AuthServiceOptions) {
     this.tokens = options.tokens
     this.revocation = options.revocation
     this.rolesProvider = options.rolesProvider
     this.ledger = options.ledger
+    this.onListenerError = options.onListenerError ?? (() => {})
     if (this.rolesProvider !== undefined && typeof this.rolesProvider !== 'function') {
       throw new TypeError('@trivium/auth: rolesProvider must be a function')
+    }
+  }
+
+  /** Calls `listener` after every revocation (see RevocationNotice). */
+  onRevoked(listener: RevokedListener): void {
+    if (typeof listener !== 'function') throw new TypeError('@trivium/auth: onRevoked needs a function')
+    this.revokedListeners.push(listener)
+  }
+
+  private async announce(notice: RevocationNotice): Promise<void> {
+    publishRevoked(notice.count)
+    for (const listener of this.revokedListeners) {
+      try {
+        await listener(notice)
+      } catch (err) {
+        // The tokens are revoked already; the listener's failure must not undo or hide that.
+        this.onListenerError(err)
+      }
     }
   }
 
@@ -115,6 +154,7 @@ export class AuthService {
     const remaining = payload.exp - Math.floor(this.tokens.clock() / 1000)
     if (remaining <= 0) return
     await this.revocation.add(payload.jti, remaining)
+    await this.announce({ tokenId: payload.jti, count: 1 })
   }
 
   /**
@@ -127,6 +167,7 @@ export class AuthService {
     const active = await this.ledger.listActive(userId, nowSec)
     for (const entry of active) await this.revocation.add(entry.jti, entry.exp - nowSec)
     this.tokens.clearCache()
+    await this.announce({ userId, count: active.length })
     return active.length
   }
 }

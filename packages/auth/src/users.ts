@@ -1,7 +1,13 @@
-// The user store the credential flows need, and its SQL implementation (table auth_users, created by
-// the package's migrations) on PostgreSQL and PGlite.
-import { isUniqueViolation, type SqlClient, violatedConstraint } from '@trivium/sql'
-import { migrateAuth } from './sql-store.js'
+// The user store the credential flows need. The SQL implementation is SqlUserStore in
+// `@trivium/auth/sql`.
+
+/**
+ * The handle a user store's `transaction()` passes to hooks. `unknown` until a store says what it
+ * is: importing `@trivium/auth/sql` makes it a `SqlClient` (declaration merging).
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: filled by declaration merging
+export interface AuthTransactionTypes {}
+export type AuthTransaction = AuthTransactionTypes extends { tx: infer T } ? T : unknown
 
 export interface UserRecord {
   id: number
@@ -40,83 +46,7 @@ export interface UserStore {
    * Optional: runs `fn` in one database transaction, with a store and a SQL client bound to it;
    * commits when `fn` resolves, rolls back when it rejects. Needed by the flows' `onRegistered` hook.
    */
-  transaction?<T>(fn: (users: UserStore, tx: SqlClient) => Promise<T>): Promise<T>
-}
-
-interface Row {
-  id: string | number
-  username: string
-  email: string
-  password_hash: string
-  totp_secret: string | null
-  totp_enabled: boolean
-  created_at: Date | string
-}
-
-function toRecord(row: Row): UserRecord {
-  return {
-    id: Number(row.id),
-    username: row.username,
-    email: row.email,
-    passwordHash: row.password_hash,
-    totpSecret: row.totp_secret,
-    totpEnabled: row.totp_enabled,
-    createdAt: row.created_at instanceof Date ? row.created_at : new Date(row.created_at),
-  }
-}
-
-const COLUMNS = 'id, username, email, password_hash, totp_secret, totp_enabled, created_at'
-
-export class SqlUserStore implements UserStore {
-  constructor(private readonly client: SqlClient) {
-    if (typeof client?.query !== 'function')
-      throw new TypeError('@trivium/auth: SqlUserStore needs a @trivium/sql client')
-  }
-
-  migrate(): Promise<void> {
-    return migrateAuth(this.client)
-  }
-
-  /** One transaction: `fn` gets a SqlUserStore over `tx` and `tx` itself (for the caller's own writes). */
-  transaction<T>(fn: (users: UserStore, tx: SqlClient) => Promise<T>): Promise<T> {
-    return this.client.transaction((tx) => fn(new SqlUserStore(tx), tx))
-  }
-
-  async create(user: NewUser): Promise<UserRecord> {
-    try {
-      const { rows } = await this.client.query<Row>(
-        `INSERT INTO auth_users (username, email, password_hash) VALUES ($1, $2, $3) RETURNING ${COLUMNS}`,
-        [user.username, user.email, user.passwordHash],
-      )
-      return toRecord(rows[0]!)
-    } catch (err) {
-      if (isUniqueViolation(err)) {
-        const constraint = violatedConstraint(err) ?? (err instanceof Error ? err.message : '')
-        throw new DuplicateUserError(constraint.includes('email') ? 'email' : 'username')
-      }
-      throw err
-    }
-  }
-
-  async findByUsername(username: string): Promise<UserRecord | undefined> {
-    const { rows } = await this.client.query<Row>(
-      `SELECT ${COLUMNS} FROM auth_users WHERE lower(username) = lower($1)`,
-      [username],
-    )
-    return rows[0] ? toRecord(rows[0]) : undefined
-  }
-
-  async findById(id: number): Promise<UserRecord | undefined> {
-    if (!Number.isSafeInteger(id)) return undefined
-    const { rows } = await this.client.query<Row>(`SELECT ${COLUMNS} FROM auth_users WHERE id = $1`, [id])
-    return rows[0] ? toRecord(rows[0]) : undefined
-  }
-
-  async setTotp(id: number, encryptedSecret: string | null, enabled: boolean): Promise<void> {
-    await this.client.query('UPDATE auth_users SET totp_secret = $2, totp_enabled = $3 WHERE id = $1', [
-      id,
-      encryptedSecret,
-      enabled,
-    ])
-  }
+  transaction?<T>(fn: (users: UserStore, tx: AuthTransaction) => Promise<T>): Promise<T>
+  /** Optional: creates or updates the store's tables; the plugin calls it at registration. */
+  migrate?(): Promise<void>
 }

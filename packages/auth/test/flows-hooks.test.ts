@@ -2,6 +2,7 @@
 // and `onTheft` (called once a reused refresh token made the flows revoke every token of the user).
 import { randomBytes } from 'node:crypto'
 import triviumAuth, { type RegisteredHook, type UserStore } from '@trivium/auth'
+import { SqlTokenLedger, SqlUserStore } from '@trivium/auth/sql'
 import trivium from '@trivium/core'
 import { shutdownPasswordWorkers } from '@trivium/crypto'
 import { connectPglite, connectPostgres, type SqlClient } from '@trivium/sql'
@@ -37,7 +38,8 @@ async function build(t: Test, sql: SqlClient, flows: Record<string, unknown> = {
   await app.register(triviumAuth, {
     secret: SECRET,
     issuer: ISSUER,
-    flows: { sql, encryptionKey: ENCRYPTION_KEY, ...flows },
+    ledger: new SqlTokenLedger(sql),
+    flows: { users: new SqlUserStore(sql), encryptionKey: ENCRYPTION_KEY, ...flows },
   })
   await app.ready()
   t.teardown(() => app.close())
@@ -156,10 +158,12 @@ t.test('onRegistered without a transactional store, and option types', async (t)
   await t.rejects(make({ users, onRegistered: () => {} }), {
     message: '@trivium/auth: flows.onRegistered needs a user store with transaction() (e.g. SqlUserStore)',
   })
-  await t.rejects(make({ sql, onRegistered: 'yes' }), {
+  await t.rejects(make({ users: new SqlUserStore(sql), onRegistered: 'yes' }), {
     message: '@trivium/auth: flows.onRegistered must be a function',
   })
-  await t.rejects(make({ sql, onTheft: 1 }), { message: '@trivium/auth: flows.onTheft must be a function' })
+  await t.rejects(make({ users: new SqlUserStore(sql), onTheft: 1 }), {
+    message: '@trivium/auth: flows.onTheft must be a function',
+  })
   await t.resolves(make({ users }), 'no hook: any store')
 })
 

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
-import triviumAuth, { SqlRevocationStore } from '@trivium/auth'
+import triviumAuth from '@trivium/auth'
+import { SqlRevocationStore, SqlTokenLedger, SqlUserStore } from '@trivium/auth/sql'
 import trivium from '@trivium/core'
 import { shutdownPasswordWorkers, totp } from '@trivium/crypto'
 import { connectPglite, connectPostgres, type SqlClient } from '@trivium/sql'
@@ -38,7 +39,8 @@ async function build(t: Test, sql: SqlClient) {
     issuer: ISSUER,
     clock,
     revocationStore: new SqlRevocationStore({ client: sql, clock }),
-    flows: { sql, encryptionKey: ENCRYPTION_KEY },
+    ledger: new SqlTokenLedger(sql),
+    flows: { users: new SqlUserStore(sql), encryptionKey: ENCRYPTION_KEY },
   })
   await app.ready()
   t.teardown(() => app.close())
@@ -242,11 +244,10 @@ t.test('TOTP enable, confirm, login with code, disable (PGlite)', async (t) => {
     totpCode: totp.generate(secret, { at: clock() }),
   })
   t.equal(r.json().message, 'Invalid username or password', 'password checked before the code')
-  r = await post(app, '/auth/login', {
-    username: 'carol',
-    password: PASSWORD,
-    totpCode: totp.generate(secret, { at: clock() }),
-  })
+  // The confirmation used this step's code: a code is good once, so the next one is needed.
+  clock.advance(30_000)
+  const code = totp.generate(secret, { at: clock() })
+  r = await post(app, '/auth/login', { username: 'carol', password: PASSWORD, totpCode: code })
   t.equal(r.statusCode, 200)
   t.ok(r.json().accessToken)
   const me = await app.inject({
@@ -260,6 +261,7 @@ t.test('TOTP enable, confirm, login with code, disable (PGlite)', async (t) => {
     (await post(app, '/auth/totp/disable', { code: '000000' }, token)).json().message,
     'Invalid TOTP code',
   )
+  clock.advance(30_000)
   r = await post(app, '/auth/totp/disable', { code: totp.generate(secret, { at: clock() }) }, token)
   t.same(r.json(), { totpEnabled: false })
   t.equal((await post(app, '/auth/login', { username: 'carol', password: PASSWORD })).statusCode, 200)
@@ -317,8 +319,13 @@ t.test('flows options', async (t) => {
     await app.close()
   }
   const sql = await pglite(t)
-  await t.rejects(make({ sql }), /flows.encryptionKey is required/)
+  const users = new SqlUserStore(sql)
+  await t.rejects(make({ users }), /flows.encryptionKey is required/)
   await t.rejects(make({ encryptionKey: ENCRYPTION_KEY }), /need a user store/)
-  await t.rejects(make({ sql, encryptionKey: 'short' }))
-  await t.rejects(make({ sql, encryptionKey: ENCRYPTION_KEY, basePath: 'auth' }), /basePath/)
+  await t.rejects(make({ users, encryptionKey: 'short' }))
+  await t.rejects(make({ users, encryptionKey: ENCRYPTION_KEY, basePath: 'auth' }), /basePath/)
+  await t.rejects(make({ sql, encryptionKey: ENCRYPTION_KEY }), {
+    message:
+      "@trivium/auth: flows.sql is gone: pass users: new SqlUserStore(sql) and ledger: new SqlTokenLedger(sql) from '@trivium/auth/sql'",
+  })
 })

@@ -1,4 +1,4 @@
-import triviumAuth, { type TriviumAuthOptions } from '@trivium/auth'
+import triviumAuth, { type TriviumAuthOptions, WEAK_SECRET } from '@trivium/auth'
 import trivium, { jsonFormat, type Protocol, type TriviumCall } from '@trivium/core'
 import Fastify from 'fastify'
 import t from 'tap'
@@ -33,7 +33,7 @@ async function build(options: Partial<TriviumAuthOptions> = {}) {
 t.test('HTTP outcomes', async (t) => {
   const { app, clock } = await build({ publicEndpoints: ['open'], optionalEndpoints: ['maybe'] })
   t.teardown(() => app.close())
-  const token = await app.auth.issueAccessToken(alice)
+  const token = await app.triviumAuth.issueAccessToken(alice)
   const get = (url: string, headers: Record<string, string> = {}) =>
     app.inject({ method: 'GET', url, headers })
   const bearer = (tok: string) => ({ authorization: `Bearer ${tok}` })
@@ -107,7 +107,7 @@ t.test('HTTP outcomes', async (t) => {
       'Invalid token: Token validation failed: claim email is missing',
     ],
     [
-      await app.auth.issueRefreshToken(7),
+      await app.triviumAuth.issueRefreshToken(7),
       'Invalid token: Token validation failed: claim username is missing',
     ],
   ]
@@ -127,9 +127,9 @@ t.test('HTTP outcomes', async (t) => {
   t.equal(r.json().message, 'Token has expired')
 
   // revoked
-  const other = await app.auth.issueAccessToken(alice)
+  const other = await app.triviumAuth.issueAccessToken(alice)
   t.equal((await get('/me', bearer(other))).statusCode, 200, 'cached as verified')
-  await app.auth.revokeToken(other)
+  await app.triviumAuth.revokeToken(other)
   r = await get('/me', bearer(other))
   t.equal(r.statusCode, 401)
   t.equal(r.json().message, 'Token has been revoked')
@@ -153,7 +153,7 @@ t.test('HTTP outcomes', async (t) => {
   t.equal((await get('/do', bearer('x.y.z'))).statusCode, 401)
 
   // token expires while cached
-  const short = await app.auth.issueAccessToken(alice, { ttlSeconds: 5 })
+  const short = await app.triviumAuth.issueAccessToken(alice, { ttlSeconds: 5 })
   t.equal((await get('/me', bearer(short))).statusCode, 200)
   clock.advance(5_000)
   r = await get('/me', bearer(short))
@@ -163,7 +163,7 @@ t.test('HTTP outcomes', async (t) => {
 t.test('websocket, tcp and other protocols (through trivium.invoke)', async (t) => {
   const { app } = await build()
   t.teardown(() => app.close())
-  const token = await app.auth.issueAccessToken(alice)
+  const token = await app.triviumAuth.issueAccessToken(alice)
   const invoke = (protocol: Protocol, extra: Record<string, unknown>) =>
     app.trivium.invoke({
       endpoint: 'me',
@@ -217,7 +217,7 @@ t.test('store outage fails closed with 503', async (t) => {
   }
   const { app } = await build({ revocationStore: failing })
   t.teardown(() => app.close())
-  const token = await app.auth.issueAccessToken(alice)
+  const token = await app.triviumAuth.issueAccessToken(alice)
   const r = await app.inject({ method: 'GET', url: '/me', headers: { authorization: `Bearer ${token}` } })
   t.equal(r.statusCode, 503)
   t.equal(r.json().code, 'TRV_SERVICE_UNAVAILABLE')
@@ -250,7 +250,10 @@ t.test('plugin options', async (t) => {
   const old = process.env.NODE_ENV
   process.env.NODE_ENV = 'production'
   try {
-    await t.rejects(make({ secret: 'x'.repeat(31), issuer: ISSUER }), /at least 32 bytes in production/)
+    await t.rejects(make({ secret: 'x'.repeat(31), issuer: ISSUER }), { message: WEAK_SECRET })
+    await t.rejects(make({ secret: 'x'.repeat(31), issuer: ISSUER, allowWeakSecretForTesting: true }), {
+      message: WEAK_SECRET,
+    })
     await t.resolves(make({ secret: 'x'.repeat(32), issuer: ISSUER }))
   } finally {
     process.env.NODE_ENV = old
@@ -274,8 +277,8 @@ t.test('rolesProvider fills roles and de-duplicated permissions', async (t) => {
     rolesProvider: async (userId) => ({ roles: [`r${userId}`, 'viewer'], permissions: ['p1', 'p2', 'p1'] }),
   })
   t.teardown(() => app.close())
-  const token = await app.auth.issueAccessToken({ id: 3, username: 'bob', email: 'bob@example.com' })
-  const claims = app.auth.validate(token).claims!
+  const token = await app.triviumAuth.issueAccessToken({ id: 3, username: 'bob', email: 'bob@example.com' })
+  const claims = app.triviumAuth.validate(token).claims!
   t.same(claims.roles, ['r3', 'viewer'])
   t.same(claims.permissions, ['p1', 'p2'])
 })

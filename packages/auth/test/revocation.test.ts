@@ -5,9 +5,9 @@ import {
   MemoryRevocationStore,
   RedisRevocationStore,
   type RevocationStore,
-  SqlRevocationStore,
   TokenService,
 } from '@trivium/auth'
+import { SqlRevocationStore } from '@trivium/auth/sql'
 import { isTriviumError } from '@trivium/core'
 import { connectPglite, connectPostgres, type SqlClient } from '@trivium/sql'
 import { Redis } from 'ioredis'

@@ -1,5 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto'
-import { AUDIENCE, checkSecret, generateJti, TokenClaims, TokenService } from '@trivium/auth'
+import { AUDIENCE, TokenClaims, TokenService } from '@trivium/auth'
+import { checkSecret, generateJti } from '@trivium/auth/internal'
 import { createSigner } from 'fast-jwt'
 import t from 'tap'
 import { accessPayload, craft, decodeHeader, decodePayload, ISSUER, manualClock, SECRET } from './helpers.js'

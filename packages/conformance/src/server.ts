@@ -80,14 +80,22 @@ export async function startConformanceServer(options: {
     tcpPort: app.triviumTcp.address()!.port,
     async tokensFor(userId) {
       const subject = { id: userId, username: `user${userId}`, email: `user${userId}@example.com` }
-      const member = app.auth.issueAccessToken({ ...subject, roles: ['member'], permissions: ['echo:use'] })
-      const admin = app.auth.issueAccessToken({
+      const member = app.triviumAuth.issueAccessToken({
+        ...subject,
+        roles: ['member'],
+        permissions: ['echo:use'],
+      })
+      const admin = app.triviumAuth.issueAccessToken({
         ...subject,
         roles: ['admin'],
         permissions: ['echo:use', 'secret:write'],
       })
-      const revoked = app.auth.issueAccessToken({ ...subject, roles: ['member'], permissions: ['echo:use'] })
-      await app.auth.revokeToken(await revoked)
+      const revoked = app.triviumAuth.issueAccessToken({
+        ...subject,
+        roles: ['member'],
+        permissions: ['echo:use'],
+      })
+      await app.triviumAuth.revokeToken(await revoked)
       return {
         none: undefined,
         member: await member,
@@ -95,7 +103,7 @@ export async function startConformanceServer(options: {
         bad: 'not.a.jwt',
         expired: past.issueAccessToken({ userId, username: subject.username, email: subject.email }),
         revoked: await revoked,
-        refresh: await app.auth.issueRefreshToken(userId),
+        refresh: await app.triviumAuth.issueRefreshToken(userId),
       }
     },
     tickerFinished: (runId) => finished.has(runId),

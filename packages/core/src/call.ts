@@ -55,7 +55,8 @@ function defaultCredential(
 ): string | undefined {
   if (call.protocol === 'http') return httpCredential(call.headers, call.query)
   if (call.protocol === 'websocket') return websocketCredential(call.headers, call.query)
-  return metadataCredential(call.metadata)
+  if (call.protocol === 'tcp') return metadataCredential(call.metadata)
+  return undefined
 }
 
 const UNSET = Symbol('unset')

@@ -21,6 +21,7 @@ import {
 
 export * from './call.js'
 export * from './credential.js'
+export { checkEndpointNames, closestEndpointName } from './endpoint-names.js'
 export * from './errors.js'
 export * from './formats.js'
 export type { ErrorHeaders } from './http/framework-errors.js'

@@ -57,8 +57,8 @@ declare module 'fastify' {
 export const RATE_LIMIT_MIDDLEWARE_NAME = 'rate-limit'
 
 export function clientId(call: TriviumCall<any>): string {
-  const userId = call.context.user_id
-  if (userId !== undefined && userId !== null) return `user:${String(userId)}`
+  const identity = call.identity
+  if (identity !== undefined) return `user:${String(identity.userId)}`
   return call.clientIp ? `ip:${call.clientIp}` : 'ip:unknown'
 }
 

@@ -15,11 +15,11 @@ async function build(options: RateLimitPluginOptions = {}, fastifyOptions: Fasti
   const app = Fastify(fastifyOptions)
   await app.register(trivium)
   if (options.afterAuth !== false) {
-    // Stands in for @trivium/auth: `x-user` header → context.user_id.
+    // Stands in for @trivium/auth: `x-user` header → call.identity.
     app.trivium.use(
       (call, next) => {
         const user = call.headers['x-user'] ?? call.metadata.user
-        if (typeof user === 'string') call.context.user_id = Number(user)
+        if (typeof user === 'string') call.identity = { userId: Number(user), roles: [], permissions: [] }
         return next()
       },
       { name: 'auth' },

@@ -1,5 +1,5 @@
 // Authorization middleware (spec "Authorization middleware"), the same on every transport.
-//   - context `authenticated` not true → passes unchecked (authentication must run first: the
+//   - no `call.identity` (not authenticated) → passes unchecked (authentication must run first: the
 //     middleware is registered as `rbac` with `after: ['auth']`, checked at ready());
 //   - required permissions: any-of, else ForbiddenException `Insufficient permissions. Required: a, b`;
 //   - required roles: any-of, else ForbiddenException `Insufficient roles. Required: a, b`;
@@ -7,7 +7,7 @@
 // Requirements come from the endpoint's registration (`permissions`, `roles`) unless the plugin's
 // option maps name the endpoint, which then replace the declaration.
 import { ForbiddenException, type Middleware, type TriviumCall } from '@trivium/core'
-import type { RbacService, UserRights } from './service.js'
+import type { RbacService } from './service.js'
 
 declare module '@trivium/core' {
   interface TriviumEndpointConfig {
@@ -87,7 +87,7 @@ export function checkEndpointConfig(
 }
 
 function userIdOf(call: TriviumCall<unknown>): number | undefined {
-  const raw = call.context.user_id
+  const raw = call.identity?.userId
   const id = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : raw
   return typeof id === 'number' && Number.isInteger(id) && id > 0 && id <= 2147483647 ? id : undefined
 }
@@ -123,7 +123,8 @@ export function createRbacMiddleware(options: RbacMiddlewareOptions = {}): Middl
   // an extra promise and microtask. Errors still come back as a rejected promise.
   return function rbac(call, next) {
     try {
-      if (call.context.authenticated !== true) return next()
+      const identity = call.identity
+      if (identity === undefined) return next()
       const req = requirementsOf(call)
       if (req.permissions.length === 0 && req.roles.length === 0) return next()
       if (req.live && service) {
@@ -132,19 +133,24 @@ export function createRbacMiddleware(options: RbacMiddlewareOptions = {}): Middl
         return service.liveRights(userId).then((rights) => check(req, rights, next))
       }
       // The token's claims are read in place: no copy of the roles and permissions per request.
-      return check(req, call.context as Partial<UserRights>, next)
+      return check(req, identity, next)
     } catch (err) {
       return Promise.reject(err)
     }
   }
 }
 
-/** No roles, no permissions (a live check without a usable user id). */
-const EMPTY_RIGHTS: Partial<UserRights> = Object.freeze({})
+/** What a check reads: the identity's snapshot, or the database's current rights. */
+interface Rights {
+  readonly roles: readonly string[]
+  readonly permissions: readonly string[]
+}
 
-/** True when `list` (an array of strings from the token or the database) holds one of `wanted`. */
-function holdsAny(list: unknown, wanted: readonly string[]): boolean {
-  if (!Array.isArray(list)) return false
+/** No roles, no permissions (a live check without a usable user id). */
+const EMPTY_RIGHTS: Rights = Object.freeze({ roles: [], permissions: [] })
+
+/** True when `list` (the token's or the database's names) holds one of `wanted`. */
+function holdsAny(list: readonly string[], wanted: readonly string[]): boolean {
   for (let i = 0; i < wanted.length; i++) {
     const name = wanted[i]
     for (let j = 0; j < list.length; j++) if (list[j] === name) return true
@@ -152,11 +158,7 @@ function holdsAny(list: unknown, wanted: readonly string[]): boolean {
   return false
 }
 
-function check(
-  req: Requirements,
-  rights: Partial<UserRights>,
-  next: () => Promise<unknown>,
-): Promise<unknown> {
+function check(req: Requirements, rights: Rights, next: () => Promise<unknown>): Promise<unknown> {
   if (req.permissions.length > 0 && !holdsAny(rights.permissions, req.permissions)) {
     throw insufficientPermissions(req.permissions)
   }

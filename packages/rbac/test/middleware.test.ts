@@ -7,18 +7,19 @@ import { engines } from './helpers.ts'
 
 const pglite = engines.find((e) => e.name === 'pglite')!
 
-// A stand-in for @trivium/auth: reads the user from headers and sets the spec's context keys.
+// A stand-in for @trivium/auth: reads the user from headers and sets `call.identity`.
 const fakeAuth: Middleware = (call, next) => {
   const user = call.headers['x-user']
   if (typeof user === 'string') {
-    call.context.authenticated = true
-    call.context.user_id = Number(user)
-    call.context.roles = String(call.headers['x-roles'] ?? '')
-      .split(',')
-      .filter(Boolean)
-    call.context.permissions = String(call.headers['x-perms'] ?? '')
-      .split(',')
-      .filter(Boolean)
+    call.identity = {
+      userId: Number(user),
+      roles: String(call.headers['x-roles'] ?? '')
+        .split(',')
+        .filter(Boolean),
+      permissions: String(call.headers['x-perms'] ?? '')
+        .split(',')
+        .filter(Boolean),
+    }
   }
   return next()
 }

@@ -21,5 +21,6 @@ export interface HandlerContext {
 
 /** The authenticated user of a call (the auth middleware has run; protected endpoints only). */
 export function userOf(call: TriviumCall<any>): { id: number; roles: string[] } {
-  return { id: call.context.user_id as number, roles: (call.context.roles as string[] | undefined) ?? [] }
+  const identity = call.identity
+  return { id: Number(identity?.userId), roles: [...(identity?.roles ?? [])] }
 }

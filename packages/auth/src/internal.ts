@@ -1,0 +1,12 @@
+// `@trivium/auth/internal`: building blocks for tests and integrations; not a stable API.
+export { ClaimError, parseAccessClaims, parseRefreshClaims } from './claims.js'
+export { setUserContext } from './middleware.js'
+export { checkJti, checkTtl } from './revocation.js'
+export {
+  checkSecret,
+  generateJti,
+  type IssuedToken,
+  MAX_TOKEN_LENGTH,
+  type VerifiedPayload,
+} from './tokens.js'
+export { acceptTotp } from './totp-flows.js'

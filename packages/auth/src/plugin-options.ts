@@ -1,0 +1,89 @@
+// The plugin's options and their checks (messages prefixed `@trivium/auth: ` name the fix).
+import type { FlowsOptions } from './flows.js'
+import type { TokenLedger } from './ledger.js'
+import type { RevocationStore } from './revocation.js'
+import type { RevokedListener, RolesProvider } from './service.js'
+import { type Clock, MIN_SECRET_BYTES } from './tokens.js'
+
+/** Options of the credential flows: a user store (e.g. SqlUserStore from `@trivium/auth/sql`). */
+export interface TriviumAuthFlowsOptions extends FlowsOptions {
+  /**
+   * Register the `/auth/*` endpoints (default true). With false, only `fastify.authFlows` is
+   * decorated, so an application can serve the flows under its own models and routes.
+   */
+  registerEndpoints?: boolean
+}
+
+export interface TriviumAuthOptions {
+  /** HS256 signing secret: at least 32 bytes (see `allowWeakSecretForTesting`). */
+  secret: string | Buffer
+  /** Accept a secret shorter than 32 bytes. For tests only; refused when NODE_ENV=production. */
+  allowWeakSecretForTesting?: boolean
+  /** Issuer (`iss`) written into and required from every token. */
+  issuer: string
+  /** Default access-token lifetime in seconds (default 3600). */
+  accessTokenTtlSeconds?: number
+  /** Revocation list (default: in-memory). */
+  revocationStore?: RevocationStore
+  /** Issued-token ledger for refresh rotation and theft response (default: in-memory). */
+  ledger?: TokenLedger
+  /** Endpoint names that need no token (checked at ready()). */
+  publicEndpoints?: string[]
+  /** Endpoint names where the token is optional (checked at ready()). */
+  optionalEndpoints?: string[]
+  /** Fills roles/permissions of issued access tokens (e.g. from @trivium/rbac). */
+  rolesProvider?: RolesProvider
+  /** Verified-token cache entries (default 10 000; 0 disables). */
+  verifiedCacheSize?: number
+  /** Register the middleware on `fastify.trivium` as `auth` (default true). */
+  middleware?: boolean
+  /** Clock in ms since epoch (tests). */
+  clock?: Clock
+  /** Register the credential endpoints (auth.register, auth.login, auth.refresh, …). */
+  flows?: TriviumAuthFlowsOptions
+  /** Sweep expired revocation entries and ledger rows every this many ms (default 600 000; 0 = never). */
+  cleanupIntervalMs?: number
+  /**
+   * Called after every revocation (logout, refresh-token reuse, `revokeToken`, `revokeAllForUser`):
+   * close the matching sessions here, e.g. `(notice) => fastify.push.closeSessions(notice, 'Token has
+   * been revoked')`. Same as `fastify.triviumAuth.onRevoked(listener)`.
+   */
+  onRevoked?: RevokedListener
+}
+
+export const WEAK_SECRET = `@trivium/auth: the signing secret must be at least ${MIN_SECRET_BYTES} bytes (use 32 random bytes; allowWeakSecretForTesting: true accepts a short one in tests)`
+
+/** Refuses a short secret unless tests opted in (never in production). */
+export function checkSecretStrength(options: TriviumAuthOptions): void {
+  const secret = options.secret
+  if (typeof secret !== 'string' && !Buffer.isBuffer(secret)) return // TokenService names the type error
+  const bytes = Buffer.isBuffer(secret) ? secret.length : Buffer.byteLength(secret)
+  if (bytes === 0 || bytes >= MIN_SECRET_BYTES) return // empty: TokenService says so
+  const optIn = options.allowWeakSecretForTesting
+  if (optIn !== undefined && typeof optIn !== 'boolean')
+    throw new TypeError('@trivium/auth: allowWeakSecretForTesting must be a boolean')
+  if (optIn !== true || process.env.NODE_ENV === 'production') throw new TypeError(WEAK_SECRET)
+}
+
+export function checkNames(value: unknown, name: string): string[] {
+  if (value === undefined) return []
+  if (!Array.isArray(value) || !value.every((v) => typeof v === 'string')) {
+    throw new TypeError(`@trivium/auth: ${name} must be a list of endpoint names`)
+  }
+  return value
+}
+
+export function checkStore(store: unknown): RevocationStore {
+  const s = store as Partial<RevocationStore> | null
+  if (
+    typeof s !== 'object' ||
+    s === null ||
+    typeof s.add !== 'function' ||
+    typeof s.contains !== 'function' ||
+    typeof s.remove !== 'function' ||
+    typeof s.cleanup !== 'function'
+  ) {
+    throw new TypeError('@trivium/auth: revocationStore must implement add, contains, remove and cleanup')
+  }
+  return s as RevocationStore
+}

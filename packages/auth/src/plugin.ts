@@ -1,0 +1,121 @@
+// The Fastify plugin: validates options, builds the token service, the revocation list and the
+// authentication middleware, registers the middleware on core as `auth`, and decorates
+// `fastify.triviumAuth` (not `auth`: that name belongs to the official @fastify/auth).
+import { checkEndpointNames } from '@trivium/core'
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
+import fp from 'fastify-plugin'
+import { registerFlows } from './flow-endpoints.js'
+import { type AuthFlows, createAuthFlows } from './flows.js'
+import { MemoryTokenLedger } from './ledger.js'
+import { type AuthMode, createAuthMiddleware } from './middleware.js'
+import { checkNames, checkSecretStrength, checkStore, type TriviumAuthOptions } from './plugin-options.js'
+import { MemoryRevocationStore } from './revocation.js'
+import { AuthService } from './service.js'
+import { TokenService } from './tokens.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    triviumAuth: AuthService
+    /** The credential flows as functions (present when the `flows` option is given). */
+    authFlows: AuthFlows
+  }
+}
+
+const AUTH_MODES: readonly AuthMode[] = ['public', 'optional', 'required']
+const PLUGIN = '@trivium/auth'
+
+const triviumAuth: FastifyPluginAsync<TriviumAuthOptions> = async (fastify: FastifyInstance, options) => {
+  if (typeof options !== 'object' || options === null) throw new TypeError(`${PLUGIN}: options are required`)
+  if (!fastify.hasDecorator('trivium'))
+    throw new Error(`${PLUGIN}: register @trivium/core before @trivium/auth`)
+  const publicEndpoints = checkNames(options.publicEndpoints, 'publicEndpoints')
+  const optionalEndpoints = checkNames(options.optionalEndpoints, 'optionalEndpoints')
+  checkSecretStrength(options)
+  const tokens = new TokenService({
+    secret: options.secret,
+    issuer: options.issuer,
+    accessTokenTtlSeconds: options.accessTokenTtlSeconds,
+    clock: options.clock,
+    verifiedCacheSize: options.verifiedCacheSize,
+  })
+  const ownStore = options.revocationStore === undefined
+  const revocation = ownStore
+    ? new MemoryRevocationStore({ clock: options.clock })
+    : checkStore(options.revocationStore)
+  const flows = options.flows
+  if (flows !== undefined && (typeof flows !== 'object' || flows === null)) {
+    throw new TypeError(`${PLUGIN}: flows must be an object`)
+  }
+  if (flows !== undefined && 'sql' in flows) {
+    throw new TypeError(
+      `${PLUGIN}: flows.sql is gone: pass users: new SqlUserStore(sql) and ledger: new SqlTokenLedger(sql) from '@trivium/auth/sql'`,
+    )
+  }
+  const ledger = options.ledger ?? new MemoryTokenLedger()
+  // Stores with tables of their own (SqlUserStore, SqlTokenLedger) create them before serving.
+  await flows?.users?.migrate?.()
+  await (ledger as { migrate?: () => Promise<void> }).migrate?.()
+  const service = new AuthService({
+    tokens,
+    revocation,
+    rolesProvider: options.rolesProvider,
+    ledger,
+    onListenerError: (err) => fastify.log.warn({ err }, `${PLUGIN}: an onRevoked listener failed`),
+  })
+  if (options.onRevoked !== undefined) service.onRevoked(options.onRevoked)
+  fastify.decorate('triviumAuth', service)
+
+  if (flows !== undefined) {
+    const authFlows =
+      flows.registerEndpoints === false
+        ? createAuthFlows(service, flows)
+        : registerFlows(fastify.trivium, service, flows)
+    fastify.decorate('authFlows', authFlows)
+    // The dummy hash for timing-safe logins is computed in a worker; wait for it before serving.
+    fastify.addHook('onReady', async () => authFlows.ready)
+  }
+
+  const interval = options.cleanupIntervalMs ?? 600_000
+  if (!Number.isSafeInteger(interval) || interval < 0) {
+    throw new TypeError(`${PLUGIN}: cleanupIntervalMs must be a non-negative integer`)
+  }
+  if (interval > 0) {
+    const timer = setInterval(() => {
+      const nowSec = Math.floor(tokens.clock() / 1000)
+      Promise.all([revocation.cleanup(), ledger.cleanup(nowSec)]).catch((err: unknown) => {
+        fastify.log.warn(
+          { code: (err as { code?: string } | null)?.code },
+          `${PLUGIN}: cleanup of expired entries failed`,
+        )
+      })
+    }, interval)
+    timer.unref()
+    fastify.addHook('onClose', async () => clearInterval(timer))
+  }
+
+  if (options.middleware !== false) {
+    fastify.trivium.use(createAuthMiddleware({ tokens, revocation, publicEndpoints, optionalEndpoints }), {
+      name: 'auth',
+    })
+  }
+  fastify.addHook('onReady', async () => {
+    const registry = fastify.trivium.registry
+    checkEndpointNames(registry, PLUGIN, 'publicEndpoints', publicEndpoints)
+    checkEndpointNames(registry, PLUGIN, 'optionalEndpoints', optionalEndpoints)
+    for (const def of registry.list()) {
+      const mode = def.config.auth
+      if (mode !== undefined && !AUTH_MODES.includes(mode)) {
+        throw new TypeError(`${PLUGIN}: endpoint "${def.name}": auth must be one of ${AUTH_MODES.join(', ')}`)
+      }
+    }
+  })
+  if (ownStore) fastify.addHook('onClose', async () => revocation.close?.())
+}
+
+export const triviumAuthPlugin = fp(triviumAuth, {
+  fastify: '5.x',
+  name: PLUGIN,
+  // Needs `fastify.trivium`; the dependency check names the plugin to register (clearer than a
+  // missing-decorator error).
+  dependencies: ['@trivium/core'],
+})

@@ -41,6 +41,7 @@ export {
   type RevocationStore,
   STORE_UNAVAILABLE,
 } from './revocation.js'
+export type { TriviumRouteRules } from './routes.js'
 export {
   type AccessSubject,
   AuthService,

@@ -1,7 +1,13 @@
 // Rate limiting as a core middleware, so an HTTP request, a WebSocket message and a TCP frame all count
 // against the same (client, endpoint) key. HTTP responses of allowed calls get the X-RateLimit-* headers.
 
-import { type Middleware, RateLimitExceededException, type TriviumCall } from '@trivium/core'
+import {
+  checkEndpointNames,
+  type EndpointDefinition,
+  type Middleware,
+  RateLimitExceededException,
+  type TriviumCall,
+} from '@trivium/core'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { RateLimiter, type WhenStoreDown } from './limiter.js'
@@ -43,8 +49,8 @@ export interface TriviumRateLimit {
   check(key: string, limit: RateLimit): Promise<RateLimitResult>
   /** The spec's client identifier for a call: `user:<user_id>`, `ip:<client_ip>` or `ip:unknown`. */
   clientId(call: TriviumCall<any>): string
-  /** The limit applied to an endpoint, or false when it is not limited. */
-  limitFor(endpoint: string): RateLimit | false
+  /** The limit applied to an endpoint (or a protected plain route), or false when it is not limited. */
+  limitFor(endpoint: string, definition?: EndpointDefinition): RateLimit | false
   readonly limiter: RateLimiter
 }
 
@@ -106,12 +112,13 @@ const rateLimitPlugin: FastifyPluginAsync<RateLimitPluginOptions> = async (
 
   // Resolved once per endpoint (the registry is sealed at ready, so the cache cannot go stale).
   const resolved = new Map<string, RateLimit | false>()
-  function limitFor(endpoint: string): RateLimit | false {
+  function limitFor(endpoint: string, definition?: EndpointDefinition): RateLimit | false {
     let limit = resolved.get(endpoint)
     if (limit !== undefined) return limit
     limit = limits.get(endpoint)
     if (limit === undefined) {
-      const declared = fastify.trivium.registry.get(endpoint)?.config.rateLimit
+      // A plain route protected with `config.triviumRoute` is not in the registry: its call carries it.
+      const declared = (definition ?? fastify.trivium.registry.get(endpoint))?.config.rateLimit
       if (declared === false) limit = false
       else if (declared !== undefined) {
         assertRateLimit(declared, `endpoint "${endpoint}" rateLimit`)
@@ -161,7 +168,7 @@ const rateLimitPlugin: FastifyPluginAsync<RateLimitPluginOptions> = async (
   // without an extra promise and microtask per request. Errors still come back as a rejected promise.
   const middleware: Middleware = (call, next) => {
     try {
-      const limit = limitFor(call.endpoint)
+      const limit = limitFor(call.endpoint, call.definition)
       if (limit === false) return next()
       const outcome = limiter.check(`${clientId(call)}:${call.endpoint}`, limit)
       if (outcome instanceof Promise) return outcome.then((result) => apply(call, limit, result, next))
@@ -187,6 +194,8 @@ const rateLimitPlugin: FastifyPluginAsync<RateLimitPluginOptions> = async (
   } satisfies TriviumRateLimit)
 
   fastify.addHook('onReady', async () => {
+    // A typo in `limits` would silently leave the real endpoint at the default limit.
+    checkEndpointNames(fastify.trivium.registry, '@trivium/protections', 'rate-limit limits', limits.keys())
     // Validate every endpoint's declared limit at start-up rather than on its first call.
     for (const definition of fastify.trivium.registry.list()) limitFor(definition.name)
   })

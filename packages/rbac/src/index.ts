@@ -1,5 +1,6 @@
 // @trivium/rbac — the Fastify plugin. Runs the RBAC migrations, decorates `fastify.rbac` (the
 // service) and adds the authorization middleware to the app-wide chain as `rbac`, after `auth`.
+import { checkEndpointNames } from '@trivium/core'
 import type { SqlClient } from '@trivium/sql'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
@@ -63,16 +64,9 @@ const triviumRbacPlugin: FastifyPluginAsync<TriviumRbacOptions> = async (
   // leave the real endpoint unprotected: fail at start-up.
   fastify.addHook('onReady', async () => {
     const registry = fastify.trivium.registry
-    for (const [option, names] of [
-      ['permissions', Object.keys(permissions)],
-      ['roles', Object.keys(roles)],
-      ['live', live],
-    ] as const) {
-      for (const name of names) {
-        if (!registry.has(name))
-          throw new TypeError(`@trivium/rbac: ${option} names unknown endpoint "${name}"`)
-      }
-    }
+    checkEndpointNames(registry, '@trivium/rbac', 'permissions', Object.keys(permissions))
+    checkEndpointNames(registry, '@trivium/rbac', 'roles', Object.keys(roles))
+    checkEndpointNames(registry, '@trivium/rbac', 'live', live)
     for (const def of registry.list()) checkEndpointConfig(def.name, def.config)
   })
 }

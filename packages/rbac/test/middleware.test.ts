@@ -205,9 +205,12 @@ t.test('options are validated at registration and at ready()', async (t) => {
   )
   t.equal(
     await attempt({ sql, permissions: { 'tasks.lst': ['tasks:read'] } }),
-    '@trivium/rbac: permissions names unknown endpoint "tasks.lst"',
+    '@trivium/rbac: permissions names unknown endpoint "tasks.lst" (did you mean "tasks.list"?)',
   )
-  t.equal(await attempt({ sql, live: ['nope'] }), '@trivium/rbac: live names unknown endpoint "nope"')
+  t.equal(
+    await attempt({ sql, live: ['opne'] }),
+    '@trivium/rbac: live names unknown endpoint "opne" (did you mean "open"?)',
+  )
   t.equal(
     await attempt({ sql }, (app) =>
       app.trivium.endpoint('bad', { method: 'GET', url: '/bad', roles: 'admin' as never }, () => ({})),

@@ -1,0 +1,93 @@
+// Existing Fastify routes under Trivium's rules (README "Protecting existing routes"): a route with
+// `config: { triviumRoute: { auth, permissions, roles, rateLimit } }` runs the app's Trivium middleware
+// chain (auth, RBAC, rate limit, …) in a preHandler, exactly as an endpoint would, and gets the caller as
+// `request.user`. Refusals are the one error body of PROTOCOL.md.
+import {
+  type EndpointDefinition,
+  httpCredential,
+  normalizeError,
+  TriviumCall,
+  type TriviumEndpointConfig,
+  type TriviumIdentity,
+  toErrorBody,
+} from '@trivium/core'
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
+
+/** The rules of a protected plain route: every endpoint setting the registered plugins declare. */
+export interface TriviumRouteRules extends TriviumEndpointConfig {
+  /** Name used by rate-limit keys and logs (default `<METHOD> <url>`, e.g. `GET /legacy`). */
+  name?: string
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Run this plain route through the Trivium middleware (auth, RBAC, rate limit) like an endpoint. */
+    triviumRoute?: TriviumRouteRules
+  }
+  interface FastifyRequest {
+    /** The authenticated caller on routes with `config.triviumRoute` (undefined when anonymous). */
+    user: TriviumIdentity | undefined
+  }
+}
+
+type Hook = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>
+
+function definitionOf(rules: TriviumRouteRules, method: string, url: string): EndpointDefinition {
+  if (typeof rules !== 'object' || rules === null || Array.isArray(rules)) {
+    throw new TypeError(`@trivium/auth: route ${method} ${url}: config.triviumRoute must be an object`)
+  }
+  const name = rules.name ?? `${method} ${url}`
+  if (typeof name !== 'string' || name.length === 0) {
+    throw new TypeError(`@trivium/auth: route ${method} ${url}: config.triviumRoute.name must be a string`)
+  }
+  // Middleware read name, config and timeoutMs of a definition; a plain route has no models or handler.
+  return {
+    name,
+    method,
+    url,
+    config: rules,
+    timeoutMs: undefined,
+    streaming: false,
+  } as unknown as EndpointDefinition
+}
+
+function guard(fastify: FastifyInstance, definition: EndpointDefinition): Hook {
+  return async function triviumRouteGuard(request, reply) {
+    const call = new TriviumCall({
+      definition,
+      protocol: 'http',
+      requestId: request.id,
+      log: request.log,
+      headers: request.headers,
+      method: request.method,
+      query: request.query as Record<string, unknown>,
+      clientIp: request.ip,
+      raw: request,
+      decodeBody: () => request.body,
+      credential: () => httpCredential(request.headers, request.query as Record<string, unknown>),
+    })
+    try {
+      await fastify.trivium.pipeline.run(call, () => undefined)
+    } catch (err) {
+      const { error, internal } = normalizeError(err)
+      if (internal) request.log.error({ err, requestId: request.id }, 'unhandled error in route middleware')
+      if (call.responseHeaders) reply.headers(call.responseHeaders)
+      const body = toErrorBody(error, request.id)
+      if (body.retryAfter !== undefined) reply.header('retry-after', String(body.retryAfter))
+      return reply.code(error.statusCode).type('application/json; charset=utf-8').send(JSON.stringify(body))
+    }
+    if (call.responseHeaders) reply.headers(call.responseHeaders)
+    request.user = call.identity
+    return undefined
+  }
+}
+
+/** Adds the guard in front of the route's own preHandlers when the route asks for it (onRoute hook). */
+export function protectRoute(fastify: FastifyInstance, route: RouteOptions): void {
+  const rules = route.config?.triviumRoute
+  if (rules === undefined) return
+  const method = Array.isArray(route.method) ? route.method.join(',') : String(route.method)
+  const hook = guard(fastify, definitionOf(rules, method, route.url))
+  const own = route.preHandler
+  route.preHandler = own === undefined ? [hook] : [hook, ...(Array.isArray(own) ? own : [own])]
+}

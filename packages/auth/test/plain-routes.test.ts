@@ -1,0 +1,108 @@
+// Existing Fastify routes under the same auth, RBAC and rate-limit rules as endpoints
+// (`config.triviumRoute`), with the caller as `request.user`.
+import { randomBytes } from 'node:crypto'
+import triviumAuth from '@trivium/auth'
+import trivium, { type TriviumIdentity } from '@trivium/core'
+import { rateLimit } from '@trivium/protections'
+import { triviumRbac } from '@trivium/rbac'
+import { connectPostgres } from '@trivium/sql'
+import Fastify from 'fastify'
+import t from 'tap'
+import { ISSUER, SECRET } from './helpers.js'
+
+const PG_URL = process.env.TRIVIUM_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/test'
+
+async function build() {
+  const schema = `test_${randomBytes(6).toString('hex')}`
+  const sql = await connectPostgres({ connectionString: PG_URL, schema, max: 2 })
+  t.teardown(async () => {
+    await sql.exec(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+    await sql.close()
+  })
+  const app = Fastify()
+  t.teardown(() => app.close())
+  await app.register(trivium)
+  await app.register(triviumAuth, { secret: SECRET, issuer: ISSUER })
+  await app.register(triviumRbac, { sql })
+  await app.register(rateLimit)
+  // Plain Fastify routes, as an existing service has them.
+  app.get(
+    '/legacy/hello',
+    { config: { triviumRoute: { auth: 'public', rateLimit: { requests: 2, windowMs: 60_000 } } } },
+    async () => ({ hello: 'world' }),
+  )
+  app.get('/legacy/report', { config: { triviumRoute: { permissions: ['x:read'] } } }, async (request) => {
+    const user: TriviumIdentity | undefined = request.user
+    return { userId: user?.userId ?? null, roles: user?.roles ?? [] }
+  })
+  app.get('/legacy/untouched', async () => ({ ok: true }))
+  await app.ready()
+  const token = (permissions: string[]) =>
+    app.triviumAuth.issueAccessToken({
+      id: 9,
+      username: 'ivy',
+      email: 'ivy@example.com',
+      roles: ['member'],
+      permissions,
+    })
+  return { app, token }
+}
+
+t.test(
+  'a plain route at 2/min answers 200 200 429, with the rate-limit headers and error body',
+  async (t) => {
+    const { app } = await build()
+    const codes: number[] = []
+    let last: Awaited<ReturnType<typeof app.inject>> | undefined
+    for (let i = 0; i < 3; i++) {
+      last = await app.inject({ url: '/legacy/hello' })
+      codes.push(last.statusCode)
+    }
+    t.same(codes, [200, 200, 429])
+    const body = last!.json()
+    t.equal(body.statusCode, 429)
+    t.equal(body.error, 'RateLimitExceededException')
+    t.equal(body.requestId, last!.request?.id ?? body.requestId)
+    t.ok(Number(last!.headers['retry-after']) > 0)
+    t.equal(
+      (await app.inject({ url: '/legacy/untouched' })).statusCode,
+      200,
+      'routes without the option are untouched',
+    )
+  },
+)
+
+t.test(
+  'a plain route without a token is 401, with a token lacking the permission 403, else 200',
+  async (t) => {
+    const { app, token } = await build()
+    let r = await app.inject({ url: '/legacy/report' })
+    t.equal(r.statusCode, 401)
+    t.match(r.json(), { statusCode: 401, error: 'UnauthorizedException', message: 'Authentication required' })
+    t.type(r.json().requestId, 'string')
+    t.equal(r.headers['content-type'], 'application/json; charset=utf-8')
+    r = await app.inject({
+      url: '/legacy/report',
+      headers: { authorization: `Bearer ${await token(['y:read'])}` },
+    })
+    t.equal(r.statusCode, 403)
+    t.match(r.json(), { error: 'ForbiddenException', message: 'Insufficient permissions. Required: x:read' })
+    r = await app.inject({
+      url: '/legacy/report',
+      headers: { authorization: `Bearer ${await token(['x:read'])}` },
+    })
+    t.equal(r.statusCode, 200)
+    t.same(r.json(), { userId: 9, roles: ['member'] }, 'request.user is the identity')
+    t.ok(r.headers['x-ratelimit-limit'], 'the default limit applies to a protected route')
+  },
+)
+
+t.test('a bad triviumRoute option is refused when the route is added', async (t) => {
+  const app = Fastify()
+  t.teardown(() => app.close())
+  await app.register(trivium)
+  await app.register(triviumAuth, { secret: SECRET, issuer: ISSUER })
+  t.throws(() => app.get('/x', { config: { triviumRoute: 'yes' as never } }, async () => ({})), {
+    message: '@trivium/auth: route GET /x: config.triviumRoute must be an object',
+  })
+})

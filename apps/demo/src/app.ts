@@ -96,7 +96,8 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
       totpIssuer: 'Trivium Tasks',
     },
   })
-  await app.register(triviumRbac, { sql })
+  // Users are auth's table: assigning a role to an id that is not a user is a 404 (and a foreign key).
+  await app.register(triviumRbac, { sql, usersTable: 'auth_users' })
   await app.register(triviumProtections, { rateLimit: { redis, redisPrefix: `${config.redisPrefix}rl:` } })
   await app.register(triviumWebSocket, {
     path: '/ws',

@@ -340,3 +340,19 @@ t.test('middleware: an async store, a throwing store and a new window give the s
   t.equal(fresh.headers['x-ratelimit-remaining'], '1', 'new window')
   t.equal(fresh.headers['x-ratelimit-limit'], '2')
 })
+
+t.test('a typo in limits fails ready(), naming the closest endpoint', async (t) => {
+  const app = Fastify()
+  t.teardown(() => app.close())
+  await app.register(trivium)
+  await app.register(rateLimit, {
+    afterAuth: false,
+    limits: { 'auth.logn': { requests: 5, windowMs: 60_000 } },
+  })
+  app.trivium.endpoint('auth.login', { method: 'POST', url: '/login' }, () => ({}))
+  app.trivium.endpoint('auth.logout', { method: 'POST', url: '/logout' }, () => ({}))
+  await t.rejects(app.ready(), {
+    message:
+      '@trivium/protections: rate-limit limits names unknown endpoint "auth.logn" (did you mean "auth.login"?)',
+  })
+})

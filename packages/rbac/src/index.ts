@@ -10,7 +10,7 @@ import {
   createRbacMiddleware,
   type RequirementMap,
 } from './middleware.js'
-import { migrateRbac, RbacService, type RbacServiceOptions } from './service.js'
+import { migrateRbac, RbacService, type RbacServiceOptions, referenceUsers } from './service.js'
 
 export * from './errors.js'
 export * from './middleware.js'
@@ -54,6 +54,8 @@ const triviumRbacPlugin: FastifyPluginAsync<TriviumRbacOptions> = async (
 
   const service = new RbacService(options.sql, options)
   if (migrate) await migrateRbac(options.sql)
+  // Users live in another package's table: reference it so the database refuses unknown ids too.
+  if (migrate && options.usersTable !== undefined) await referenceUsers(options.sql, options.usersTable)
   fastify.decorate('rbac', service)
   fastify.trivium.use(createRbacMiddleware({ permissions, roles, live, service }), {
     name: 'rbac',

@@ -1,6 +1,7 @@
 // Tables of the spec's rights-model records, applied by runMigrations(sql, 'rbac', …).
-// user_roles.user_id has NO foreign key: users live in a table owned by @trivium/auth (or the
-// application), which this package must not assume. Pass `userExists` to check ids on assignment.
+// user_roles.user_id has no foreign key here: users live in a table owned by @trivium/auth (or the
+// application), which this package must not assume. The `usersTable` option adds one
+// (`referenceUsers`) and checks ids on assignment and revocation.
 import type { Migration } from '@trivium/sql'
 
 export const RBAC_COMPONENT = 'rbac'

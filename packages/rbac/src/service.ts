@@ -1,6 +1,12 @@
 // The spec's role-based access control operations over a SqlClient. The same SQL runs on PostgreSQL
 // and PGlite. Records use the spec's field names (created_at, assigned_by, …).
-import { isForeignKeyViolation, isUniqueViolation, runMigrations, type SqlClient } from '@trivium/sql'
+import {
+  isForeignKeyViolation,
+  isUniqueViolation,
+  runMigrations,
+  type SqlClient,
+  violatedConstraint,
+} from '@trivium/sql'
 import {
   checkDescription,
   checkId,
@@ -51,8 +57,38 @@ export interface RbacServiceOptions {
   liveCacheTtlMs?: number
   /** Most users kept in the live cache (default 10000; the oldest entry goes first). */
   liveCacheMax?: number
-  /** Checks a user id on assignRole (users are owned by auth or the app): false → NotFoundException. */
+  /** Checks a user id on assignRole/revokeRole (users are owned by auth or the app): false → NotFoundException. */
   userExists?: (userId: number) => boolean | Promise<boolean>
+  /**
+   * The table of users (integer `id` column), e.g. `auth_users` of @trivium/auth: assignRole and
+   * revokeRole answer NotFoundException for an id not in it, and `referenceUsers` makes the database
+   * refuse such rows too (foreign key). Ignored when `userExists` is given.
+   */
+  usersTable?: string
+}
+
+const IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}$/
+const USER_FOREIGN_KEY = 'user_roles_user_fk'
+
+function checkUsersTable(table: unknown): string {
+  if (typeof table !== 'string' || !IDENTIFIER.test(table)) {
+    throw new TypeError('@trivium/rbac: usersTable must be a lower-case SQL identifier (e.g. "auth_users")')
+  }
+  return table
+}
+
+/**
+ * Adds the foreign key user_roles.user_id → <usersTable>(id) once (idempotent, safe from several
+ * instances). NOT VALID: rows written before it are kept as they are; every new row is checked.
+ */
+export async function referenceUsers(sql: SqlClient, usersTable: string): Promise<void> {
+  const table = checkUsersTable(usersTable)
+  await sql.exec(`DO $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conname = '${USER_FOREIGN_KEY}' AND conrelid = 'user_roles'::regclass) THEN
+    ALTER TABLE user_roles ADD CONSTRAINT ${USER_FOREIGN_KEY} FOREIGN KEY (user_id) REFERENCES ${table} (id) ON DELETE CASCADE NOT VALID;
+  END IF;
+EXCEPTION WHEN duplicate_object THEN NULL;
+END $$`)
 }
 
 export const DEFAULT_LIVE_CACHE_TTL_MS = 5000
@@ -91,6 +127,11 @@ export class RbacService {
     this.liveCacheTtlMs = ttl
     this.liveCacheMax = max
     this.userExists = options.userExists
+    if (this.userExists === undefined && options.usersTable !== undefined) {
+      const table = checkUsersTable(options.usersTable)
+      this.userExists = async (userId) =>
+        (await sql.query(`SELECT 1 FROM ${table} WHERE id = $1`, [userId])).rows.length > 0
+    }
   }
 
   // ── reads ────────────────────────────────────────────────────────────────────────────────────
@@ -289,7 +330,9 @@ export class RbacService {
       // Active row that a concurrent revoke changed between the statement's snapshot and now.
       return (await this.getAssignment(userId, roleId)) as UserRoleAssignment
     } catch (err) {
-      if (isForeignKeyViolation(err)) throw roleNotFound(roleId)
+      if (isForeignKeyViolation(err)) {
+        throw violatedConstraint(err) === USER_FOREIGN_KEY ? userNotFound(userId) : roleNotFound(roleId)
+      }
       throw err
     }
   }
@@ -307,6 +350,7 @@ export class RbacService {
     checkId(userId, 'userId')
     checkId(roleId, 'roleId')
     const by = checkOptionalId(revokedBy, 'revokedBy')
+    if (this.userExists && !(await this.userExists(userId))) throw userNotFound(userId)
     const { rows } = await this.sql.query<UserRoleAssignment>(
       `UPDATE user_roles SET revoked_at = now(), revoked_by = $3
        WHERE user_id = $1 AND role_id = $2 AND revoked_at IS NULL

@@ -1,5 +1,5 @@
 import { type TriviumError, toErrorBody } from '@trivium/core'
-import { migrateRbac, RbacService } from '@trivium/rbac'
+import { migrateRbac, RbacService, referenceUsers } from '@trivium/rbac'
 import { appliedMigrations } from '@trivium/sql'
 import t from 'tap'
 import { engines } from './helpers.ts'
@@ -235,6 +235,43 @@ for (const engine of engines) {
       message: 'User 500 not found',
     })
   })
+
+  t.test(
+    `${engine.name}: usersTable: assign/revoke for a user that does not exist is a 404, and the database refuses it`,
+    async (t) => {
+      const { client } = await engine.open(t)
+      await client.exec('CREATE TABLE app_users (id bigserial PRIMARY KEY, name text NOT NULL)')
+      await client.exec("INSERT INTO app_users (name) VALUES ('ann'), ('bob')")
+      await migrateRbac(client)
+      await referenceUsers(client, 'app_users')
+      await referenceUsers(client, 'app_users') // idempotent
+      const rbac = new RbacService(client, { usersTable: 'app_users' })
+      const role = await rbac.createRole('admin', '', [])
+      await rbac.assignRole(2, role.id)
+      const missing = {
+        statusCode: 404,
+        code: 'TRV_NOT_FOUND',
+        error: 'NotFoundException',
+        message: 'User 999999 not found',
+      }
+      t.same(await errorOf(rbac.assignRole(999999, role.id)), missing)
+      t.same(await errorOf(rbac.revokeRole(999999, role.id)), missing)
+      // Without the check in the service (e.g. a service over a transaction), the foreign key refuses it.
+      const bare = new RbacService(client)
+      t.same(await errorOf(bare.assignRole(999999, role.id)), missing)
+      t.equal(
+        (await client.query('SELECT 1 FROM user_roles WHERE user_id = 999999')).rows.length,
+        0,
+        'nothing stored',
+      )
+      // A user registered later does not inherit anything assigned before it existed.
+      await client.exec("INSERT INTO app_users (name) VALUES ('carl')")
+      t.same(await rbac.getUserRights(3), { roles: [], permissions: [] })
+      t.throws(() => new RbacService(client, { usersTable: 'users; DROP TABLE x' }), {
+        message: '@trivium/rbac: usersTable must be a lower-case SQL identifier (e.g. "auth_users")',
+      })
+    },
+  )
 
   t.test(`${engine.name}: liveRights caches for the TTL and is invalidated by assign/revoke`, async (t) => {
     const { client, rbac, read } = await setup(t, engine)

@@ -180,7 +180,7 @@ for (const backend of BACKENDS)
 
     await t.test('a TCP session closes when its token expires', async (t) => {
       const { user } = await registerAndLogin(app, 'brief')
-      const token = await app.auth.issueAccessToken(
+      const token = await app.triviumAuth.issueAccessToken(
         { id: user.id, username: 'brief', email: 'brief@example.com' },
         { ttlSeconds: 2 },
       )

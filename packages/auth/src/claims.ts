@@ -1,4 +1,4 @@
-// The spec's parsed claims (TokenClaims) and validation result.
+// The documented parsed claims (TokenClaims) and validation result.
 
 /** Parsed claims of a valid access token, held in the request context as `token_claims`. */
 export class TokenClaims {
@@ -68,10 +68,10 @@ export interface ValidationResultOf<C> {
   claims?: C
 }
 
-/** The spec's validation result. `claims` is present only when `isValid`. */
+/** The documented validation result. `claims` is present only when `isValid`. */
 export type ValidationResult = ValidationResultOf<TokenClaims>
 
-/** Claims of a valid refresh token (the spec's smaller claim set). */
+/** Claims of a valid refresh token (the documented smaller claim set). */
 export interface RefreshClaims {
   userId: number
   jti: string
@@ -134,7 +134,7 @@ function needStrings(payload: Payload, name: string): string[] {
 
 /** Parses an access-token payload into TokenClaims; throws ClaimError naming the first bad claim. */
 export function parseAccessClaims(payload: Payload): TokenClaims {
-  // The spec's list first (username, email, roles, permissions, token_type, iat, exp, jti), then user_id.
+  // The documented list first (username, email, roles, permissions, token_type, iat, exp, jti), then user_id.
   const username = needString(payload, 'username')
   const email = needString(payload, 'email')
   const roles = needStrings(payload, 'roles')

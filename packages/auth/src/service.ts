@@ -126,7 +126,7 @@ export class AuthService {
     return { accessToken, refreshToken, expiresIn: this.tokens.accessTokenTtlSeconds }
   }
 
-  /** The spec's validation result (revocation is not part of it). */
+  /** The documented validation result (revocation is not part of it). */
   validate(token: unknown): ValidationResult {
     return this.tokens.validate(token)
   }

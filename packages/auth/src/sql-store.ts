@@ -1,4 +1,4 @@
-// SQL variants (PostgreSQL and PGlite through @trivium/sql): the revocation table of the spec and the
+// SQL variants (PostgreSQL and PGlite through @trivium/sql): the revocation table (README "Revocation list") and the
 // issued-token ledger. All tables of the package are created by one migration list, component `auth`.
 // An unreachable database surfaces as @trivium/sql's DatabaseUnavailableError, a
 // ServiceUnavailableException (503): the middleware then refuses the request (fail closed).

@@ -1,6 +1,6 @@
 // Issuing and validating tokens. Every verifier of the package is built here, once, pinned to HS256,
 // the configured issuer, the audience `platform-api` and the required registered claims. Time checks
-// (exp, nbf) are done by hand with the injectable clock, in the spec's order.
+// (exp, nbf) are done by hand with the injectable clock, in the order of the README's "Tokens" table.
 import { randomInt } from 'node:crypto'
 import { createSigner, createVerifier } from 'fast-jwt'
 import {
@@ -47,7 +47,7 @@ export interface TokenServiceOptions {
 }
 
 export interface IssueAccessOptions {
-  /** Custom lifetime in seconds (the spec's optional override). */
+  /** Custom lifetime in seconds (the documented optional override). */
   ttlSeconds?: number
 }
 
@@ -170,7 +170,7 @@ export class TokenService {
     this.sign = createSigner({ key, algorithm: 'HS256' })
     // THE verifier. Signature, algorithm, issuer, audience and presence of the registered claims are
     // the library's job; exp and nbf are checked by hand afterwards, with the injectable clock and the
-    // spec's order and boundary (now >= exp is expired; the library would still accept now == exp).
+    // documented order and boundary (README "Tokens"; now >= exp is expired; the library would still accept now == exp).
     this.verify = createVerifier({
       key,
       algorithms: ['HS256'],
@@ -188,7 +188,7 @@ export class TokenService {
     return this.clock()
   }
 
-  /** Signs an access token with exactly the spec's claims. */
+  /** Signs an access token with exactly the documented claims. */
   issueAccessToken(subject: TokenSubject, options: IssueAccessOptions = {}): string {
     return this.signAccessToken(subject, options).token
   }
@@ -252,9 +252,9 @@ export class TokenService {
   }
 
   /**
-   * The spec's validation, in its order: signature/format (library message), `Missing token type`,
+   * The documented validation, in its order: signature/format (library message), `Missing token type`,
    * expiry, `Token not yet valid`, then claim parsing (`Token validation failed: <reason>`).
-   * Never throws. Revocation is not checked here (see the middleware / AuthService.check).
+   * Never throws. Revocation is not checked here (see the middleware / AuthService.authenticate).
    */
   validate(token: unknown): ValidationResult {
     const key = this.cacheSize > 0 && typeof token === 'string' ? cacheKey(token) : undefined

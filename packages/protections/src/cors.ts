@@ -1,4 +1,4 @@
-// CORS per the spec, in one onRequest hook (so it also answers OPTIONS on routes that do not exist):
+// CORS as the README ("CORS") documents, in one onRequest hook (so it also answers OPTIONS on routes that do not exist):
 // every OPTIONS is a preflight, answered here with 200 + headers or 403 `Origin not allowed`; other
 // requests with an allowed Origin get the same headers minus Access-Control-Max-Age.
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
@@ -41,7 +41,7 @@ function stringList(value: unknown, name: string): string[] {
 
 /**
  * Builds the origin test. `*.example.com` matches an origin ending in `.example.com` (a dot boundary):
- * `https://api.example.com` yes, `https://evilexample.com` and `https://example.com` no. The spec's
+ * `https://api.example.com` yes, `https://evilexample.com` and `https://example.com` no. A
  * literal "ends with example.com" would let `evilexample.com` in; that hole is closed on purpose.
  */
 export function originMatcher(allowedOrigins: readonly string[]): (origin: string) => boolean {
@@ -116,5 +116,5 @@ const corsPlugin: FastifyPluginAsync<CorsOptions> = async (fastify, options) => 
   })
 }
 
-/** CORS exactly per the spec; HTTP only (WebSocket messages and TCP frames never see it). */
+/** CORS exactly as the README documents; HTTP only (WebSocket messages and TCP frames never see it). */
 export const cors = fp(corsPlugin, { fastify: '5.x', name: '@trivium/protections/cors' })

@@ -1,5 +1,5 @@
 // @trivium/protections: rate limiting (all transports), security headers and CORS (HTTP), one plugin per
-// concern plus `triviumProtections`, which registers all three with the spec's defaults.
+// concern plus `triviumProtections`, which registers all three with the documented defaults.
 import type { FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { type CorsOptions, cors } from './cors.js'
@@ -34,7 +34,7 @@ const protections: FastifyPluginAsync<TriviumProtectionsOptions> = async (fastif
   if (options.rateLimit !== false) await fastify.register(rateLimit, options.rateLimit ?? {})
 }
 
-/** All three protections with the spec's defaults; each can be configured or switched off. */
+/** All three protections with the documented defaults; each can be configured or switched off. */
 export const triviumProtections = fp(protections, {
   fastify: '5.x',
   name: '@trivium/protections',

@@ -1,5 +1,5 @@
 // In-process counters: one Map entry per (client, endpoint) key, swept periodically so that a flood of
-// distinct clients cannot grow memory without bound (spec "Limits → Rate limiting" §7).
+// distinct clients cannot grow memory without bound (README "Rate limiting").
 import { evaluateWindow, type RateLimit, type RateLimitResult, type WindowState } from './window.js'
 
 /** Where counters live. `hit` evaluates one request atomically (for its key) and returns the verdict. */

@@ -47,7 +47,7 @@ export interface RateLimitPluginOptions {
 export interface TriviumRateLimit {
   /** Counts one request for `key` (e.g. `user:7:tasks.create`) against `limit`. */
   check(key: string, limit: RateLimit): Promise<RateLimitResult>
-  /** The spec's client identifier for a call: `user:<user_id>`, `ip:<client_ip>` or `ip:unknown`. */
+  /** The documented client identifier for a call: `user:<user_id>`, `ip:<client_ip>` or `ip:unknown`. */
   clientId(call: TriviumCall<any>): string
   /** The limit applied to an endpoint (or a protected plain route), or false when it is not limited. */
   limitFor(endpoint: string, definition?: EndpointDefinition): RateLimit | false

@@ -1,5 +1,5 @@
 // Counters in Redis, shared by every instance. One Lua script per request does the whole fixed-window
-// rule atomically (check before increment, as the spec says), with Redis's own clock so instances with
+// rule atomically (check before increment, as the README says), with Redis's own clock so instances with
 // skewed clocks still agree on windows, and PEXPIREAT at the window end so no key lives without expiry.
 import { createHash } from 'node:crypto'
 import type { RateLimitStore } from './memory-store.js'

@@ -1,6 +1,6 @@
-// The spec's seven security headers on every HTTP response (200s, errors, 404s), from one precomputed
+// The documented seven security headers on every HTTP response (200s, errors, 404s), from one precomputed
 // list written in one onSend hook. A successful WebSocket upgrade is hijacked and never reaches onSend,
-// so its 101 carries none of them (spec: "HTTP responses only").
+// so its 101 carries none of them (HTTP responses only, README "Security headers").
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 
@@ -65,7 +65,7 @@ const securityHeadersPlugin: FastifyPluginAsync<SecurityHeadersOptions> = async 
   })
 }
 
-/** Adds the spec's security headers (plus configured ones) to every HTTP response. */
+/** Adds the documented security headers (plus configured ones) to every HTTP response. */
 export const securityHeaders = fp(securityHeadersPlugin, {
   fastify: '5.x',
   name: '@trivium/protections/security-headers',

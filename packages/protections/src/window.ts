@@ -1,17 +1,16 @@
-// The spec's fixed-window rule ("Limits → Rate limiting" §4 and "States and transitions → Rate-limit
-// window"), as one pure function shared by the memory store and mirrored line by line in the Redis
+// The fixed-window rule (README "Rate limiting"; PROTOCOL.md "Limits"), as one pure function shared by the memory store and mirrored line by line in the Redis
 // Lua script:
 //   now - windowStart >= window → new window (count 0, windowStart = now), then evaluate;
 //   count >= requests          → denied, remaining 0, retryAfter = whole seconds to windowStart + window;
 //   otherwise                  → count + 1, remaining = requests - count.
 
-/** The spec's RateLimit record: `requests` per `windowMs` milliseconds. */
+/** The documented RateLimit record: `requests` per `windowMs` milliseconds. */
 export interface RateLimit {
   requests: number
   windowMs: number
 }
 
-/** The spec's RateLimitResult record, plus the limit it was checked against. */
+/** The documented RateLimitResult record, plus the limit it was checked against. */
 export interface RateLimitResult {
   isAllowed: boolean
   /** Requests left in this window (0 when denied). */

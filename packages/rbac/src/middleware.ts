@@ -1,4 +1,4 @@
-// Authorization middleware (spec "Authorization middleware"), the same on every transport.
+// Authorization middleware (README "Authorization rules"), the same on every transport.
 //   - no `call.identity` (not authenticated) → passes unchecked (authentication must run first: the
 //     middleware is registered as `rbac` with `after: ['auth']`, checked at ready());
 //   - required permissions: any-of, else ForbiddenException `Insufficient permissions. Required: a, b`;
@@ -23,7 +23,7 @@ declare module '@trivium/core' {
   }
 }
 
-/** The separator of the `Required:` list ("comma-separated" in the spec). */
+/** The separator of the `Required:` list ("comma-separated", README "Authorization rules"). */
 export const REQUIRED_SEPARATOR = ', '
 
 export function insufficientPermissions(required: readonly string[]): Error {

@@ -1,4 +1,4 @@
-// Tables of the spec's rights-model records, applied by runMigrations(sql, 'rbac', …).
+// Tables of the documented rights-model records, applied by runMigrations(sql, 'rbac', …).
 // user_roles.user_id has no foreign key here: users live in a table owned by @trivium/auth (or the
 // application), which this package must not assume. The `usersTable` option adds one
 // (`referenceUsers`) and checks ids on assignment and revocation.

@@ -1,5 +1,5 @@
-// The spec's role-based access control operations over a SqlClient. The same SQL runs on PostgreSQL
-// and PGlite. Records use the spec's field names (created_at, assigned_by, …).
+// The documented role-based access control operations over a SqlClient. The same SQL runs on PostgreSQL
+// and PGlite. Records use the documented field names (created_at, assigned_by, …).
 import {
   isForeignKeyViolation,
   isUniqueViolation,
@@ -297,7 +297,7 @@ export class RbacService {
   // ── writes ───────────────────────────────────────────────────────────────────────────────────
 
   /**
-   * Upsert per the spec's state table:
+   * Upsert per the documented state table:
    * - no row → active, assigned_at = now, assigned_by set;
    * - revoked row → active again: revoked_at/revoked_by cleared, assigned_at/assigned_by overwritten;
    * - already active → unchanged (decision: the original assigned_at/assigned_by are kept).

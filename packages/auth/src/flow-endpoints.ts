@@ -1,5 +1,5 @@
 // The credential flows registered as core endpoints (`/auth/*`), so they are served on every transport.
-import { jsonSchemaModel, type Trivium } from '@trivium/core'
+import { type EndpointOptions, jsonSchemaModel, type Trivium, type TriviumCall } from '@trivium/core'
 import { type AuthFlows, createAuthFlows, type FlowsOptions } from './flows.js'
 import type { AuthService } from './service.js'
 
@@ -35,86 +35,87 @@ const CodeRequest = jsonSchemaModel<{ code: string }>('TotpCodeRequest', {
   required: ['code'],
 })
 
-/** Registers the flows' endpoints on core. */
-export function registerFlows(trivium: Trivium, auth: AuthService, options: FlowsOptions): AuthFlows {
-  const flows = createAuthFlows(auth, options)
-  const base = options.basePath ?? '/auth'
-  trivium.endpoint(
-    'auth.register',
+type Run = (flows: AuthFlows, req: never, call: TriviumCall<any>) => unknown
+
+/** The `/auth/*` endpoints: name, route under the base path, model, auth mode and the flow they run. */
+const FLOW_ENDPOINTS: ReadonlyArray<{ name: string; path: string; run: Run } & Omit<EndpointOptions, 'url'>> =
+  [
     {
+      name: 'auth.register',
       method: 'POST',
-      url: `${base}/register`,
+      path: '/register',
       request: RegisterRequest,
       status: 201,
       auth: 'public',
       summary: 'Create a user',
+      run: (f, req) => f.register(req),
     },
-    (req) => flows.register(req as never),
-  )
-
-  trivium.endpoint(
-    'auth.login',
     {
+      name: 'auth.login',
       method: 'POST',
-      url: `${base}/login`,
+      path: '/login',
       request: LoginRequest,
       auth: 'public',
       summary: 'Exchange credentials for tokens',
+      run: (f, req) => f.login(req),
     },
-    (req) => flows.login(req as never),
-  )
-
-  trivium.endpoint(
-    'auth.refresh',
     {
+      name: 'auth.refresh',
       method: 'POST',
-      url: `${base}/refresh`,
+      path: '/refresh',
       request: RefreshRequest,
       auth: 'public',
       summary: 'Rotate a refresh token',
+      run: (f, req) => f.refresh(req),
     },
-    (req) => flows.refresh(req as never),
-  )
-
-  trivium.endpoint(
-    'auth.logout',
-    { method: 'POST', url: `${base}/logout`, request: LogoutRequest, summary: 'Revoke the presented tokens' },
-    (req, call) => flows.logout(req as never, call),
-  )
-
-  trivium.endpoint(
-    'auth.me',
-    { method: 'GET', url: `${base}/me`, summary: 'The authenticated user' },
-    (req, call) => flows.me(req as never, call),
-  )
-
-  trivium.endpoint(
-    'auth.totp.enable',
-    { method: 'POST', url: `${base}/totp/enable`, summary: 'Start TOTP setup: a new secret to confirm' },
-    (req, call) => flows.totpEnable(req as never, call),
-  )
-
-  trivium.endpoint(
-    'auth.totp.confirm',
     {
+      name: 'auth.logout',
       method: 'POST',
-      url: `${base}/totp/confirm`,
+      path: '/logout',
+      request: LogoutRequest,
+      summary: 'Revoke the presented tokens',
+      run: (f, req, call) => f.logout(req, call),
+    },
+    {
+      name: 'auth.me',
+      method: 'GET',
+      path: '/me',
+      summary: 'The authenticated user',
+      run: (f, req, call) => f.me(req, call),
+    },
+    {
+      name: 'auth.totp.enable',
+      method: 'POST',
+      path: '/totp/enable',
+      summary: 'Start TOTP setup: a new secret to confirm',
+      run: (f, req, call) => f.totpEnable(req, call),
+    },
+    {
+      name: 'auth.totp.confirm',
+      method: 'POST',
+      path: '/totp/confirm',
       request: CodeRequest,
       summary: 'Finish TOTP setup with a code',
+      run: (f, req, call) => f.totpConfirm(req, call),
     },
-    (req, call) => flows.totpConfirm(req as never, call),
-  )
-
-  trivium.endpoint(
-    'auth.totp.disable',
     {
+      name: 'auth.totp.disable',
       method: 'POST',
-      url: `${base}/totp/disable`,
+      path: '/totp/disable',
       request: CodeRequest,
       summary: 'Turn TOTP off (needs a current code)',
+      run: (f, req, call) => f.totpDisable(req, call),
     },
-    (req, call) => flows.totpDisable(req as never, call),
-  )
+  ]
 
+/** Registers the flows' endpoints on core. */
+export function registerFlows(trivium: Trivium, auth: AuthService, options: FlowsOptions): AuthFlows {
+  const flows = createAuthFlows(auth, options)
+  const base = options.basePath ?? '/auth'
+  for (const { name, path, run, ...endpoint } of FLOW_ENDPOINTS) {
+    trivium.endpoint(name, { ...endpoint, url: `${base}${path}` }, (req, call) =>
+      run(flows, req as never, call),
+    )
+  }
   return flows
 }

@@ -1,11 +1,10 @@
 // The TOTP half of the credential flows: enable, confirm, disable, and the check login uses. A code is
 // good once (RFC 6238 §5.2): an accepted code is listed in the revocation store for its whole window,
 // per user, so a replay is refused on every instance that shares the store.
-import type { TriviumCall } from '@trivium/core'
-import { ValidationException } from '@trivium/core'
-import { type DataEncryptor, TOTP_STEP_SECONDS, TOTP_WINDOW, totp } from '@trivium/crypto'
+import { type TriviumCall, ValidationException } from '@trivium/core'
+import { TOTP_STEP_SECONDS, TOTP_WINDOW, totp } from '@trivium/crypto'
+import type { FlowsContext } from './flows-context.js'
 import type { AuthService } from './service.js'
-import type { UserRecord, UserStore } from './users.js'
 
 export const TOTP_REQUIRED = 'TOTP code required'
 export const INVALID_TOTP = 'Invalid TOTP code'
@@ -33,18 +32,8 @@ export async function acceptTotp(auth: AuthService, userId: number, code: string
   return true
 }
 
-export interface TotpFlowsContext {
-  users: UserStore
-  encryptor: DataEncryptor
-  currentUser: (call: TriviumCall<any>) => Promise<UserRecord>
-  auth: AuthService
-  /** Issuer shown by authenticator apps. */
-  issuer: string
-}
-
-export function createTotpFlows(ctx: TotpFlowsContext) {
-  const { users, encryptor, currentUser, auth } = ctx
-  const totpIssuer = ctx.issuer
+export function createTotpFlows(ctx: FlowsContext) {
+  const { users, encryptor, currentUser, auth, totpIssuer } = ctx
   return {
     totpEnable: async (_req: unknown, call: TriviumCall<any>) => {
       const user = await currentUser(call)

@@ -1,0 +1,119 @@
+// What every credential flow shares: the checked options, the user store, the ledger, the TOTP
+// encryptor and the timing-safe dummy hash. Built once by createAuthFlows.
+import { randomBytes } from 'node:crypto'
+import { type TriviumCall, UnauthorizedException } from '@trivium/core'
+import { DataEncryptor, hashPassword } from '@trivium/crypto'
+import type { TokenLedger } from './ledger.js'
+import type { AuthService } from './service.js'
+import type { AuthTransaction, UserRecord, UserStore } from './users.js'
+
+export const USER_GONE = 'Invalid token: user no longer exists'
+
+/**
+ * Runs right after the user row is written, inside the same transaction: write the user's other rows
+ * (e.g. a role with an RbacService over `tx`) through `tx`. A rejection rolls the user back and
+ * `register` rejects with it.
+ */
+export type RegisteredHook = (user: UserRecord, tx: AuthTransaction) => unknown
+
+/** Per-call options of `register`. */
+export interface RegisterOptions {
+  /** Runs after the flows' own `onRegistered`, in the same transaction. */
+  onRegistered?: RegisteredHook
+}
+
+export interface FlowsOptions {
+  /** Where users live. */
+  users: UserStore
+  /** ENCRYPTION_KEY (standard base64 of 32 bytes): encrypts TOTP secrets at rest. */
+  encryptionKey: string
+  /** URL prefix of the endpoints (default `/auth`). */
+  basePath?: string
+  /** Minimum password length for registration (default 8). */
+  passwordMinLength?: number
+  /** Issuer shown by authenticator apps (default: the token issuer). */
+  totpIssuer?: string
+  /**
+   * Runs for every registration inside the transaction that creates the user (see RegisteredHook).
+   * Needs a user store with `transaction()` (SqlUserStore).
+   */
+  onRegistered?: RegisteredHook
+  /**
+   * Called when a reused refresh token made `refresh` revoke every token of the user (theft), after
+   * the revocation: close that user's open sessions here (the revocation list only stops their next
+   * request). Awaited; a rejection is ignored (the tokens are revoked and the request is refused
+   * with `Token has been revoked` all the same), so report failures inside the callback.
+   */
+  onTheft?: (userId: number) => unknown
+}
+
+export interface FlowsContext {
+  auth: AuthService
+  users: UserStore
+  ledger: TokenLedger
+  encryptor: DataEncryptor
+  minLength: number
+  totpIssuer: string
+  onRegistered: RegisteredHook | undefined
+  onTheft: ((userId: number) => unknown) | undefined
+  /**
+   * A real bcrypt hash of a random password: an unknown username costs one bcrypt compare too, so a
+   * wrong username and a wrong password take the same time.
+   */
+  dummyHash: Promise<string>
+  /** The authenticated caller's user row; UnauthorizedException when it is gone. */
+  currentUser(call: TriviumCall<any>): Promise<UserRecord>
+}
+
+/** Checks the flows' options (messages name the option) and builds the shared context. */
+export function flowsContext(auth: AuthService, options: FlowsOptions): FlowsContext {
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError('@trivium/auth: flows options are required')
+  const users = options.users
+  if (!users || typeof users.findByUsername !== 'function') {
+    throw new TypeError(
+      '@trivium/auth: flows need a user store (flows.users, e.g. SqlUserStore from @trivium/auth/sql)',
+    )
+  }
+  if (typeof options.encryptionKey !== 'string' || options.encryptionKey.length === 0) {
+    throw new TypeError('@trivium/auth: flows.encryptionKey is required (standard base64 of 32 bytes)')
+  }
+  if (!auth.ledger) throw new TypeError('@trivium/auth: flows need a token ledger (refresh rotation)')
+  const { onRegistered, onTheft } = options
+  if (onRegistered !== undefined && typeof onRegistered !== 'function')
+    throw new TypeError('@trivium/auth: flows.onRegistered must be a function')
+  if (onRegistered !== undefined && typeof users.transaction !== 'function') {
+    throw new TypeError(
+      '@trivium/auth: flows.onRegistered needs a user store with transaction() (e.g. SqlUserStore)',
+    )
+  }
+  if (onTheft !== undefined && typeof onTheft !== 'function')
+    throw new TypeError('@trivium/auth: flows.onTheft must be a function')
+  const ledger = auth.ledger
+  const encryptor = new DataEncryptor(options.encryptionKey)
+  const base = options.basePath ?? '/auth'
+  if (typeof base !== 'string' || !base.startsWith('/') || base.endsWith('/')) {
+    throw new TypeError('@trivium/auth: flows.basePath must start with "/" and not end with "/"')
+  }
+  const minLength = options.passwordMinLength ?? 8
+  const totpIssuer = options.totpIssuer ?? auth.tokens.issuer
+
+  const dummyHash = hashPassword(randomBytes(24).toString('base64url'))
+  dummyHash.catch(() => {})
+  return {
+    auth,
+    users,
+    ledger,
+    encryptor,
+    minLength,
+    totpIssuer,
+    onRegistered,
+    onTheft,
+    dummyHash,
+    async currentUser(call) {
+      const user = await users.findById(Number(call.identity?.userId))
+      if (!user) throw new UnauthorizedException(USER_GONE)
+      return user
+    },
+  }
+}

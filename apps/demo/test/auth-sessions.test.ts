@@ -1,12 +1,13 @@
 // Registration is atomic (user + member role in one transaction); a reused refresh token (theft) closes
 // the user's open WebSocket and TCP sessions; a TCP session closes when its token expires.
 import { once } from 'node:events'
+import http from 'node:http'
 import net from 'node:net'
-import { NotFoundException } from '@trivium/core'
+import { NotFoundException, REPEATED_CREDENTIAL } from '@trivium/core'
 import { RbacService } from '@trivium/rbac'
 import { encodeMetadata, encodeTcpFrame, encodeWsFrame, FrameType, TcpFrameReader } from '@trivium/wire'
 import t, { type Test } from 'tap'
-import { BACKENDS, backendConfig, startDemo } from './helpers.js'
+import { ADMIN, BACKENDS, backendConfig, startDemo } from './helpers.js'
 import { WebSocket, type WsClient } from './scale-helpers.js'
 
 const REVOKED = 'Token has been revoked'
@@ -176,6 +177,52 @@ for (const backend of BACKENDS)
       )
       t.equal((await reply)[0][0], FrameType.RESPONSE, "the bystander's WebSocket is still open")
       other.close()
+    })
+
+    await t.test(
+      'a repeated token is refused with one message over HTTP and the WebSocket upgrade',
+      async (t) => {
+        const { tokens } = await registerAndLogin(app, 'twice')
+        const query = `token=${tokens.accessToken}&token=${tokens.accessToken}`
+        const viaHttp = await app.inject({ url: `/auth/me?${query}` })
+        t.equal(viaHttp.statusCode, 401)
+        t.equal(viaHttp.json().message, REPEATED_CREDENTIAL)
+        // A raw upgrade request: the refusal is an HTTP answer with the error body, before any socket.
+        const request = http.get(`http://127.0.0.1:${port}/ws?${query}&format=json`, {
+          headers: {
+            connection: 'Upgrade',
+            upgrade: 'websocket',
+            'sec-websocket-version': '13',
+            'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+          },
+        })
+        const [response] = (await once(request, 'response')) as [http.IncomingMessage]
+        let text = ''
+        for await (const chunk of response) text += chunk
+        t.equal(response.statusCode, 401)
+        t.match(JSON.parse(text), {
+          statusCode: 401,
+          error: 'UnauthorizedException',
+          message: REPEATED_CREDENTIAL,
+        })
+      },
+    )
+
+    await t.test('assigning or revoking a role for a user that does not exist is a 404', async (t) => {
+      const login = await app.inject({
+        method: 'POST',
+        url: '/auth/login',
+        payload: ADMIN,
+        remoteAddress: nextAddress(),
+      })
+      const headers = { authorization: `Bearer ${login.json().accessToken}` }
+      for (const url of ['/admin/roles/assign', '/admin/roles/revoke']) {
+        const r = await app.inject({ method: 'POST', url, headers, payload: { userId: 999999, roleId: 1 } })
+        t.equal(r.statusCode, 404, url)
+        t.match(r.json(), { error: 'NotFoundException', message: 'User 999999 not found' })
+      }
+      const stored = await demo.sql.query('SELECT 1 FROM user_roles WHERE user_id = 999999')
+      t.equal(stored.rows.length, 0, 'nothing stored')
     })
 
     await t.test('a TCP session closes when its token expires', async (t) => {

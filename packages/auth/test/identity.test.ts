@@ -210,7 +210,12 @@ t.test('endpoint names in options are checked at ready(), naming the closest end
     await app.register(triviumAuth, { secret: SECRET, issuer: ISSUER, [option]: ['helth'] })
     app.trivium.endpoint('health', { method: 'GET', url: '/health' }, () => ({}))
     app.trivium.endpoint('tasks.list', { method: 'GET', url: '/tasks' }, () => ({}))
-    await t.rejects(app.ready(), { message })
+    await t.rejects(
+      async () => {
+        await app.ready()
+      },
+      { message },
+    )
   }
 })
 

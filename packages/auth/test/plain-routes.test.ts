@@ -62,7 +62,7 @@ t.test(
     const body = last!.json()
     t.equal(body.statusCode, 429)
     t.equal(body.error, 'RateLimitExceededException')
-    t.equal(body.requestId, last!.request?.id ?? body.requestId)
+    t.type(body.requestId, 'string')
     t.ok(Number(last!.headers['retry-after']) > 0)
     t.equal(
       (await app.inject({ url: '/legacy/untouched' })).statusCode,

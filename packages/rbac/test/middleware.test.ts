@@ -204,11 +204,15 @@ t.test('options are validated at registration and at ready()', async (t) => {
     '@trivium/rbac: liveCacheTtlMs must be an integer >= 0 (ms)',
   )
   t.equal(
-    await attempt({ sql, permissions: { 'tasks.lst': ['tasks:read'] } }),
+    await attempt({ sql, permissions: { 'tasks.lst': ['tasks:read'] } }, (app) =>
+      app.trivium.endpoint('tasks.list', { method: 'GET', url: '/tasks' }, () => ({})),
+    ),
     '@trivium/rbac: permissions names unknown endpoint "tasks.lst" (did you mean "tasks.list"?)',
   )
   t.equal(
-    await attempt({ sql, live: ['opne'] }),
+    await attempt({ sql, live: ['opne'] }, (app) =>
+      app.trivium.endpoint('open', { method: 'GET', url: '/open' }, () => ({})),
+    ),
     '@trivium/rbac: live names unknown endpoint "opne" (did you mean "open"?)',
   )
   t.equal(

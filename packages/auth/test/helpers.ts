@@ -1,4 +1,7 @@
 import { createHmac } from 'node:crypto'
+import triviumAuth, { type TriviumAuthOptions } from '@trivium/auth'
+import trivium, { jsonFormat, type Protocol } from '@trivium/core'
+import Fastify, { type FastifyInstance } from 'fastify'
 
 export const SECRET = 'test-secret-0123456789-abcdefghijklmnop'
 export const ISSUER = 'trivium-test'
@@ -64,4 +67,34 @@ export function decodePayload(token: string): Record<string, unknown> {
 
 export function decodeHeader(token: string): Record<string, unknown> {
   return JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString('utf8'))
+}
+
+/** The user most tests issue tokens for. */
+export const alice = {
+  id: 7,
+  username: 'alice',
+  email: 'alice@example.com',
+  roles: ['admin'],
+  permissions: ['users.read'],
+}
+
+/** Fastify with core and auth registered (not ready): `options` go to @trivium/auth. */
+export async function authApp(options: Partial<TriviumAuthOptions> = {}) {
+  const app = Fastify()
+  await app.register(trivium)
+  await app.register(triviumAuth, { secret: SECRET, issuer: ISSUER, ...options })
+  return app
+}
+
+/** Calls endpoint `me` as a frame transport would (`extra`: query, headers, metadata, credential…). */
+export function invokeMe(app: FastifyInstance, protocol: Protocol, extra: Record<string, unknown>) {
+  return app.trivium.invoke({
+    endpoint: 'me',
+    protocol,
+    payload: new TextEncoder().encode('{}'),
+    format: jsonFormat,
+    requestId: 'c1:1',
+    log: app.log,
+    ...extra,
+  })
 }

@@ -10,7 +10,6 @@ import triviumAuth, {
   type TriviumAuthOptions,
 } from '@trivium/auth'
 import trivium, {
-  jsonFormat,
   type Protocol,
   REPEATED_CREDENTIAL,
   type TriviumCall,
@@ -18,21 +17,11 @@ import trivium, {
 } from '@trivium/core'
 import Fastify from 'fastify'
 import t from 'tap'
-import { ISSUER, manualClock, SECRET } from './helpers.js'
-
-const alice = {
-  id: 7,
-  username: 'alice',
-  email: 'alice@example.com',
-  roles: ['admin'],
-  permissions: ['x:read'],
-}
+import { alice, authApp, ISSUER, invokeMe, manualClock, SECRET } from './helpers.js'
 
 async function build(options: Partial<TriviumAuthOptions> = {}) {
   const clock = manualClock(Date.now())
-  const app = Fastify()
-  await app.register(trivium)
-  await app.register(triviumAuth, { secret: SECRET, issuer: ISSUER, clock, ...options })
+  const app = await authApp({ clock, ...options })
   app.trivium.endpoint('me', { method: 'GET', url: '/me' }, (_req: unknown, call: TriviumCall) => ({
     identity: call.identity ?? null,
     userId: call.context.user_id,
@@ -51,23 +40,14 @@ t.test('call.identity is filled from the credential, and the context keys stay',
     userId: 7,
     username: 'alice',
     roles: ['admin'],
-    permissions: ['x:read'],
+    permissions: ['users.read'],
     tokenId: claims.jti,
     expiresAt: Math.floor(clock() / 1000) * 1000 + 3600_000,
   }
   const r = await app.inject({ url: '/me', headers: { authorization: `Bearer ${token}` } })
   t.equal(r.statusCode, 200)
   t.same(r.json(), { identity: expected, userId: 7, authenticated: true })
-  const invoke = (protocol: Protocol, extra: Record<string, unknown>) =>
-    app.trivium.invoke({
-      endpoint: 'me',
-      protocol,
-      payload: new TextEncoder().encode('{}'),
-      format: jsonFormat,
-      requestId: 'c1:1',
-      log: app.log,
-      ...extra,
-    })
+  const invoke = (protocol: Protocol, extra: Record<string, unknown>) => invokeMe(app, protocol, extra)
   for (const [protocol, extra] of [
     ['websocket', { query: { token } }],
     ['tcp', { metadata: { auth_token: token } }],
@@ -95,18 +75,10 @@ t.test('a repeated credential is refused with one message on every transport', a
     })
     t.equal(REPEATED_CREDENTIAL, 'Invalid token: the token is given more than once')
   }
-  await t.rejects(
-    app.trivium.invoke({
-      endpoint: 'me',
-      protocol: 'websocket',
-      payload: new TextEncoder().encode('{}'),
-      format: jsonFormat,
-      requestId: 'c1:2',
-      log: app.log,
-      query: { token: [token, 'other'] },
-    }),
-    { message: REPEATED_CREDENTIAL, statusCode: 401 },
-  )
+  await t.rejects(invokeMe(app, 'websocket', { query: { token: [token, 'other'] } }), {
+    message: REPEATED_CREDENTIAL,
+    statusCode: 401,
+  })
   // The WebSocket upgrade (identify) uses the same helper: no library message reaches the client.
   t.throws(() => websocketCredential({}, { token: ['a', 'b'] }), { message: REPEATED_CREDENTIAL })
   t.equal(websocketCredential({ authorization: 'Bearer h' }, { token: 'q' }), 'q', 'query first')

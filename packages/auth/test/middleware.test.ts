@@ -1,16 +1,8 @@
 import triviumAuth, { type TriviumAuthOptions, WEAK_SECRET } from '@trivium/auth'
-import trivium, { jsonFormat, type Protocol, type TriviumCall } from '@trivium/core'
+import trivium, { type Protocol, type TriviumCall } from '@trivium/core'
 import Fastify from 'fastify'
 import t from 'tap'
-import { accessPayload, craft, ISSUER, manualClock, SECRET } from './helpers.js'
-
-const alice = {
-  id: 7,
-  username: 'alice',
-  email: 'alice@example.com',
-  roles: ['admin'],
-  permissions: ['users.read'],
-}
+import { accessPayload, alice, craft, ISSUER, invokeMe, manualClock, SECRET } from './helpers.js'
 
 async function build(options: Partial<TriviumAuthOptions> = {}) {
   const clock = manualClock(Date.now())
@@ -164,16 +156,7 @@ t.test('websocket, tcp and other protocols (through trivium.invoke)', async (t) 
   const { app } = await build()
   t.teardown(() => app.close())
   const token = await app.triviumAuth.issueAccessToken(alice)
-  const invoke = (protocol: Protocol, extra: Record<string, unknown>) =>
-    app.trivium.invoke({
-      endpoint: 'me',
-      protocol,
-      payload: new TextEncoder().encode('{}'),
-      format: jsonFormat,
-      requestId: 'c1:1',
-      log: app.log,
-      ...extra,
-    })
+  const invoke = (protocol: Protocol, extra: Record<string, unknown>) => invokeMe(app, protocol, extra)
   // websocket: query first, then header
   let out = await invoke('websocket', { query: { token } })
   t.equal((out.result as { user_id: number }).user_id, 7)

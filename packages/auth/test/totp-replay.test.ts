@@ -2,7 +2,7 @@
 // window, per user, on every instance that shares the revocation store (memory: one instance; Redis:
 // several).
 import { randomBytes } from 'node:crypto'
-import triviumAuth, {
+import {
   DuplicateUserError,
   INVALID_TOTP,
   MemoryRevocationStore,
@@ -12,12 +12,11 @@ import triviumAuth, {
   type UserRecord,
   type UserStore,
 } from '@trivium/auth'
-import trivium from '@trivium/core'
 import { shutdownPasswordWorkers, totp } from '@trivium/crypto'
-import Fastify, { type FastifyInstance } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
-import t from 'tap'
-import { ISSUER, manualClock, SECRET } from './helpers.js'
+import t, { type Test } from 'tap'
+import { authApp, manualClock } from './helpers.js'
 
 const ENCRYPTION_KEY = randomBytes(32).toString('base64')
 const PASSWORD = 'Str0ng!Passw0rd'
@@ -56,15 +55,7 @@ function memoryUsers(): UserStore {
 }
 
 async function instance(users: UserStore, revocationStore: RevocationStore, clock: () => number) {
-  const app = Fastify()
-  await app.register(trivium)
-  await app.register(triviumAuth, {
-    secret: SECRET,
-    issuer: ISSUER,
-    clock,
-    revocationStore,
-    flows: { users, encryptionKey: ENCRYPTION_KEY },
-  })
+  const app = await authApp({ clock, revocationStore, flows: { users, encryptionKey: ENCRYPTION_KEY } })
   await app.ready()
   t.teardown(() => app.close())
   return app
@@ -95,16 +86,32 @@ async function withTotp(app: FastifyInstance, name: string, clock: ReturnType<ty
   return secret as string
 }
 
+/**
+ * Logs `name` in on `first` with a fresh code, then presents the same code to `second`: refused.
+ * Resolves to the secret and the code.
+ */
+async function replayRefused(
+  t: Test,
+  first: FastifyInstance,
+  second: FastifyInstance,
+  name: string,
+  clock: ReturnType<typeof manualClock>,
+) {
+  const secret = await withTotp(first, name, clock)
+  const code = totp.generate(secret, { at: clock() })
+  const login = { username: name, password: PASSWORD, totpCode: code }
+  const accepted = await post(first, '/auth/login', login)
+  t.equal(accepted.statusCode, 200, 'the code is accepted once')
+  const replay = await post(second, '/auth/login', login)
+  t.equal(replay.statusCode, 401)
+  t.equal(replay.json().message, INVALID_TOTP)
+  return { secret, code, login, accessToken: accepted.json().accessToken as string }
+}
+
 t.test('memory store: a code is accepted once on an instance', async (t) => {
   const clock = manualClock(Date.now())
   const app = await instance(memoryUsers(), new MemoryRevocationStore({ clock }), clock)
-  const secret = await withTotp(app, 'carol', clock)
-  const code = totp.generate(secret, { at: clock() })
-  const login = { username: 'carol', password: PASSWORD, totpCode: code }
-  t.equal((await post(app, '/auth/login', login)).statusCode, 200)
-  const again = await post(app, '/auth/login', login)
-  t.equal(again.statusCode, 401)
-  t.equal(again.json().message, INVALID_TOTP)
+  const { secret, login } = await replayRefused(t, app, app, 'carol', clock)
   // The code that confirmed the setup cannot log in either (same step, same user): moved on above.
   clock.advance(30_000)
   t.equal(
@@ -129,17 +136,13 @@ t.test('Redis store: a code used on one instance is refused on another', async (
   const users = memoryUsers()
   const a = await instance(users, new RedisRevocationStore({ client, prefix }), clock)
   const b = await instance(users, new RedisRevocationStore({ client, prefix }), clock)
-  const secret = await withTotp(a, 'dave', clock)
-  const code = totp.generate(secret, { at: clock() })
-  const login = { username: 'dave', password: PASSWORD, totpCode: code }
-  t.equal((await post(a, '/auth/login', login)).statusCode, 200)
-  const replay = await post(b, '/auth/login', login)
-  t.equal(replay.statusCode, 401)
-  t.equal(replay.json().message, INVALID_TOTP)
+  const { code, login, accessToken } = await replayRefused(t, a, b, 'dave', clock)
   t.ok(await client.exists(`${prefix}totp-used:1:${code}`), 'listed per user and code')
-  // Disabling TOTP with a code already used for login is refused too.
-  const token = (await post(a, '/auth/login', { ...login, totpCode: undefined })).json()
-  t.equal(token.message, 'TOTP code required')
+  // Disabling TOTP with the code already used for login is refused too, on the other instance.
+  const disable = await post(b, '/auth/totp/disable', { code }, accessToken)
+  t.equal(disable.statusCode, 400)
+  t.equal(disable.json().message, INVALID_TOTP)
+  t.equal((await post(a, '/auth/login', login)).statusCode, 401, 'and on the first instance')
   const keys = await client.keys(`${prefix}*`)
   t.teardown(async () => {
     if (keys.length > 0) await client.del(...keys)

@@ -10,7 +10,7 @@ import { MemoryTokenLedger } from './ledger.js'
 import { type AuthMode, createAuthMiddleware } from './middleware.js'
 import { checkNames, checkSecretStrength, checkStore, type TriviumAuthOptions } from './plugin-options.js'
 import { MemoryRevocationStore } from './revocation.js'
-import { protectRoute } from './routes.js'
+import { installRouteGuard } from './routes.js'
 import { AuthService } from './service.js'
 import { TokenService } from './tokens.js'
 
@@ -94,9 +94,9 @@ const triviumAuth: FastifyPluginAsync<TriviumAuthOptions> = async (fastify: Fast
     fastify.addHook('onClose', async () => clearInterval(timer))
   }
 
-  // Plain routes registered after this plugin can opt into the same rules (config.triviumRoute).
+  // Plain routes opt into the same rules with config.triviumRoute (before or after this plugin).
   // `request.user` is set, not decorated: @fastify/jwt decorates that name, and both must load together.
-  fastify.addHook('onRoute', (route) => protectRoute(fastify, route))
+  installRouteGuard(fastify)
 
   if (options.middleware !== false) {
     fastify.trivium.use(createAuthMiddleware({ tokens, revocation, publicEndpoints, optionalEndpoints }), {

@@ -30,8 +30,6 @@ declare module 'fastify' {
   }
 }
 
-type Hook = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>
-
 function definitionOf(rules: TriviumRouteRules, method: string, url: string): EndpointDefinition {
   if (typeof rules !== 'object' || rules === null || Array.isArray(rules)) {
     throw new TypeError(`@trivium/auth: route ${method} ${url}: config.triviumRoute must be an object`)
@@ -51,43 +49,67 @@ function definitionOf(rules: TriviumRouteRules, method: string, url: string): En
   } as unknown as EndpointDefinition
 }
 
-function guard(fastify: FastifyInstance, definition: EndpointDefinition): Hook {
-  return async function triviumRouteGuard(request, reply) {
-    const call = new TriviumCall({
-      definition,
-      protocol: 'http',
-      requestId: request.id,
-      log: request.log,
-      headers: request.headers,
-      method: request.method,
-      query: request.query as Record<string, unknown>,
-      clientIp: request.ip,
-      raw: request,
-      decodeBody: () => request.body,
-      credential: () => httpCredential(request.headers, request.query as Record<string, unknown>),
-    })
-    try {
-      await fastify.trivium.pipeline.run(call, () => undefined)
-    } catch (err) {
-      const { error, internal } = normalizeError(err)
-      if (internal) request.log.error({ err, requestId: request.id }, 'unhandled error in route middleware')
-      if (call.responseHeaders) reply.headers(call.responseHeaders)
-      const body = toErrorBody(error, request.id)
-      if (body.retryAfter !== undefined) reply.header('retry-after', String(body.retryAfter))
-      return reply.code(error.statusCode).type('application/json; charset=utf-8').send(JSON.stringify(body))
-    }
+/** Runs the middleware chain for a protected route; resolves true when it answered (a refusal). */
+async function runGuard(
+  fastify: FastifyInstance,
+  definition: EndpointDefinition,
+  request: FastifyRequest,
+  reply: FastifyReply,
+) {
+  const call = new TriviumCall({
+    definition,
+    protocol: 'http',
+    requestId: request.id,
+    log: request.log,
+    headers: request.headers,
+    method: request.method,
+    query: request.query as Record<string, unknown>,
+    clientIp: request.ip,
+    raw: request,
+    decodeBody: () => request.body,
+    credential: () => httpCredential(request.headers, request.query as Record<string, unknown>),
+  })
+  try {
+    await fastify.trivium.pipeline.run(call, () => undefined)
+  } catch (err) {
+    const { error, internal } = normalizeError(err)
+    if (internal) request.log.error({ err, requestId: request.id }, 'unhandled error in route middleware')
     if (call.responseHeaders) reply.headers(call.responseHeaders)
-    request.user = call.identity
-    return undefined
+    const body = toErrorBody(error, request.id)
+    if (body.retryAfter !== undefined) reply.header('retry-after', String(body.retryAfter))
+    reply.code(error.statusCode).type('application/json; charset=utf-8').send(JSON.stringify(body))
+    return true
   }
+  if (call.responseHeaders) reply.headers(call.responseHeaders)
+  request.user = call.identity
+  return false
 }
 
-/** Adds the guard in front of the route's own preHandlers when the route asks for it (onRoute hook). */
-export function protectRoute(fastify: FastifyInstance, route: RouteOptions): void {
-  const rules = route.config?.triviumRoute
-  if (rules === undefined) return
-  const method = Array.isArray(route.method) ? route.method.join(',') : String(route.method)
-  const hook = guard(fastify, definitionOf(rules, method, route.url))
-  const own = route.preHandler
-  route.preHandler = own === undefined ? [hook] : [hook, ...(Array.isArray(own) ? own : [own])]
+/**
+ * Installs the guard: an app-wide preHandler (so routes added before this plugin are covered too) that
+ * acts only on routes with `config.triviumRoute`; an onRoute hook refuses a malformed option at once.
+ */
+export function installRouteGuard(fastify: FastifyInstance): void {
+  const definitions = new WeakMap<object, EndpointDefinition>()
+  fastify.addHook('onRoute', (route: RouteOptions) => {
+    const rules = route.config?.triviumRoute
+    if (rules === undefined) return
+    const method = Array.isArray(route.method) ? route.method.join(',') : String(route.method)
+    definitionOf(rules, method, route.url)
+  })
+  // Callback style: routes without the option (every endpoint) pass without a promise.
+  fastify.addHook('preHandler', (request, reply, done) => {
+    const options = request.routeOptions
+    const rules = options.config.triviumRoute
+    if (rules === undefined) return done()
+    let definition = definitions.get(options.config)
+    if (definition === undefined) {
+      const method = Array.isArray(options.method) ? options.method.join(',') : String(options.method)
+      definition = definitionOf(rules, method, options.url ?? request.url)
+      definitions.set(options.config, definition)
+    }
+    runGuard(fastify, definition, request, reply).then((answered) => {
+      if (!answered) done()
+    }, done)
+  })
 }

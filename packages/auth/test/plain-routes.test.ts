@@ -21,6 +21,10 @@ async function build() {
   })
   const app = Fastify()
   t.teardown(() => app.close())
+  // Registered before any Trivium plugin: still guarded (the guard is an app-wide preHandler).
+  app.get('/legacy/early', { config: { triviumRoute: {} } }, async (request) => ({
+    user: request.user?.userId,
+  }))
   await app.register(trivium)
   await app.register(triviumAuth, { secret: SECRET, issuer: ISSUER })
   await app.register(triviumRbac, { sql })
@@ -94,6 +98,9 @@ t.test(
     t.equal(r.statusCode, 200)
     t.same(r.json(), { userId: 9, roles: ['member'] }, 'request.user is the identity')
     t.ok(r.headers['x-ratelimit-limit'], 'the default limit applies to a protected route')
+    t.equal((await app.inject({ url: '/legacy/early' })).statusCode, 401, 'a route added before the plugins')
+    r = await app.inject({ url: '/legacy/early', headers: { authorization: `Bearer ${await token([])}` } })
+    t.same(r.json(), { user: 9 })
   },
 )
 

@@ -90,23 +90,28 @@ async function runGuard(
  * acts only on routes with `config.triviumRoute`; an onRoute hook refuses a malformed option at once.
  */
 export function installRouteGuard(fastify: FastifyInstance): void {
+  // Keyed by the rules object, which the route's options and `request.routeOptions.config` share.
   const definitions = new WeakMap<object, EndpointDefinition>()
-  fastify.addHook('onRoute', (route: RouteOptions) => {
+  fastify.addHook('onRoute', function recordRoute(this: FastifyInstance, route: RouteOptions) {
     const rules = route.config?.triviumRoute
     if (rules === undefined) return
     const method = Array.isArray(route.method) ? route.method.join(',') : String(route.method)
-    definitionOf(rules, method, route.url)
+    const definition = definitionOf(rules, method, route.url)
+    definitions.set(rules, definition)
+    // Middleware scoped to a child context (child.trivium.use) applies to that context's routes too.
+    fastify.trivium.pipeline.setContext(definition, this)
   })
   // Callback style: routes without the option (every endpoint) pass without a promise.
   fastify.addHook('preHandler', (request, reply, done) => {
     const options = request.routeOptions
     const rules = options.config.triviumRoute
     if (rules === undefined) return done()
-    let definition = definitions.get(options.config)
+    let definition = definitions.get(rules)
     if (definition === undefined) {
+      // A route added before this plugin: app-wide middleware only (its context was not seen).
       const method = Array.isArray(options.method) ? options.method.join(',') : String(options.method)
       definition = definitionOf(rules, method, options.url ?? request.url)
-      definitions.set(options.config, definition)
+      definitions.set(rules, definition)
     }
     runGuard(fastify, definition, request, reply).then((answered) => {
       if (!answered) done()

@@ -113,3 +113,24 @@ t.test('a bad triviumRoute option is refused when the route is added', async (t)
     message: '@trivium/auth: route GET /x: config.triviumRoute must be an object',
   })
 })
+
+t.test('a protected route in a child context runs the scoped middleware of that context only', async (t) => {
+  const app = Fastify()
+  t.teardown(() => app.close())
+  await app.register(trivium)
+  await app.register(triviumAuth, { secret: SECRET, issuer: ISSUER })
+  await app.register(
+    async (child) => {
+      child.trivium.use((call, next) => {
+        call.setHeader('x-scope', 'v1')
+        return next()
+      })
+      child.get('/legacy', { config: { triviumRoute: { auth: 'public' } } }, async () => ({ ok: true }))
+    },
+    { prefix: '/v1' },
+  )
+  app.get('/legacy', { config: { triviumRoute: { auth: 'public' } } }, async () => ({ ok: true }))
+  await app.ready()
+  t.equal((await app.inject({ url: '/v1/legacy' })).headers['x-scope'], 'v1')
+  t.equal((await app.inject({ url: '/legacy' })).headers['x-scope'], undefined)
+})

@@ -351,7 +351,7 @@ t.test('a typo in limits fails ready(), naming the closest endpoint', async (t) 
   })
   app.trivium.endpoint('auth.login', { method: 'POST', url: '/login' }, () => ({}))
   app.trivium.endpoint('auth.logout', { method: 'POST', url: '/logout' }, () => ({}))
-  await t.rejects(app.ready(), {
+  await t.rejects(async () => app.ready(), {
     message:
       '@trivium/protections: rate-limit limits names unknown endpoint "auth.logn" (did you mean "auth.login"?)',
   })

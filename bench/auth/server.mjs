@@ -14,7 +14,7 @@ await app.register(triviumAuth, {
 app.get('/bare', async () => ({ hello: 'world' }))
 app.trivium.endpoint('hello', { method: 'GET', url: '/public', auth: 'public' }, () => ({ hello: 'world' }))
 app.trivium.endpoint('me', { method: 'GET', url: '/me' }, () => ({ hello: 'world' }))
-const token = await app.auth.issueAccessToken({
+const token = await app.triviumAuth.issueAccessToken({
   id: 1,
   username: 'bench',
   email: 'bench@example.com',

@@ -21,7 +21,7 @@ app.trivium.endpoint('secure.hello', { method: 'GET', url: '/secure', permission
   hello: 'world',
 }))
 await app.ready()
-const token = await app.auth.issueAccessToken({
+const token = await app.triviumAuth.issueAccessToken({
   id: 1,
   username: 'bench',
   email: 'bench@example.com',

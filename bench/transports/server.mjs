@@ -38,7 +38,7 @@ async function triviumApp(tcpMode, withWs) {
 
 const main = await triviumApp('direct', true)
 const injectApp = await triviumApp('inject', false)
-const token = await main.auth.issueAccessToken(
+const token = await main.triviumAuth.issueAccessToken(
   { id: 1, username: 'bench', email: 'bench@example.com', roles: ['user'], permissions: [] },
   { ttlSeconds: 24 * 3600 },
 )

@@ -20,6 +20,7 @@ import {
 } from './registry.js'
 
 export * from './call.js'
+export { type FrameRejectReason, TRIVIUM_CHANNELS } from './channels.js'
 export * from './credential.js'
 export { checkEndpointNames, closestEndpointName } from './endpoint-names.js'
 export * from './errors.js'
@@ -27,13 +28,7 @@ export * from './formats.js'
 export type { ErrorHeaders } from './http/framework-errors.js'
 export { TRANSPORT_OVERRIDE, type TransportOverride } from './http/symbols.js'
 export { HttpMapping, type HttpRequestParts } from './http-mapping.js'
-export {
-  encodePayload,
-  type InvokeInit,
-  type InvokeResult,
-  refuseRequest,
-  SHUTDOWN_MESSAGE,
-} from './invoke.js'
+export { encodePayload, type InvokeInit, type InvokeResult } from './invoke.js'
 export * from './log-redaction.js'
 export * from './middleware.js'
 export * from './model.js'

@@ -2,14 +2,7 @@
 // parser → middleware → router → handler, with the result handed back for the adapter to serialize.
 import type { FastifyBaseLogger } from 'fastify'
 import { type HeaderMap, type Protocol, TriviumCall } from './call.js'
-import {
-  NotFoundException,
-  RateLimitExceededException,
-  ServiceUnavailableException,
-  type TriviumError,
-  UnsupportedMediaTypeException,
-  ValidationException,
-} from './errors.js'
+import { NotFoundException, UnsupportedMediaTypeException } from './errors.js'
 import { decodePayload, type WireFormat } from './formats.js'
 import type { Pipeline } from './middleware.js'
 import type { EndpointDefinition, EndpointRegistry } from './registry.js'
@@ -90,28 +83,4 @@ export function encodePayload(
 ): Uint8Array {
   const out = format.encode(definition.response, value)
   return typeof out === 'string' ? Buffer.from(out, 'utf8') : out
-}
-
-/** What a frame transport tells callers while it shuts down (ERROR 503 and the GOAWAY reason). */
-export const SHUTDOWN_MESSAGE = 'Server is shutting down'
-
-/**
- * Admission of a new request id on a frame connection (WebSocket, TCP): the error to answer with,
- * or undefined to accept it. One rule for both transports (PROTOCOL.md "Limits").
- */
-export function refuseRequest(
-  id: number,
-  inFlight: { has(id: number): boolean; readonly size: number },
-  maxInFlight: number,
-  shuttingDown: boolean,
-): TriviumError | undefined {
-  if (shuttingDown) return new ServiceUnavailableException(SHUTDOWN_MESSAGE)
-  if (inFlight.has(id)) return new ValidationException(`Request id ${id} is already in flight`)
-  if (inFlight.size >= maxInFlight) {
-    return new RateLimitExceededException(
-      1,
-      `Too many requests in flight on this connection (limit ${maxInFlight})`,
-    )
-  }
-  return undefined
 }

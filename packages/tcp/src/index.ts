@@ -1,12 +1,13 @@
 // @trivium/tcp — every Trivium endpoint over a raw TCP frame protocol (PROTOCOL.md "TCP"): a `net`
-// (or `tls`) server started with the app, in direct mode (core pipeline) or inject mode (app.inject()).
+// (or `tls`) server started with the app, in direct mode (core pipeline) or inject mode (the
+// endpoint's Fastify route). What frames mean is @trivium/frame-session's; bytes are carrier.ts's.
 import { createServer as createNetServer, type Server, type Socket } from 'node:net'
 import { createServer as createTlsServer } from 'node:tls'
-import { ServiceUnavailableException } from '@trivium/core'
-import { SessionHub } from '@trivium/wire/sessions'
+import { jsonFormat, metadataCredential } from '@trivium/core'
+import { FrameServer, FrameSession } from '@trivium/frame-session'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
-import { SHUTDOWN_MESSAGE, TcpConnection, type TcpContext } from './connection.js'
+import { splitTcpRequest, TcpCarrier } from './carrier.js'
 import { InjectBridge } from './inject.js'
 import { resolveTcpOptions, type TriviumTcpOptions } from './options.js'
 
@@ -21,7 +22,6 @@ export interface TriviumTcpServer {
 
 declare module 'fastify' {
   interface FastifyInstance {
-    push: SessionHub
     triviumTcp: TriviumTcpServer
   }
 }
@@ -29,53 +29,36 @@ declare module 'fastify' {
 let counter = 0
 
 const triviumTcp: FastifyPluginAsync<TriviumTcpOptions> = async (fastify: FastifyInstance, raw) => {
-  const options = resolveTcpOptions(raw ?? {}, fastify.trivium.bodyLimit)
-  if (!fastify.hasDecorator('push')) {
-    const hub = new SessionHub()
-    fastify.decorate('push', hub)
-    fastify.addHook('onClose', async () => hub.close())
-  }
-  const connections = new Set<TcpConnection>()
-  const perIp = new Map<string, number>()
-  let shuttingDown = false
+  const options = resolveTcpOptions(
+    raw ?? {},
+    fastify.trivium.bodyLimit,
+    fastify.initialConfig.pluginTimeout ?? 10_000,
+  )
   const bridge = options.mode === 'inject' ? new InjectBridge(fastify) : undefined
-
-  const ctx: TcpContext = {
-    trivium: fastify.trivium,
-    hub: fastify.push,
-    options,
-    bridge,
-    log: fastify.log,
-    isShuttingDown: () => shuttingDown,
-    shutdownError: new ServiceUnavailableException(SHUTDOWN_MESSAGE),
-    onClosed: (c) => {
-      if (!connections.delete(c)) return
-      const ip = c.clientIp ?? 'unknown'
-      const n = (perIp.get(ip) ?? 1) - 1
-      if (n <= 0) perIp.delete(ip)
-      else perIp.set(ip, n)
-    },
-  }
+  const frames = new FrameServer(fastify, 'tcp', options, bridge)
+  const log = fastify.log
 
   function onConnection(socket: Socket): void {
     try {
       socket.on('error', () => {})
-      const ip = socket.remoteAddress ?? 'unknown'
-      const fromIp = perIp.get(ip) ?? 0
-      if (
-        shuttingDown ||
-        connections.size >= options.maxConnections ||
-        fromIp >= options.maxConnectionsPerIp
-      ) {
+      if (frames.refusal(socket.remoteAddress)) {
         socket.destroy()
         return
       }
-      perIp.set(ip, fromIp + 1)
-      const c = new TcpConnection(`t${(++counter).toString(36)}`, socket, ctx)
-      connections.add(c)
-      fastify.push.add(c)
+      const carrier = new TcpCarrier(socket, options)
+      const id = `t${(++counter).toString(36)}`
+      const session = new FrameSession(carrier, frames, {
+        id,
+        clientIp: socket.remoteAddress,
+        log: log.child({ connection: id }),
+        format: fastify.trivium.formats.get('binary') ?? jsonFormat,
+        credential: metadataCredential,
+        splitRequest: splitTcpRequest,
+      })
+      carrier.attach(session)
+      frames.add(session)
     } catch (err) {
-      fastify.log.error({ err }, 'tcp connection setup failed')
+      log.error({ err }, 'tcp connection setup failed')
       socket.destroy()
     }
   }
@@ -83,13 +66,12 @@ const triviumTcp: FastifyPluginAsync<TriviumTcpOptions> = async (fastify: Fastif
   const server: Server = options.tls
     ? createTlsServer(options.tls, onConnection)
     : createNetServer(onConnection)
-  server.on('error', (err) => fastify.log.error({ err }, 'tcp server error'))
+  server.on('error', (err) => log.error({ err }, 'tcp server error'))
 
   const tickMs = Math.max(
     10,
     Math.min(1000, Math.ceil(Math.min(options.idleTimeoutMs, options.partialFrameTimeoutMs) / 4)),
   )
-  let timer: NodeJS.Timeout | undefined
 
   fastify.addHook('onReady', async () => {
     await new Promise<void>((resolve, reject) => {
@@ -99,26 +81,14 @@ const triviumTcp: FastifyPluginAsync<TriviumTcpOptions> = async (fastify: Fastif
         resolve()
       })
     })
-    timer = setInterval(() => {
-      const now = Date.now()
-      for (const c of connections) {
-        try {
-          c.tick(now)
-        } catch (err) {
-          c.log.error({ err }, 'tcp tick failed')
-        }
-      }
-    }, tickMs)
-    timer.unref()
+    frames.start(tickMs)
   })
 
   fastify.addHook('preClose', async () => {
-    shuttingDown = true
-    if (timer) clearInterval(timer)
     const closed = server.listening
       ? new Promise<void>((resolve) => server.close(() => resolve()))
-      : Promise.resolve()
-    await Promise.all([...connections].map((c) => c.goAway(options.shutdownGraceMs)))
+      : undefined
+    await frames.shutdownAll()
     await closed
   })
 
@@ -128,7 +98,7 @@ const triviumTcp: FastifyPluginAsync<TriviumTcpOptions> = async (fastify: Fastif
       return a && typeof a === 'object' ? { address: a.address, port: a.port } : null
     },
     get connections() {
-      return connections.size
+      return frames.sessions.size
     },
     mode: options.mode,
   } satisfies TriviumTcpServer)
@@ -138,6 +108,7 @@ export const triviumTcpPlugin = fp(triviumTcp, {
   fastify: '5.x',
   name: '@trivium/tcp',
   dependencies: ['@trivium/core'],
+  decorators: { fastify: ['trivium'] },
 })
 export { triviumTcpPlugin as triviumTcp }
 export default triviumTcpPlugin

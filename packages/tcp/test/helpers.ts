@@ -23,16 +23,13 @@ export async function buildApp(
   })
   app.trivium.use(
     async (call, next) => {
-      const token = call.protocol === 'tcp' ? call.metadata.auth_token : call.query.token
-      // `u<id>`: user <id>, jti `j<id>`. `u<id>:<exp>` adds `exp` (seconds) and `d<id>:<exp>` adds
-      // `expiresAt` (a Date, like @trivium/auth's TokenClaims); jti `j<id>:<exp>`.
-      if (typeof token === 'string' && /^[ud]\d/.test(token)) {
+      const token = call.credential
+      // `u<id>`: user <id>, token id `j<id>`; `u<id>:<exp>` adds an expiry (`exp`, seconds).
+      if (typeof token === 'string' && /^u\d/.test(token)) {
         const [id, exp] = token.slice(1).split(':')
         call.context.user_id = Number(id)
-        const claims: Record<string, unknown> = { jti: `j${token.slice(1)}` }
-        if (exp !== undefined && token.startsWith('u')) claims.exp = Number(exp)
-        if (exp !== undefined && token.startsWith('d')) claims.expiresAt = new Date(Number(exp) * 1000)
-        call.context.token_claims = claims
+        call.identity = { userId: Number(id), roles: [], permissions: [], tokenId: `j${token.slice(1)}` }
+        if (exp !== undefined) call.identity.expiresAt = Number(exp) * 1000
       }
       return next()
     },

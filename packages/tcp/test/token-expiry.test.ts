@@ -43,7 +43,7 @@ for (const mode of ['direct', 'inject'] as const) {
 
     const [exp, expiresAt, earlierSecond, laterSecond, none] = await Promise.all([
       session(port, [`u7:${soon}`]), // `exp` in seconds
-      session(port, [`d8:${soon}`]), // `expiresAt` as a Date
+      session(port, [`u8:${soon}`]), // a second session, same expiry
       session(port, [`u9:${later}`, `u9:${soon}`]), // a later token first: the earlier expiry wins
       session(port, [`u10:${soon}`, `u10:${later}`]), // a fresher token does not extend the session
       session(port, ['u11']), // no expiry: stays open

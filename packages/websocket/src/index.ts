@@ -1,20 +1,23 @@
 // @trivium/websocket — every Trivium endpoint over one binary WebSocket per client (PROTOCOL.md
-// "WebSocket"), with streaming, server push, limits and graceful shutdown.
+// "WebSocket"). The upgrade route and its refusals live here; what frames mean is
+// @trivium/frame-session's, what bytes look like is carrier.ts's.
 import websocket from '@fastify/websocket'
 import {
+  ForbiddenException,
   jsonFormat,
   normalizeError,
-  ServiceUnavailableException,
   toErrorBody,
   UnsupportedMediaTypeException,
+  ValidationException,
   type WireFormat,
+  websocketCredential,
 } from '@trivium/core'
-import { SessionHub } from '@trivium/wire/sessions'
+import { type ConnectionIdentity, FrameServer, FrameSession } from '@trivium/frame-session'
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { WebSocket } from 'ws'
-import { Connection, type ConnectionContext, SHUTDOWN_MESSAGE } from './connection.js'
-import { type ConnectionIdentity, resolveOptions, type TriviumWebSocketOptions } from './options.js'
+import { WebSocketCarrier } from './carrier.js'
+import { resolveOptions, type TriviumWebSocketOptions } from './options.js'
 
 export {
   MemoryBus,
@@ -31,17 +34,21 @@ export interface TriviumWebSocketServer {
   /** Open connections. */
   readonly connections: number
   /** Closes matching sessions (token id, `{ userId }`, `{ tokenId }` or predicate) with code 4001. */
-  closeSessions: SessionHub['closeSessions']
+  closeSessions: FrameServer['hub']['closeSessions']
 }
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** Server push and session control, shared by @trivium/websocket and @trivium/tcp. */
-    push: SessionHub
     triviumWebSocket: TriviumWebSocketServer
   }
 }
 
+export const ORIGIN_NOT_ALLOWED = 'Origin not allowed'
+export const UPGRADE_REQUIRED = 'This route only accepts a WebSocket upgrade (GET with Upgrade: websocket)'
+export const BAD_HANDSHAKE =
+  'Invalid WebSocket handshake: Sec-WebSocket-Key must be 16 base64 bytes and Sec-WebSocket-Version 13'
+
+const KEY = /^[+/0-9A-Za-z]{22}==$/
 let connectionCounter = 0
 
 function sendUpgradeError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
@@ -53,52 +60,67 @@ function sendUpgradeError(err: unknown, request: FastifyRequest, reply: FastifyR
     .send(toErrorBody(error, request.id))
 }
 
+/** Default Origin rule: no Origin (not a browser), or the page is served by this host. */
+function sameHost(origin: string, request: FastifyRequest): boolean {
+  try {
+    return new URL(origin).host === request.headers.host
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Errors of established sockets (a client breaking the WebSocket protocol) are the client's: one warn
+ * line without a stack, and at most `limit` a minute so one client cannot flood the log.
+ */
+function boundedErrorLog(fastify: FastifyInstance, limit = 10) {
+  let windowStart = 0
+  let logged = 0
+  let suppressed = 0
+  return (error: Error, socket: WebSocket): void => {
+    const now = Date.now()
+    if (now - windowStart >= 60_000) {
+      if (suppressed > 0) fastify.log.warn({ suppressed }, 'websocket client errors not logged')
+      windowStart = now
+      logged = 0
+      suppressed = 0
+    }
+    if (logged < limit) {
+      logged++
+      fastify.log.warn({ reason: error.message }, 'websocket client error')
+    } else suppressed++
+    socket.terminate()
+  }
+}
+
 const triviumWebSocket: FastifyPluginAsync<TriviumWebSocketOptions> = async (
   fastify: FastifyInstance,
   raw,
 ) => {
-  const options = resolveOptions(raw ?? {}, fastify.trivium.bodyLimit)
-  if (!fastify.hasDecorator('push')) {
-    const hub = new SessionHub(options.bus)
-    fastify.decorate('push', hub)
-    fastify.addHook('onClose', async () => hub.close())
-  }
-  const hub = fastify.push
-  const connections = new Set<Connection>()
-  const formats = new WeakMap<FastifyRequest, WireFormat>()
-  const identities = new WeakMap<FastifyRequest, ConnectionIdentity>()
-  let shuttingDown = false
-
-  const ctx: ConnectionContext = {
-    trivium: fastify.trivium,
-    hub,
-    options,
-    isShuttingDown: () => shuttingDown,
-    shutdownError: new ServiceUnavailableException(SHUTDOWN_MESSAGE),
-    onClosed: (c) => connections.delete(c),
-  }
-
-  async function shutdown(): Promise<void> {
-    shuttingDown = true
-    // While closing, Fastify answers every request 503 on the raw response, and for an upgrade
-    // request nothing then closes the socket: a client that keeps it open would hold server.close()
-    // forever. No upgrade is accepted from now on, so end those sockets once the answer is written.
-    fastify.server.on('upgrade', (_request, socket) => {
-      socket.end()
-      setTimeout(() => socket.destroy(), 1000).unref()
-    })
-    clearInterval(timer)
-    await Promise.all([...connections].map((c) => c.goAway(options.shutdownGraceMs)))
-  }
+  const options = resolveOptions(
+    raw ?? {},
+    fastify.trivium.bodyLimit,
+    fastify.initialConfig.pluginTimeout ?? 10_000,
+  )
+  const server = new FrameServer(fastify, 'websocket', options)
+  const upgrades = new WeakMap<FastifyRequest, { format: WireFormat; identity?: ConnectionIdentity }>()
+  const allowOrigin = options.allowOrigin ?? sameHost
 
   if (fastify.hasDecorator('websocketServer')) {
-    // @fastify/websocket registered by the application: its preClose closes clients first, so drain here.
-    fastify.addHook('preClose', shutdown)
+    // @fastify/websocket registered by the application: its preClose closes clients, so drain first.
+    fastify.addHook('preClose', () => server.shutdownAll())
   } else {
     await fastify.register(websocket, {
       options: { maxPayload: options.maxPayload },
+      errorHandler: boundedErrorLog(fastify),
       preClose: async function preClose(this: FastifyInstance) {
-        await shutdown()
+        // While closing, an upgrade answered 503 on the raw response leaves its socket open, which
+        // would hold server.close() forever: end every later upgrade socket once answered.
+        this.server.on('upgrade', (_request, socket) => {
+          socket.end()
+          setTimeout(() => socket.destroy(), 1000).unref()
+        })
+        await server.shutdownAll()
         const wss = this.websocketServer
         const closed = new Promise<void>((resolve) => wss.close(() => resolve()))
         // ws reports closed once no client is left; a socket that finished its upgrade while we were
@@ -115,81 +137,94 @@ const triviumWebSocket: FastifyPluginAsync<TriviumWebSocketOptions> = async (
   }
 
   const tickMs = Math.max(10, Math.min(options.pingIntervalMs, Math.ceil(options.idleTimeoutMs / 4)))
-  const timer = setInterval(() => {
-    const now = Date.now()
-    for (const c of connections) {
-      try {
-        c.tick(now)
-      } catch (err) {
-        c.log.error({ err }, 'websocket tick failed')
-      }
-    }
-  }, tickMs)
-  timer.unref()
-  fastify.addHook('onClose', async () => clearInterval(timer))
+  fastify.addHook('onReady', async () => server.start(tickMs))
 
   fastify.decorate('triviumWebSocket', {
     get connections() {
-      return connections.size
+      return server.sessions.size
     },
-    closeSessions: (match, reason) => hub.closeSessions(match, reason),
+    closeSessions: (match, reason) => server.hub.closeSessions(match, reason),
   } satisfies TriviumWebSocketServer)
 
-  fastify.get(
-    options.path,
-    {
-      websocket: true,
-      onRequest: async (request, reply) => {
-        if (shuttingDown)
-          return sendUpgradeError(new ServiceUnavailableException(SHUTDOWN_MESSAGE), request, reply)
-        if (connections.size >= options.maxConnections) {
-          return sendUpgradeError(new ServiceUnavailableException('Too many connections'), request, reply)
-        }
-        const query = request.query as Record<string, unknown>
-        const requested = query.format
-        let format: WireFormat | undefined
-        if (requested === undefined) format = fastify.trivium.formats.get('binary') ?? jsonFormat
-        else if (typeof requested === 'string') format = fastify.trivium.formats.get(requested)
-        if (!format) {
-          return sendUpgradeError(
-            new UnsupportedMediaTypeException(`Unsupported format: ${String(requested)}`),
-            request,
-            reply,
-          )
-        }
-        formats.set(request, format)
-        if (options.identify) {
-          try {
-            const identity = await options.identify(request)
-            if (identity) identities.set(request, identity)
-          } catch (err) {
-            return sendUpgradeError(err, request, reply)
-          }
-        }
-        return undefined
-      },
-    },
-    (socket: WebSocket, request: FastifyRequest) => {
+  async function checkUpgrade(
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): Promise<FastifyReply | undefined> {
+    if (String(request.headers.upgrade).toLowerCase() !== 'websocket') return undefined // handler answers
+    const refusal = server.refusal(request.ip)
+    if (refusal) return sendUpgradeError(refusal, request, reply)
+    const origin = request.headers.origin
+    if (origin !== undefined && !allowOrigin(origin, request)) {
+      return sendUpgradeError(new ForbiddenException(ORIGIN_NOT_ALLOWED), request, reply)
+    }
+    const key = request.headers['sec-websocket-key']
+    const version = request.headers['sec-websocket-version']
+    if (typeof key !== 'string' || !KEY.test(key) || (version !== '13' && version !== '8')) {
+      return sendUpgradeError(new ValidationException(BAD_HANDSHAKE), request, reply)
+    }
+    const query = request.query as Record<string, unknown>
+    const requested = query.format
+    let format: WireFormat | undefined
+    if (requested === undefined) format = fastify.trivium.formats.get('binary') ?? jsonFormat
+    else if (typeof requested === 'string') format = fastify.trivium.formats.get(requested)
+    if (!format) {
+      const shown = Array.isArray(requested) ? requested.join(',') : String(requested)
+      return sendUpgradeError(
+        new UnsupportedMediaTypeException(`Unsupported format: ${shown}`),
+        request,
+        reply,
+      )
+    }
+    let identity: ConnectionIdentity | undefined
+    if (options.identify) {
       try {
-        const format = formats.get(request) ?? jsonFormat
+        identity = (await options.identify(request)) ?? undefined
+      } catch (err) {
+        return sendUpgradeError(err, request, reply)
+      }
+    }
+    upgrades.set(request, identity ? { format, identity } : { format })
+    return undefined
+  }
+
+  fastify.route({
+    method: 'GET',
+    url: options.path,
+    onRequest: checkUpgrade,
+    // A plain GET (no upgrade) gets the error body instead of an empty 404.
+    handler: (request, reply) => sendUpgradeError(new ValidationException(UPGRADE_REQUIRED), request, reply),
+    wsHandler: (socket: WebSocket, request: FastifyRequest) => {
+      try {
+        const upgrade = upgrades.get(request) ?? { format: jsonFormat }
+        const carrier = new WebSocketCarrier(socket, options)
         const id = `w${(++connectionCounter).toString(36)}`
-        const connection = new Connection(id, socket, request, format, ctx)
-        connections.add(connection)
-        hub.add(connection)
-        const identity = identities.get(request)
-        if (identity) connection.identify(identity)
+        const headers = request.headers
+        const query = request.query as Record<string, unknown>
+        const session = new FrameSession(carrier, server, {
+          id,
+          clientIp: request.ip,
+          log: request.log.child({ connection: id }),
+          format: upgrade.format,
+          headers,
+          query,
+          credential: () => websocketCredential(headers, query),
+        })
+        carrier.attach(session)
+        server.add(session)
+        if (upgrade.identity) session.identify(upgrade.identity)
       } catch (err) {
         request.log.error({ err }, 'websocket connection setup failed')
         socket.close(1011, 'Internal server error')
       }
     },
-  )
+  })
 }
 
 export const triviumWebSocketPlugin = fp(triviumWebSocket, {
   fastify: '5.x',
   name: '@trivium/websocket',
   dependencies: ['@trivium/core'],
+  decorators: { fastify: ['trivium'] },
 })
 export { triviumWebSocketPlugin as triviumWebSocket }
 export default triviumWebSocketPlugin

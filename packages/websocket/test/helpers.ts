@@ -22,10 +22,16 @@ export async function buildApp(
   // A stand-in for @trivium/auth: token "u<id>" authenticates user <id>, with jti "j<id>".
   app.trivium.use(
     async (call, next) => {
-      const token = call.query.token
+      const token = call.credential
       if (typeof token === 'string' && token.startsWith('u')) {
         call.context.user_id = Number(token.slice(1))
-        call.context.token_claims = { jti: `j${token.slice(1)}`, exp: Math.floor(Date.now() / 1000) + 3600 }
+        call.identity = {
+          userId: Number(token.slice(1)),
+          roles: [],
+          permissions: [],
+          tokenId: `j${token.slice(1)}`,
+          expiresAt: Date.now() + 3600_000,
+        }
       }
       return next()
     },

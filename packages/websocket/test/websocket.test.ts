@@ -296,7 +296,17 @@ t.test('identify at upgrade and token expiry', async (t) => {
   t.equal((await c.reply(0, FrameType.PUSH))?.topic, 't')
   await c.closed
   t.equal(c.closeCode, 4001)
-  t.equal(c.closeReason, 'Token expired')
+  t.equal(c.closeReason, 'Token has expired')
+  // The same rule as TCP: ERROR id 0 TokenExpiredException, then the close.
+  const last = c.frames.at(-1)
+  t.equal(last?.type, FrameType.ERROR)
+  t.equal(last?.requestId, 0)
+  t.match(dec(last?.payload as Uint8Array), {
+    statusCode: 401,
+    code: 'TRV_TOKEN_EXPIRED',
+    error: 'TokenExpiredException',
+    message: 'Token has expired',
+  })
 })
 
 t.test('idle timeout and liveness', async (t) => {

@@ -93,7 +93,7 @@ export function frameBodyParts(frame: Frame): [Uint8Array, Uint8Array] {
     throw new FrameError(FrameErrorCode.UNKNOWN_TYPE, `Unknown frame type ${frameTypeName(type)}`, requestId)
   }
   if (needsRequestId(type) && requestId === 0)
-    throw malformed(`${frameTypeName(type)} needs a request id other than 0`)
+    throw malformed(`${frameTypeName(type)} needs a request id other than 0`, 0)
   const payload = frame.payload ?? EMPTY
   if (!(payload instanceof Uint8Array)) throw malformed('payload must be a Uint8Array', requestId)
   switch (type) {
@@ -139,7 +139,7 @@ export function parseFrameBody(type: number, requestId: number, body: Uint8Array
     throw new FrameError(FrameErrorCode.UNKNOWN_TYPE, `Unknown frame type ${frameTypeName(type)}`, requestId)
   }
   if (needsRequestId(type) && requestId === 0)
-    throw malformed(`${frameTypeName(type)} needs a request id other than 0`)
+    throw malformed(`${frameTypeName(type)} needs a request id other than 0`, 0)
   switch (type) {
     case FrameType.REQUEST:
     case FrameType.PUSH: {

@@ -1,0 +1,22 @@
+// @trivium/frame-session — the server side of a frame connection, shared by @trivium/websocket and
+// @trivium/tcp (PROTOCOL.md "Frames"). A transport writes one carrier (bytes and close semantics) and
+// gets dispatch, admission, streams, CANCEL, push, subscribe authorization, identity, expiry and
+// shutdown from here.
+export type { CloseKind, FrameCarrier, RequestParts } from './carrier.js'
+export { type DrainableSocket, waitForDrain } from './drain.js'
+export {
+  defaultShutdownGrace,
+  type FrameSessionOptions,
+  integerOption,
+  type ResolvedFrameSessionOptions,
+  resolveFrameSessionOptions,
+} from './options.js'
+export { FrameServer, TOO_MANY_CONNECTIONS, TOO_MANY_FROM_ADDRESS } from './server.js'
+export {
+  type ConnectionIdentity,
+  FrameSession,
+  type SessionInit,
+  SHUTDOWN_MESSAGE,
+  TOKEN_EXPIRED_MESSAGE,
+  type UnaryBridge,
+} from './session.js'

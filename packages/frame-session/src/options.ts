@@ -1,0 +1,97 @@
+// Options every frame transport shares, resolved once: `@trivium/websocket` and `@trivium/tcp` add
+// only their own (path, port, framing limits) on top.
+import type { PubSubBus } from '@trivium/wire/sessions'
+
+export interface FrameSessionOptions {
+  /** Calls and streams running per connection (default 64); more get ERROR 429 for that request id. */
+  maxInFlight?: number
+  /** Open connections on this server (default 10 000); more are refused. */
+  maxConnections?: number
+  /** Open connections from one client address (default 100); more are refused. */
+  maxConnectionsPerIp?: number
+  /** Nothing in flight and no frame received for this long → the connection is closed (default 5 min). */
+  idleTimeoutMs?: number
+  /** Stream items wait while more than this many bytes are queued for the socket (default 1 MiB). */
+  highWaterMark?: number
+  /** A connection whose queued bytes exceed this when a push arrives is closed (default 4 MiB). */
+  maxPushBacklog?: number
+  /**
+   * How long `app.close()` waits for unary calls in flight before aborting them and closing (default:
+   * 5 s, and never more than half of Fastify's `pluginTimeout`, so close resolves inside it).
+   */
+  shutdownGraceMs?: number
+  /**
+   * Pub/sub bus for push between instances (default in-memory). The first frame transport registered
+   * creates `fastify.push` with it; a later transport given a different bus is refused.
+   */
+  bus?: PubSubBus
+  /** May a connection subscribe to a topic? Default: any topic. */
+  authorizeSubscribe?: (
+    topic: string,
+    session: { userId: string | undefined; id: string },
+  ) => boolean | Promise<boolean>
+}
+
+export interface ResolvedFrameSessionOptions {
+  maxInFlight: number
+  maxConnections: number
+  maxConnectionsPerIp: number
+  idleTimeoutMs: number
+  highWaterMark: number
+  maxPushBacklog: number
+  shutdownGraceMs: number
+  bus: PubSubBus | undefined
+  authorizeSubscribe: FrameSessionOptions['authorizeSubscribe']
+}
+
+/** Default grace: 5 s, at most half of `pluginTimeout` (0 means Fastify has no timeout). */
+export function defaultShutdownGrace(pluginTimeout: number): number {
+  return pluginTimeout > 0 ? Math.max(1, Math.min(5000, Math.floor(pluginTimeout / 2))) : 5000
+}
+
+/** A validator for one package: `int('maxInFlight', value, 64)` throws `<pkg>: maxInFlight must be …`. */
+export function integerOption(pkg: string) {
+  return (name: string, value: unknown, fallback: number, min = 1): number => {
+    const v = value ?? fallback
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min) {
+      throw new TypeError(`${pkg}: ${name} must be an integer of at least ${min} (got ${String(v)})`)
+    }
+    return v
+  }
+}
+
+/**
+ * Validates the shared options. `pkg` prefixes error messages; `pluginTimeout` is Fastify's, so the
+ * shutdown grace can be checked against it.
+ */
+export function resolveFrameSessionOptions(
+  pkg: string,
+  options: FrameSessionOptions,
+  pluginTimeout: number,
+): ResolvedFrameSessionOptions {
+  const int = integerOption(pkg)
+  const bus = options.bus
+  if (bus !== undefined && (typeof bus?.publish !== 'function' || typeof bus?.subscribe !== 'function')) {
+    throw new TypeError(`${pkg}: bus must have publish and subscribe methods`)
+  }
+  if (options.authorizeSubscribe !== undefined && typeof options.authorizeSubscribe !== 'function') {
+    throw new TypeError(`${pkg}: authorizeSubscribe must be a function`)
+  }
+  const shutdownGraceMs = int('shutdownGraceMs', options.shutdownGraceMs, defaultShutdownGrace(pluginTimeout))
+  if (pluginTimeout > 0 && shutdownGraceMs >= pluginTimeout) {
+    throw new TypeError(
+      `${pkg}: shutdownGraceMs (${shutdownGraceMs}) must be less than Fastify's pluginTimeout (${pluginTimeout}), or app.close() fails; lower it or raise pluginTimeout`,
+    )
+  }
+  return {
+    maxInFlight: int('maxInFlight', options.maxInFlight, 64),
+    maxConnections: int('maxConnections', options.maxConnections, 10_000),
+    maxConnectionsPerIp: int('maxConnectionsPerIp', options.maxConnectionsPerIp, 100),
+    idleTimeoutMs: int('idleTimeoutMs', options.idleTimeoutMs, 300_000),
+    highWaterMark: int('highWaterMark', options.highWaterMark, 1024 * 1024),
+    maxPushBacklog: int('maxPushBacklog', options.maxPushBacklog, 4 * 1024 * 1024),
+    shutdownGraceMs,
+    bus,
+    authorizeSubscribe: options.authorizeSubscribe,
+  }
+}

@@ -1,0 +1,547 @@
+// One frame connection, whatever carries its bytes (PROTOCOL.md "Frames"): admission of request ids,
+// calls through core's pipeline (or the TCP inject bridge), stream pumping with backpressure, CANCEL,
+// SUBSCRIBE with authorization, push, identity and token expiry, idle timeout and GOAWAY.
+import { channel } from 'node:diagnostics_channel'
+import {
+  type EndpointDefinition,
+  encodePayload,
+  ForbiddenException,
+  type FrameRejectReason,
+  type HeaderMap,
+  jsonFormat,
+  normalizeError,
+  PayloadTooLargeException,
+  RateLimitExceededException,
+  ServiceUnavailableException,
+  TokenExpiredException,
+  TRIVIUM_CHANNELS,
+  type TransportOverride,
+  type Trivium,
+  type TriviumCall,
+  type TriviumError,
+  type TriviumIdentity,
+  toErrorBody,
+  UnauthorizedException,
+  UnsupportedMediaTypeException,
+  ValidationException,
+  type WireFormat,
+} from '@trivium/core'
+import { Cancellation, type Frame, FrameError, FrameErrorCode, FrameType, frameTypeName } from '@trivium/wire'
+import type { Session, SessionHub } from '@trivium/wire/sessions'
+import type { FastifyBaseLogger } from 'fastify'
+import type { CloseKind, FrameCarrier, RequestParts } from './carrier.js'
+import type { ResolvedFrameSessionOptions } from './options.js'
+
+const EMPTY = new Uint8Array(0)
+const ABORTED = Symbol('aborted')
+const noop = (): void => {}
+const textEncoder = new TextEncoder()
+/** setTimeout's largest delay; a later expiry re-arms the timer when it fires. */
+const MAX_TIMER_MS = 2 ** 31 - 1
+
+/** What a frame transport tells callers while it shuts down (ERROR 503 and the GOAWAY reason). */
+export const SHUTDOWN_MESSAGE = 'Server is shutting down'
+/** The spec's message for an expired token; also sent (ERROR id 0) when a session's token expires. */
+export const TOKEN_EXPIRED_MESSAGE = 'Token has expired'
+
+const rejectedChannel = channel(TRIVIUM_CHANNELS.frameRejected)
+const pushChannel = channel(TRIVIUM_CHANNELS.push)
+
+/** Who a connection is before any call (the WebSocket `identify` hook at upgrade time). */
+export type ConnectionIdentity = Pick<TriviumIdentity, 'userId' | 'tokenId' | 'expiresAt'>
+
+/** The TCP inject bridge: a unary call replayed through the endpoint's Fastify route. */
+export interface UnaryBridge {
+  call(
+    definition: EndpointDefinition,
+    format: WireFormat,
+    accept: WireFormat,
+    payload: Uint8Array,
+    override: TransportOverride,
+    entry: Cancellation,
+  ): Promise<{ ok: boolean; body: Uint8Array; call: TriviumCall | undefined }>
+}
+
+/** What every session of one transport server shares. */
+export interface SessionContext {
+  readonly transport: 'websocket' | 'tcp'
+  readonly trivium: Trivium
+  readonly hub: SessionHub
+  readonly options: ResolvedFrameSessionOptions
+  readonly bridge: UnaryBridge | undefined
+  isShuttingDown(): boolean
+  /** Abort reason at shutdown: streams end with an ERROR frame carrying it. */
+  readonly shutdownError: TriviumError
+  onClosed(session: FrameSession): void
+}
+
+export interface SessionInit {
+  id: string
+  clientIp: string | undefined
+  log: FastifyBaseLogger
+  /** The connection's payload format (WebSocket: chosen at upgrade; TCP: the default one). */
+  format: WireFormat
+  /** Headers and query middleware sees (the WebSocket upgrade request's). */
+  headers?: HeaderMap
+  query?: Record<string, unknown>
+  /** The bearer credential of a call, from the frame's metadata or the connection (may throw). */
+  credential(metadata: Record<string, string> | undefined): string | undefined
+  /** Splits a REQUEST payload into metadata and model (TCP); absent: the payload is the model. */
+  splitRequest?(payload: Uint8Array): RequestParts
+}
+
+export class FrameSession implements Session {
+  readonly id: string
+  readonly protocol: 'websocket' | 'tcp'
+  userId: string | undefined = undefined
+  tokenId: string | undefined = undefined
+  readonly topics = new Set<string>()
+  readonly clientIp: string | undefined
+  readonly log: FastifyBaseLogger
+  /** Per-connection state shared by every call (`call.connection`). */
+  readonly state: Record<string, unknown>
+  /** Calls by request id; an id leaves at its answer or the moment its CANCEL is read. */
+  readonly inFlight = new Map<number, Cancellation>()
+  /** Handlers still running, cancelled ones included: `maxInFlight` bounds this. */
+  running = 0
+  lastActivity = Date.now()
+  closed = false
+  /** Earliest token expiry (ms) seen on the session; it ends then. */
+  expiresAt: number | undefined = undefined
+  readonly #carrier: FrameCarrier
+  readonly #ctx: SessionContext
+  readonly #init: SessionInit
+  #expiryTimer: NodeJS.Timeout | undefined
+  #drained: (() => void) | undefined
+
+  constructor(carrier: FrameCarrier, ctx: SessionContext, init: SessionInit) {
+    this.#carrier = carrier
+    this.#ctx = ctx
+    this.#init = init
+    this.id = init.id
+    this.protocol = ctx.transport
+    this.clientIp = init.clientIp
+    this.log = init.log
+    this.state = { id: init.id, protocol: ctx.transport }
+  }
+
+  // ---- from the carrier ----
+
+  /** Something arrived: the connection is not idle. */
+  touch(): void {
+    this.lastActivity = Date.now()
+  }
+
+  /** One decoded frame. Never throws. */
+  receive(frame: Frame): void {
+    if (this.closed) return
+    try {
+      switch (frame.type) {
+        case FrameType.REQUEST:
+          this.#onRequest(frame)
+          return
+        case FrameType.CANCEL: {
+          // The id is free at once (PROTOCOL.md): a REQUEST reusing it in the same read is a new call.
+          const entry = this.inFlight.get(frame.requestId)
+          if (entry === undefined) return
+          this.inFlight.delete(frame.requestId)
+          entry.abort(new Error('cancelled by the client'))
+          return
+        }
+        case FrameType.PING:
+          this.#carrier.sendBody(FrameType.PONG, frame.requestId, EMPTY)
+          return
+        case FrameType.PONG:
+          return
+        case FrameType.SUBSCRIBE:
+          void this.#onSubscribe(frame)
+          return
+        case FrameType.UNSUBSCRIBE:
+          this.#ctx.hub.unsubscribe(this, frame.topic as string)
+          this.#carrier.sendBody(FrameType.RESPONSE, frame.requestId, EMPTY)
+          return
+        default:
+          this.#reject(
+            frame.requestId,
+            new ValidationException(`Frame type ${frameTypeName(frame.type)} cannot be sent to the server`),
+            'unknown_type',
+          )
+      }
+    } catch (err) {
+      this.log.error({ err }, 'frame handler failed')
+      this.#end('internal', 'Internal server error')
+    }
+  }
+
+  /**
+   * A frame the carrier could not decode: ERROR for its request id (0 when unreadable). With `fatal`
+   * (the byte stream is out of sync) the connection then closes.
+   */
+  rejectFrame(err: unknown, fatal: boolean): void {
+    if (this.closed) return
+    const frameError = err instanceof FrameError ? err : undefined
+    const typed =
+      frameError?.code === FrameErrorCode.TOO_LARGE
+        ? new PayloadTooLargeException(frameError.message)
+        : new ValidationException(frameError?.message ?? 'Malformed frame')
+    const reason: FrameRejectReason =
+      frameError?.code === FrameErrorCode.TOO_LARGE
+        ? 'too_large'
+        : frameError?.code === FrameErrorCode.UNKNOWN_TYPE
+          ? 'unknown_type'
+          : 'malformed'
+    this.#reject(frameError?.requestId ?? 0, typed, reason)
+    if (fatal) this.#end('protocol', typed.message)
+  }
+
+  /** Ends the session with ERROR id 0 and a close (e.g. TCP's partial-frame timeout). */
+  fail(err: TriviumError, kind: CloseKind = 'protocol'): void {
+    if (this.closed) return
+    this.sendError(0, err)
+    this.#end(kind, err.message)
+  }
+
+  /** The carrier's connection closed (by either side). */
+  connectionClosed(): void {
+    this.#cleanup()
+  }
+
+  /** Applies an identity found before any call (WebSocket `identify` at upgrade). */
+  identify(identity: ConnectionIdentity): void {
+    this.#adoptIdentity(identity)
+  }
+
+  // ---- Session (push hub) ----
+
+  push(topic: string, json: string): void {
+    try {
+      if (this.closed || !this.#carrier.open) return
+      if (this.#carrier.backlog > this.#ctx.options.maxPushBacklog) {
+        publish(pushChannel, { transport: this.protocol, event: 'dropped' })
+        this.log.warn('push backlog over limit: closing')
+        this.#end('slow_consumer', 'Push backlog over limit')
+        return
+      }
+      this.#carrier.sendFrame({
+        type: FrameType.PUSH,
+        requestId: 0,
+        topic,
+        payload: textEncoder.encode(json),
+      })
+      publish(pushChannel, { transport: this.protocol, event: 'sent' })
+    } catch (err) {
+      this.log.error({ err }, 'push failed')
+    }
+  }
+
+  /** Closes the session (revocation, `closeSessions`): ERROR id 0 UnauthorizedException, then close. */
+  close(reason: string): void {
+    this.fail(new UnauthorizedException(reason), 'session')
+  }
+
+  // ---- timers and shutdown (driven by the server) ----
+
+  tick(now: number): void {
+    if (this.closed) return
+    this.#carrier.tick?.(now)
+    if (this.closed) return
+    if (this.running === 0 && now - this.lastActivity >= this.#ctx.options.idleTimeoutMs) {
+      this.log.debug('idle timeout')
+      this.#end('idle', 'Idle timeout')
+    }
+  }
+
+  /**
+   * Shutdown: GOAWAY, streams end with ERROR 503, unary calls get up to `graceMs` to answer, then the
+   * rest are aborted and the connection closes.
+   */
+  async goAway(graceMs: number): Promise<void> {
+    if (this.closed) return
+    this.#carrier.sendFrame({
+      type: FrameType.GOAWAY,
+      requestId: 0,
+      payload: textEncoder.encode(JSON.stringify({ reason: SHUTDOWN_MESSAGE })),
+    })
+    for (const entry of this.inFlight.values()) if (entry.streaming) entry.abort(this.#ctx.shutdownError)
+    if (this.running > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, graceMs)
+        this.#drained = () => {
+          clearTimeout(timer)
+          resolve()
+        }
+      })
+    }
+    this.#end('shutdown', SHUTDOWN_MESSAGE)
+  }
+
+  // ---- sending ----
+
+  sendError(frameId: number, err: unknown): void {
+    const { error, internal } = normalizeError(err)
+    const requestId = `${this.id}:${frameId}`
+    if (internal) this.log.error({ err, requestId }, 'unhandled error')
+    this.#carrier.sendBody(FrameType.ERROR, frameId, JSON.stringify(toErrorBody(error, requestId)))
+  }
+
+  #reject(frameId: number, err: TriviumError, reason: FrameRejectReason): void {
+    publish(rejectedChannel, { transport: this.protocol, reason })
+    this.sendError(frameId, err)
+  }
+
+  #end(kind: CloseKind, message: string): void {
+    if (this.closed) return
+    this.#cleanup()
+    this.#carrier.close(kind, message)
+  }
+
+  #cleanup(): void {
+    if (this.closed) return
+    this.closed = true
+    if (this.#expiryTimer) clearTimeout(this.#expiryTimer)
+    const closedError = new Error('connection closed')
+    for (const entry of this.inFlight.values()) entry.abort(closedError)
+    this.inFlight.clear()
+    this.#ctx.hub.delete(this)
+    this.#ctx.onClosed(this)
+    this.#drained?.()
+  }
+
+  // ---- requests ----
+
+  #admission(id: number): [TriviumError, FrameRejectReason] | undefined {
+    if (this.#ctx.isShuttingDown())
+      return [new ServiceUnavailableException(SHUTDOWN_MESSAGE), 'shutting_down']
+    if (this.inFlight.has(id)) {
+      return [new ValidationException(`Request id ${id} is already in flight`), 'duplicate_id']
+    }
+    const max = this.#ctx.options.maxInFlight
+    if (this.running >= max) {
+      return [
+        new RateLimitExceededException(1, `Too many requests in flight on this connection (limit ${max})`),
+        'in_flight_limit',
+      ]
+    }
+    return undefined
+  }
+
+  #onRequest(frame: Frame): void {
+    const id = frame.requestId
+    const refusal = this.#admission(id)
+    if (refusal) {
+      this.#reject(id, refusal[0], refusal[1])
+      return
+    }
+    let parts: RequestParts = { metadata: undefined, formatName: undefined, payload: frame.payload }
+    if (this.#init.splitRequest) {
+      try {
+        parts = this.#init.splitRequest(frame.payload)
+      } catch (err) {
+        this.#reject(id, new ValidationException((err as Error).message), 'bad_metadata')
+        return
+      }
+    }
+    const format =
+      parts.formatName === undefined ? this.#init.format : this.#ctx.trivium.formats.get(parts.formatName)
+    if (format === undefined) {
+      this.#reject(
+        id,
+        new UnsupportedMediaTypeException(`Unsupported format: ${parts.formatName}`),
+        'bad_format',
+      )
+      return
+    }
+    const endpoint = frame.endpoint as string
+    const definition = this.#ctx.trivium.registry.get(endpoint)
+    const entry = new Cancellation(definition?.streaming === true)
+    this.inFlight.set(id, entry)
+    this.running++
+    void this.#run(endpoint, definition, id, parts, format, entry)
+  }
+
+  async #run(
+    endpoint: string,
+    known: EndpointDefinition | undefined,
+    id: number,
+    parts: RequestParts,
+    format: WireFormat,
+    entry: Cancellation,
+  ): Promise<void> {
+    const requestId = `${this.id}:${id}`
+    try {
+      const bridge = this.#ctx.bridge
+      if (bridge !== undefined && known !== undefined && !known.streaming) {
+        const override: TransportOverride = {
+          protocol: this.protocol,
+          clientIp: this.clientIp,
+          connection: this.state,
+        }
+        if (parts.metadata !== undefined) override.metadata = parts.metadata
+        const out = await bridge.call(
+          known,
+          format,
+          responseFormat(known, format),
+          parts.payload,
+          override,
+          entry,
+        )
+        if (out.call) this.#learnIdentity(out.call)
+        if (entry.aborted || !this.#carrier.open) return
+        if (out.ok) this.#carrier.sendBody(FrameType.RESPONSE, id, out.body)
+        else this.#carrier.sendBody(FrameType.ERROR, id, withRequestId(out.body, requestId))
+        return
+      }
+      const metadata = parts.metadata
+      const { definition, call, result } = await this.#ctx.trivium.invoke({
+        endpoint,
+        protocol: this.protocol,
+        payload: parts.payload,
+        format,
+        requestId,
+        log: this.log,
+        headers: this.#init.headers,
+        query: this.#init.query,
+        metadata,
+        clientIp: this.clientIp,
+        credential: () => this.#init.credential(metadata),
+        signal: entry.lazySignal,
+        connection: this.state,
+      })
+      this.#learnIdentity(call)
+      const out = responseFormat(definition, format)
+      if (definition.streaming) {
+        await this.#pump(id, definition, out, result as AsyncIterable<unknown>, entry.signal)
+      } else if (!entry.aborted && this.#carrier.open) {
+        this.#carrier.sendBody(FrameType.RESPONSE, id, out.encode(definition.response, result))
+      }
+    } catch (err) {
+      if (!entry.aborted) this.sendError(id, err)
+      else if (entry.reason === this.#ctx.shutdownError) this.sendError(id, entry.reason)
+    } finally {
+      // A CANCEL may have freed the id and a new call taken it: only remove this call's own entry.
+      if (this.inFlight.get(id) === entry) this.inFlight.delete(id)
+      this.running--
+      this.lastActivity = Date.now()
+      if (this.running === 0) this.#drained?.()
+    }
+  }
+
+  async #onSubscribe(frame: Frame): Promise<void> {
+    const topic = frame.topic as string
+    try {
+      const authorize = this.#ctx.options.authorizeSubscribe
+      if (authorize && !(await authorize(topic, { userId: this.userId, id: this.id }))) {
+        throw new ForbiddenException(`Not allowed to subscribe to ${topic}`)
+      }
+      if (this.closed) return
+      if (!this.#ctx.hub.subscribe(this, topic)) {
+        throw new ValidationException('Too many subscriptions on this connection')
+      }
+      this.#carrier.sendBody(FrameType.RESPONSE, frame.requestId, EMPTY)
+    } catch (err) {
+      this.sendError(frame.requestId, err)
+    }
+  }
+
+  /** Sends items as the generator yields them; waits for the socket when over the high-water mark. */
+  async #pump(
+    id: number,
+    definition: EndpointDefinition,
+    format: WireFormat,
+    items: AsyncIterable<unknown>,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const iterator = items[Symbol.asyncIterator]()
+    let onAbort: () => void = noop
+    const aborted = new Promise<typeof ABORTED>((resolve) => {
+      onAbort = () => resolve(ABORTED)
+      if (signal.aborted) resolve(ABORTED)
+      else signal.addEventListener('abort', onAbort, { once: true })
+    })
+    const carrier = this.#carrier
+    try {
+      while (true) {
+        const next = iterator.next()
+        next.catch(noop) // a rejection after an abort must not be unhandled
+        const step = await Promise.race([next, aborted])
+        if (step === ABORTED) break
+        if (step.done) {
+          carrier.sendBody(FrameType.STREAM_END, id, EMPTY)
+          break
+        }
+        carrier.sendBody(FrameType.STREAM_ITEM, id, encodePayload(definition, format, step.value))
+        if (carrier.backlog > this.#ctx.options.highWaterMark) await carrier.drain(signal)
+        if (signal.aborted || !carrier.open) break
+      }
+    } finally {
+      signal.removeEventListener('abort', onAbort)
+      // Stops the generator (its finally runs). Not awaited: a generator stuck in an await that ignores
+      // call.signal must not hold the connection.
+      iterator.return?.()?.catch?.(noop)
+    }
+    if (signal.aborted && signal.reason === this.#ctx.shutdownError) throw signal.reason
+  }
+
+  // ---- identity and expiry ----
+
+  #learnIdentity(call: TriviumCall): void {
+    const identity = call.identity
+    if (identity !== undefined && !this.closed) this.#adoptIdentity(identity)
+  }
+
+  #adoptIdentity(identity: ConnectionIdentity): void {
+    const { expiresAt } = identity
+    // The session ends at the earliest expiry seen: a fresher token does not extend it (reconnect).
+    if (
+      typeof expiresAt === 'number' &&
+      Number.isFinite(expiresAt) &&
+      (this.expiresAt === undefined || expiresAt < this.expiresAt)
+    ) {
+      this.expiresAt = expiresAt
+      this.#armExpiry()
+    }
+    const userId = String(identity.userId)
+    if (this.userId === userId && (identity.tokenId === undefined || this.tokenId === identity.tokenId))
+      return
+    this.#ctx.hub.identify(this, identity.userId, identity.tokenId)
+  }
+
+  #armExpiry(): void {
+    if (this.#expiryTimer) clearTimeout(this.#expiryTimer)
+    const delay = Math.max(0, (this.expiresAt as number) - Date.now())
+    this.#expiryTimer = setTimeout(
+      () => {
+        this.#expiryTimer = undefined
+        if (this.closed) return
+        // Timers may fire a little early against the wall clock: check, and re-arm if so.
+        if (Date.now() < (this.expiresAt as number)) this.#armExpiry()
+        else this.fail(new TokenExpiredException(TOKEN_EXPIRED_MESSAGE), 'session')
+      },
+      Math.min(delay, MAX_TIMER_MS),
+    )
+    this.#expiryTimer.unref()
+  }
+}
+
+function responseFormat(definition: EndpointDefinition, format: WireFormat): WireFormat {
+  // A response model without a binary form is sent as JSON (as on HTTP).
+  return format !== jsonFormat && !definition.response.encode ? jsonFormat : format
+}
+
+function publish(ch: ReturnType<typeof channel>, message: object): void {
+  if (ch.hasSubscribers) ch.publish(message)
+}
+
+/** Rewrites an injected error body's requestId (the Fastify request's id) to `<connection>:<frame id>`. */
+function withRequestId(body: Uint8Array, requestId: string): Uint8Array | string {
+  try {
+    const parsed = JSON.parse(new TextDecoder().decode(body))
+    if (parsed && typeof parsed === 'object') {
+      parsed.requestId = requestId
+      return JSON.stringify(parsed)
+    }
+  } catch {
+    /* not JSON: pass through */
+  }
+  return body
+}

@@ -1,0 +1,159 @@
+// One WebSocket connection as a frame carrier: one binary message is one frame. Decodes messages for
+// the session, corks the socket so every frame of one event-loop turn leaves in one write, keeps the
+// connection alive with protocol pings, and maps the session's closes to WebSocket close codes.
+import { type CloseKind, type FrameCarrier, type FrameSession, waitForDrain } from '@trivium/frame-session'
+import { decodeWsFrame, encodeWsFrame, type Frame } from '@trivium/wire'
+import type { WebSocket } from 'ws'
+import { CloseCode } from './close-codes.js'
+
+const OPEN = 1
+const noop = (): void => {}
+
+const CLOSE_CODES: Record<CloseKind, number> = {
+  shutdown: CloseCode.GOING_AWAY,
+  idle: CloseCode.IDLE_TIMEOUT,
+  session: CloseCode.SESSION_REVOKED,
+  slow_consumer: CloseCode.SLOW_CONSUMER,
+  protocol: CloseCode.PROTOCOL_ERROR,
+  internal: CloseCode.INTERNAL_ERROR,
+}
+
+/** The `net.Socket` under a `ws` WebSocket (ws keeps it as `_socket`): corking and drain. */
+interface RawSocket {
+  cork(): void
+  uncork(): void
+  readonly writableNeedDrain: boolean
+  readonly destroyed: boolean
+  on(event: string, fn: () => void): unknown
+  off(event: string, fn: () => void): unknown
+}
+
+export class WebSocketCarrier implements FrameCarrier {
+  session!: FrameSession
+  readonly #socket: WebSocket
+  readonly #raw: RawSocket | undefined
+  readonly #maxPayload: number
+  readonly #pingIntervalMs: number
+  #corked = false
+  #alive = true
+  #lastPingAt = Date.now()
+  readonly #uncork = (): void => {
+    this.#corked = false
+    this.#raw?.uncork()
+  }
+
+  constructor(socket: WebSocket, options: { maxPayload: number; pingIntervalMs: number }) {
+    this.#socket = socket
+    this.#maxPayload = options.maxPayload
+    this.#pingIntervalMs = options.pingIntervalMs
+    const raw = (socket as unknown as { _socket?: Partial<RawSocket> })._socket
+    this.#raw = typeof raw?.cork === 'function' ? (raw as RawSocket) : undefined
+  }
+
+  /** Starts reading: call once the session exists. */
+  attach(session: FrameSession): void {
+    this.session = session
+    const socket = this.#socket
+    socket.on('message', (data, isBinary) => this.#onMessage(data as Buffer, isBinary))
+    socket.on('pong', () => {
+      this.#alive = true
+    })
+    // A client's protocol violation is its own business: debug, never a stack at error level.
+    socket.on('error', (err) => session.log.debug({ reason: err.message }, 'websocket error'))
+    socket.on('close', () => session.connectionClosed())
+  }
+
+  get open(): boolean {
+    return this.#socket.readyState === OPEN
+  }
+
+  get backlog(): number {
+    return this.#socket.bufferedAmount
+  }
+
+  sendBody(type: number, requestId: number, body: Uint8Array | string): void {
+    if (!this.open) return
+    const size = typeof body === 'string' ? Buffer.byteLength(body) : body.length
+    const bytes = Buffer.allocUnsafe(5 + size)
+    bytes[0] = type
+    bytes.writeUInt32BE(requestId, 1)
+    if (typeof body === 'string') bytes.write(body, 5, 'utf8')
+    else bytes.set(body, 5)
+    this.#send(bytes)
+  }
+
+  sendFrame(frame: Frame): void {
+    if (this.open) this.#send(encodeWsFrame(frame))
+  }
+
+  drain(signal: AbortSignal): Promise<void> {
+    this.#uncork()
+    return this.#raw ? waitForDrain(this.#raw as never, signal) : Promise.resolve()
+  }
+
+  close(kind: CloseKind, message: string): void {
+    this.#uncork() // what was sent this turn goes before the close frame
+    try {
+      this.#socket.close(CLOSE_CODES[kind], message.slice(0, 120))
+    } catch {
+      this.#socket.terminate()
+    }
+  }
+
+  /** Liveness: a client that did not answer the previous protocol ping is terminated. */
+  tick(now: number): void {
+    if (now - this.#lastPingAt < this.#pingIntervalMs) return
+    if (!this.#alive) {
+      this.session.log.debug('no pong: terminating')
+      this.#socket.terminate()
+      this.session.connectionClosed()
+      return
+    }
+    this.#alive = false
+    this.#lastPingAt = now
+    try {
+      this.#socket.ping()
+    } catch {
+      /* closing */
+    }
+  }
+
+  #send(bytes: Uint8Array): void {
+    if (!this.#corked && this.#raw) {
+      this.#corked = true
+      this.#raw.cork()
+      setImmediate(this.#uncork)
+    }
+    this.#socket.send(bytes, { binary: true }, noop)
+  }
+
+  #onMessage(data: Buffer, isBinary: boolean): void {
+    const session = this.session
+    session.touch()
+    this.#alive = true
+    if (session.closed) return
+    if (!isBinary) {
+      this.#closeNow(CloseCode.UNSUPPORTED_DATA, 'Text frames are not supported')
+      return
+    }
+    if (data.length < 5) {
+      this.#closeNow(CloseCode.PROTOCOL_ERROR, 'Malformed frame')
+      return
+    }
+    let frame: Frame
+    try {
+      frame = decodeWsFrame(data, { maxFrameBytes: this.#maxPayload })
+    } catch (err) {
+      // Message boundaries keep the stream in sync: ERROR for the frame, the connection stays open.
+      session.rejectFrame(err, false)
+      return
+    }
+    session.receive(frame)
+  }
+
+  #closeNow(code: number, reason: string): void {
+    this.session.connectionClosed()
+    this.#uncork()
+    this.#socket.close(code, reason)
+  }
+}

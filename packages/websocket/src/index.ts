@@ -54,6 +54,8 @@ let connectionCounter = 0
 function sendUpgradeError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const { error, internal } = normalizeError(err)
   if (internal) request.log.error({ err }, 'websocket upgrade failed')
+  // A refused upgrade's socket is closed after the answer (@fastify/websocket): say so to the client.
+  if (request.headers.upgrade !== undefined) reply.header('connection', 'close')
   return reply
     .code(error.statusCode)
     .type('application/json; charset=utf-8')

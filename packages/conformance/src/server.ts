@@ -29,6 +29,8 @@ export type TokenKind = 'none' | 'member' | 'admin' | 'bad' | 'expired' | 'revok
 
 export async function startConformanceServer(options: {
   tcpMode: 'direct' | 'inject'
+  /** Registers more transports on the app before it listens (e.g. a test-only one). */
+  register?: (app: FastifyInstance) => void | Promise<void>
 }): Promise<ConformanceServer> {
   const app = Fastify({ logger: false })
   await app.register(triviumCore)
@@ -69,6 +71,7 @@ export async function startConformanceServer(options: {
     'tickers.status': (req) => ({ finished: finished.has(req.runId) }),
   })
 
+  await options.register?.(app)
   await app.listen({ port: 0, host: '127.0.0.1' })
   const { port } = app.server.address() as { port: number }
   const past = new TokenService({ secret: SECRET, issuer: ISSUER, clock: () => Date.now() - 2 * 3600_000 })

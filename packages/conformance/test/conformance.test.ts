@@ -3,7 +3,7 @@
 // supports (connect-es's conformance model).
 import { randomBytes } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
-import { createClient, type TriviumClient } from '@trivium/client/node'
+import { createClient, type TriviumClient, type WebSocketConstructor } from '@trivium/client/node'
 import {
   type ConformanceServer,
   createTypedClient,
@@ -16,9 +16,10 @@ import {
   unaryCases,
 } from '@trivium/conformance'
 import t from 'tap'
+import { type MemoryWebSocket, registerMemoryTransport } from './memory-transport.ts'
 
 interface Features {
-  transport: 'http' | 'websocket' | 'tcp'
+  transport: 'http' | 'websocket' | 'tcp' | 'memory'
   formats: ('binary' | 'json')[]
   streaming: string
   cancel: boolean
@@ -45,10 +46,17 @@ const missing = {
 let nextUser = 1000
 
 const servers = new Map<string, Promise<ConformanceServer>>()
+/** The in-memory transport's client class, per server (a test-only fourth frame transport). */
+const memorySockets = new Map<ConformanceServer['app'], typeof MemoryWebSocket>()
 function serverFor(mode: 'direct' | 'inject'): Promise<ConformanceServer> {
   let server = servers.get(mode)
   if (!server) {
-    server = startConformanceServer({ tcpMode: mode })
+    server = startConformanceServer({
+      tcpMode: mode,
+      register: (app) => {
+        memorySockets.set(app, registerMemoryTransport(app))
+      },
+    })
     servers.set(mode, server)
   }
   return server
@@ -73,7 +81,14 @@ for (const target of targets) {
               ? createClient({ ...common, transport: 'http', url: server.httpUrl })
               : target.transport === 'websocket'
                 ? createClient({ ...common, transport: 'websocket', url: server.wsUrl })
-                : createClient({ ...common, transport: 'tcp', host: '127.0.0.1', port: server.tcpPort })
+                : target.transport === 'memory'
+                  ? createClient({
+                      ...common,
+                      transport: 'websocket',
+                      url: 'ws://memory/',
+                      WebSocket: memorySockets.get(server.app) as unknown as WebSocketConstructor,
+                    })
+                  : createClient({ ...common, transport: 'tcp', host: '127.0.0.1', port: server.tcpPort })
           clients.set(kind, client)
         }
         return client

@@ -1,0 +1,122 @@
+// A fourth frame transport, for tests: frames over an in-process duplex. The whole server side is the
+// carrier below plus a few lines of wiring — dispatch, admission, streams, push, identity and shutdown
+// come from @trivium/frame-session, exactly as for WebSocket and TCP. The client side is a
+// WebSocket-like object, so the ordinary @trivium/client WebSocket client runs over it unchanged.
+import { jsonFormat, websocketCredential } from '@trivium/core'
+import {
+  type CloseKind,
+  type FrameCarrier,
+  FrameServer,
+  FrameSession,
+  resolveFrameSessionOptions,
+} from '@trivium/frame-session'
+import { decodeWsFrame, encodeWsFrame, type Frame } from '@trivium/wire'
+import type { FastifyInstance } from 'fastify'
+
+/** The server end of one in-memory connection. */
+class MemoryCarrier implements FrameCarrier {
+  session!: FrameSession
+  open = true
+  readonly backlog = 0
+  constructor(private readonly peer: MemoryWebSocket) {}
+
+  sendBody(type: number, requestId: number, body: Uint8Array | string): void {
+    const payload = typeof body === 'string' ? new TextEncoder().encode(body) : body
+    const bytes = new Uint8Array(5 + payload.length)
+    bytes[0] = type
+    new DataView(bytes.buffer).setUint32(1, requestId)
+    bytes.set(payload, 5)
+    this.#deliver(bytes)
+  }
+  sendFrame(frame: Frame): void {
+    this.#deliver(encodeWsFrame(frame))
+  }
+  drain(): Promise<void> {
+    return Promise.resolve()
+  }
+  close(_kind: CloseKind, message: string): void {
+    this.open = false
+    setImmediate(() => this.peer.closedByServer(message))
+  }
+  /** Bytes from the client: one message, one frame. */
+  receive(bytes: Uint8Array): void {
+    this.session.touch()
+    try {
+      this.session.receive(decodeWsFrame(bytes))
+    } catch (err) {
+      this.session.rejectFrame(err, false)
+    }
+  }
+  #deliver(bytes: Uint8Array): void {
+    if (this.open) setImmediate(() => this.peer.deliver(bytes))
+  }
+}
+
+/** Registers the in-memory transport on `app`; returns the WebSocket-like class clients connect with. */
+export function registerMemoryTransport(app: FastifyInstance): typeof MemoryWebSocket {
+  const server = new FrameServer(app, 'websocket', resolveFrameSessionOptions('memory', {}, 10_000))
+  app.addHook('preClose', () => server.shutdownAll())
+  app.addHook('onReady', async () => server.start(1000))
+  let counter = 0
+  return class extends MemoryWebSocket {
+    constructor(url: string) {
+      super(url, (socket, query) => {
+        const carrier = new MemoryCarrier(socket)
+        const format = app.trivium.formats.get(String(query.format)) ?? jsonFormat
+        const id = `m${++counter}`
+        carrier.session = new FrameSession(carrier, server, {
+          id,
+          clientIp: '127.0.0.1',
+          log: app.log.child({ connection: id }),
+          format,
+          query,
+          credential: () => websocketCredential({}, query),
+        })
+        server.add(carrier.session)
+        return carrier
+      })
+    }
+  }
+}
+
+/** The client end: the part of the WHATWG WebSocket that @trivium/client uses. */
+export class MemoryWebSocket {
+  binaryType = 'arraybuffer'
+  readyState = 0
+  onopen: ((ev: unknown) => void) | null = null
+  onmessage: ((ev: { data: unknown }) => void) | null = null
+  onclose: ((ev: { code: number; reason: string }) => void) | null = null
+  onerror: ((ev: { message?: string }) => void) | null = null
+  #carrier: MemoryCarrier | undefined
+
+  constructor(
+    url: string,
+    connect: (socket: MemoryWebSocket, query: Record<string, string>) => MemoryCarrier,
+  ) {
+    const query = Object.fromEntries(new URL(url).searchParams)
+    setImmediate(() => {
+      this.#carrier = connect(this, query)
+      this.readyState = 1
+      this.onopen?.({})
+    })
+  }
+  send(data: Uint8Array): void {
+    const carrier = this.#carrier
+    setImmediate(() => carrier?.receive(data))
+  }
+  close(code = 1000, reason = ''): void {
+    if (this.readyState >= 2) return
+    this.readyState = 3
+    this.#carrier?.session.connectionClosed()
+    setImmediate(() => this.onclose?.({ code, reason }))
+  }
+  deliver(bytes: Uint8Array): void {
+    if (this.readyState === 1) this.onmessage?.({ data: bytes.slice().buffer })
+  }
+  closedByServer(reason: string): void {
+    if (this.readyState >= 2) return
+    this.readyState = 3
+    this.#carrier?.session.connectionClosed()
+    this.onclose?.({ code: 1000, reason })
+  }
+}

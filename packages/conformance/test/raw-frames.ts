@@ -43,6 +43,8 @@ export async function rawApp(
     tcp?: TriviumTcpOptions
     fastify?: FastifyServerOptions
     tcpFirst?: boolean
+    /** Registers more endpoints before the app listens. */
+    setup?: (app: FastifyInstance) => void
   } = {},
 ): Promise<RawApp> {
   const app = Fastify({ logger: false, ...options.fastify })
@@ -82,6 +84,7 @@ export async function rawApp(
       finished++
     }
   })
+  options.setup?.(app)
   await app.listen({ port: 0, host: '127.0.0.1' })
   const { port } = app.server.address() as { port: number }
   return {
@@ -130,8 +133,12 @@ export class RawClient {
       // One WebSocket message is one frame: "one write" is several messages sent in one turn.
       client.#encode = encodeWsFrame
       client.#send = (bytes) => ws.send(bytes)
+      // Corked, so frames sent together arrive together (as one TCP write carries several frames).
+      const raw = (ws as unknown as { _socket: { cork(): void; uncork(): void } })._socket
       client.#writeMany = (frames) => {
+        raw.cork()
         for (const f of frames) ws.send(encodeWsFrame(f))
+        raw.uncork()
       }
       client.close = () => ws.terminate()
       return client

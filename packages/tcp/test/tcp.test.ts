@@ -172,7 +172,12 @@ t.test('malformed frames: ERROR frame, then close, without allocating the claime
   await c.closed
   t.ok(Date.now() - started >= 100)
   t.match(dec(c.frames[0]?.payload as Uint8Array), { statusCode: 400, message: 'Incomplete frame timed out' })
-  // a frame dribbled in one byte at a time still completes
+})
+
+t.test('a frame dribbled in one byte at a time still completes', async (t) => {
+  // Its own server: under a loaded machine 30 one-byte writes can take longer than the 150 ms above.
+  const { app, port } = await buildApp({ maxFrameBytes: 4096 })
+  t.teardown(() => app.close())
   const d = await TcpClient.open(port)
   for (const b of requestFrame(1, 'echo', { ok: true })) {
     d.write(new Uint8Array([b]))

@@ -2,22 +2,14 @@
 // "WebSocket"). The upgrade route and its refusals live here; what frames mean is
 // @trivium/frame-session's, what bytes look like is carrier.ts's.
 import websocket from '@fastify/websocket'
-import {
-  ForbiddenException,
-  jsonFormat,
-  normalizeError,
-  toErrorBody,
-  UnsupportedMediaTypeException,
-  ValidationException,
-  type WireFormat,
-  websocketCredential,
-} from '@trivium/core'
-import { type ConnectionIdentity, FrameServer, FrameSession } from '@trivium/frame-session'
-import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import { jsonFormat, ValidationException, websocketCredential } from '@trivium/core'
+import { FrameServer, FrameSession } from '@trivium/frame-session'
+import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { WebSocket } from 'ws'
 import { WebSocketCarrier } from './carrier.js'
 import { resolveOptions, type TriviumWebSocketOptions } from './options.js'
+import { sendUpgradeError, UPGRADE_REQUIRED, type Upgrades, upgradeCheck } from './upgrade.js'
 
 export {
   MemoryBus,
@@ -29,6 +21,7 @@ export {
 } from '@trivium/wire/sessions'
 export { CloseCode } from './close-codes.js'
 export type { ConnectionIdentity, TriviumWebSocketOptions } from './options.js'
+export { BAD_HANDSHAKE, ORIGIN_NOT_ALLOWED, UPGRADE_REQUIRED } from './upgrade.js'
 
 export interface TriviumWebSocketServer {
   /** Open connections. */
@@ -37,37 +30,11 @@ export interface TriviumWebSocketServer {
   closeSessions: FrameServer['hub']['closeSessions']
 }
 
+let connectionCounter = 0
+
 declare module 'fastify' {
   interface FastifyInstance {
     triviumWebSocket: TriviumWebSocketServer
-  }
-}
-
-export const ORIGIN_NOT_ALLOWED = 'Origin not allowed'
-export const UPGRADE_REQUIRED = 'This route only accepts a WebSocket upgrade (GET with Upgrade: websocket)'
-export const BAD_HANDSHAKE =
-  'Invalid WebSocket handshake: Sec-WebSocket-Key must be 16 base64 bytes and Sec-WebSocket-Version 13'
-
-const KEY = /^[+/0-9A-Za-z]{22}==$/
-let connectionCounter = 0
-
-function sendUpgradeError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const { error, internal } = normalizeError(err)
-  if (internal) request.log.error({ err }, 'websocket upgrade failed')
-  // A refused upgrade's socket is closed after the answer (@fastify/websocket): say so to the client.
-  if (request.headers.upgrade !== undefined) reply.header('connection', 'close')
-  return reply
-    .code(error.statusCode)
-    .type('application/json; charset=utf-8')
-    .send(toErrorBody(error, request.id))
-}
-
-/** Default Origin rule: no Origin (not a browser), or the page is served by this host. */
-function sameHost(origin: string, request: FastifyRequest): boolean {
-  try {
-    return new URL(origin).host === request.headers.host
-  } catch {
-    return false
   }
 }
 
@@ -105,8 +72,7 @@ const triviumWebSocket: FastifyPluginAsync<TriviumWebSocketOptions> = async (
     fastify.initialConfig.pluginTimeout ?? 10_000,
   )
   const server = new FrameServer(fastify, 'websocket', options)
-  const upgrades = new WeakMap<FastifyRequest, { format: WireFormat; identity?: ConnectionIdentity }>()
-  const allowOrigin = options.allowOrigin ?? sameHost
+  const upgrades: Upgrades = new WeakMap()
 
   if (fastify.hasDecorator('websocketServer')) {
     // @fastify/websocket registered by the application: its preClose closes clients, so drain first.
@@ -148,46 +114,7 @@ const triviumWebSocket: FastifyPluginAsync<TriviumWebSocketOptions> = async (
     closeSessions: (match, reason) => server.hub.closeSessions(match, reason),
   } satisfies TriviumWebSocketServer)
 
-  async function checkUpgrade(
-    request: FastifyRequest,
-    reply: FastifyReply,
-  ): Promise<FastifyReply | undefined> {
-    if (String(request.headers.upgrade).toLowerCase() !== 'websocket') return undefined // handler answers
-    const refusal = server.refusal(request.ip)
-    if (refusal) return sendUpgradeError(refusal, request, reply)
-    const origin = request.headers.origin
-    if (origin !== undefined && !allowOrigin(origin, request)) {
-      return sendUpgradeError(new ForbiddenException(ORIGIN_NOT_ALLOWED), request, reply)
-    }
-    const key = request.headers['sec-websocket-key']
-    const version = request.headers['sec-websocket-version']
-    if (typeof key !== 'string' || !KEY.test(key) || (version !== '13' && version !== '8')) {
-      return sendUpgradeError(new ValidationException(BAD_HANDSHAKE), request, reply)
-    }
-    const query = request.query as Record<string, unknown>
-    const requested = query.format
-    let format: WireFormat | undefined
-    if (requested === undefined) format = fastify.trivium.formats.get('binary') ?? jsonFormat
-    else if (typeof requested === 'string') format = fastify.trivium.formats.get(requested)
-    if (!format) {
-      const shown = Array.isArray(requested) ? requested.join(',') : String(requested)
-      return sendUpgradeError(
-        new UnsupportedMediaTypeException(`Unsupported format: ${shown}`),
-        request,
-        reply,
-      )
-    }
-    let identity: ConnectionIdentity | undefined
-    if (options.identify) {
-      try {
-        identity = (await options.identify(request)) ?? undefined
-      } catch (err) {
-        return sendUpgradeError(err, request, reply)
-      }
-    }
-    upgrades.set(request, identity ? { format, identity } : { format })
-    return undefined
-  }
+  const checkUpgrade = upgradeCheck(fastify, server, options, upgrades)
 
   fastify.route({
     method: 'GET',

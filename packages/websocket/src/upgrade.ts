@@ -1,0 +1,93 @@
+// The upgrade route's checks (PROTOCOL.md "WebSocket"): every refusal is the JSON error body, in the
+// documented order, before the socket is handed to ws.
+import {
+  ForbiddenException,
+  jsonFormat,
+  normalizeError,
+  toErrorBody,
+  UnsupportedMediaTypeException,
+  ValidationException,
+  type WireFormat,
+} from '@trivium/core'
+import type { ConnectionIdentity, FrameServer } from '@trivium/frame-session'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { ResolvedOptions } from './options.js'
+
+export const ORIGIN_NOT_ALLOWED = 'Origin not allowed'
+export const UPGRADE_REQUIRED = 'This route only accepts a WebSocket upgrade (GET with Upgrade: websocket)'
+export const BAD_HANDSHAKE =
+  'Invalid WebSocket handshake: Sec-WebSocket-Key must be 16 base64 bytes and Sec-WebSocket-Version 13'
+
+const KEY = /^[+/0-9A-Za-z]{22}==$/
+
+export function sendUpgradeError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const { error, internal } = normalizeError(err)
+  if (internal) request.log.error({ err }, 'websocket upgrade failed')
+  // A refused upgrade's socket is closed after the answer (@fastify/websocket): say so to the client.
+  if (request.headers.upgrade !== undefined) reply.header('connection', 'close')
+  return reply
+    .code(error.statusCode)
+    .type('application/json; charset=utf-8')
+    .send(toErrorBody(error, request.id))
+}
+
+/** Default Origin rule: no Origin (not a browser), or the page is served by this host. */
+function sameHost(origin: string, request: FastifyRequest): boolean {
+  try {
+    return new URL(origin).host === request.headers.host
+  } catch {
+    return false
+  }
+}
+
+/** What the checks learned about an accepted upgrade, for the connection. */
+export type Upgrades = WeakMap<FastifyRequest, { format: WireFormat; identity?: ConnectionIdentity }>
+
+export function upgradeCheck(
+  fastify: FastifyInstance,
+  server: FrameServer,
+  options: ResolvedOptions,
+  upgrades: Upgrades,
+): (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply | undefined> {
+  const allowOrigin = options.allowOrigin ?? sameHost
+  return async function checkUpgrade(
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): Promise<FastifyReply | undefined> {
+    if (String(request.headers.upgrade).toLowerCase() !== 'websocket') return undefined // handler answers
+    const refusal = server.refusal(request.ip)
+    if (refusal) return sendUpgradeError(refusal, request, reply)
+    const origin = request.headers.origin
+    if (origin !== undefined && !allowOrigin(origin, request)) {
+      return sendUpgradeError(new ForbiddenException(ORIGIN_NOT_ALLOWED), request, reply)
+    }
+    const key = request.headers['sec-websocket-key']
+    const version = request.headers['sec-websocket-version']
+    if (typeof key !== 'string' || !KEY.test(key) || (version !== '13' && version !== '8')) {
+      return sendUpgradeError(new ValidationException(BAD_HANDSHAKE), request, reply)
+    }
+    const query = request.query as Record<string, unknown>
+    const requested = query.format
+    let format: WireFormat | undefined
+    if (requested === undefined) format = fastify.trivium.formats.get('binary') ?? jsonFormat
+    else if (typeof requested === 'string') format = fastify.trivium.formats.get(requested)
+    if (!format) {
+      const shown = Array.isArray(requested) ? requested.join(',') : String(requested)
+      return sendUpgradeError(
+        new UnsupportedMediaTypeException(`Unsupported format: ${shown}`),
+        request,
+        reply,
+      )
+    }
+    let identity: ConnectionIdentity | undefined
+    if (options.identify) {
+      try {
+        identity = (await options.identify(request)) ?? undefined
+      } catch (err) {
+        return sendUpgradeError(err, request, reply)
+      }
+    }
+    upgrades.set(request, identity ? { format, identity } : { format })
+    return undefined
+  }
+}

@@ -113,6 +113,8 @@ export class FrameSession implements Session {
   readonly #init: SessionInit
   #expiryTimer: NodeJS.Timeout | undefined
   #drained: (() => void) | undefined
+  /** The connection's credential (WebSocket: from the upgrade), found when a call asks: one per session. */
+  readonly #connectionCredential: () => string | undefined
 
   constructor(carrier: FrameCarrier, ctx: SessionContext, init: SessionInit) {
     this.#carrier = carrier
@@ -123,6 +125,7 @@ export class FrameSession implements Session {
     this.clientIp = init.clientIp
     this.log = init.log
     this.state = { id: init.id, protocol: ctx.transport }
+    this.#connectionCredential = () => init.credential(undefined)
   }
 
   // ---- from the carrier ----
@@ -392,6 +395,8 @@ export class FrameSession implements Session {
         return
       }
       const metadata = parts.metadata
+      // Metadata travels per frame (TCP): its credential is read now (a map lookup, never throws).
+      const credential = metadata === undefined ? this.#connectionCredential : this.#init.credential(metadata)
       const { definition, call, result } = await this.#ctx.trivium.invoke({
         endpoint,
         protocol: this.protocol,
@@ -403,7 +408,7 @@ export class FrameSession implements Session {
         query: this.#init.query,
         metadata,
         clientIp: this.clientIp,
-        credential: () => this.#init.credential(metadata),
+        credential,
         signal: entry.lazySignal,
         connection: this.state,
       })

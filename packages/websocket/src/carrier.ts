@@ -8,6 +8,7 @@ import { CloseCode } from './close-codes.js'
 
 const OPEN = 1
 const noop = (): void => {}
+const BINARY = { binary: true }
 
 const CLOSE_CODES: Record<CloseKind, number> = {
   shutdown: CloseCode.GOING_AWAY,
@@ -124,7 +125,7 @@ export class WebSocketCarrier implements FrameCarrier {
       this.#raw.cork()
       setImmediate(this.#uncork)
     }
-    this.#socket.send(bytes, { binary: true }, noop)
+    this.#socket.send(bytes, BINARY, noop)
   }
 
   #onMessage(data: Buffer, isBinary: boolean): void {

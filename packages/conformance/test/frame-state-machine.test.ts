@@ -177,7 +177,7 @@ async function run(carriage: Carriage, server: RawApp & { holding: () => number 
   if (server.holding() !== 0) throw new Error(`${server.holding()} handlers still running after the close`)
 }
 
-for (const carriage of ['websocket', 'tcp-direct'] as const) {
+for (const carriage of ['websocket', 'tcp-direct', 'tcp-inject'] as const) {
   t.test(`${carriage}: random frame interleavings follow PROTOCOL.md`, async (t) => {
     let holding = 0
     const base = await rawApp({

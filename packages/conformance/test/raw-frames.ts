@@ -155,7 +155,9 @@ export class RawClient {
       socket.once('connect', () => resolve())
       socket.once('error', reject)
     })
-    const metadata = token ? { format: 'json', auth_token: token } : { format: 'json' }
+    const metadata: Record<string, string> = token
+      ? { format: 'json', auth_token: token }
+      : { format: 'json' }
     client.#encode = (f) =>
       encodeTcpFrame(
         f.type === FrameType.REQUEST ? { ...f, payload: concat(encodeMetadata(metadata), f.payload) } : f,

@@ -17,7 +17,7 @@ export interface FrameSessionOptions {
   maxPushBacklog?: number
   /**
    * How long `app.close()` waits for unary calls in flight before aborting them and closing (default:
-   * 5 s, and never more than half of Fastify's `pluginTimeout`, so close resolves inside it).
+   * 3 s, and never more than 30% of Fastify's `pluginTimeout`, so close resolves well inside it).
    */
   shutdownGraceMs?: number
   /**
@@ -44,9 +44,12 @@ export interface ResolvedFrameSessionOptions {
   authorizeSubscribe: FrameSessionOptions['authorizeSubscribe']
 }
 
-/** Default grace: 5 s, at most half of `pluginTimeout` (0 means Fastify has no timeout). */
+/**
+ * Default grace: 3 s, at most 30% of `pluginTimeout` (0 means Fastify has no timeout), so `app.close()`
+ * with calls that never answer still ends well inside the timeout.
+ */
 export function defaultShutdownGrace(pluginTimeout: number): number {
-  return pluginTimeout > 0 ? Math.max(1, Math.min(5000, Math.floor(pluginTimeout / 2))) : 5000
+  return pluginTimeout > 0 ? Math.max(1, Math.min(3000, Math.floor(pluginTimeout * 0.3))) : 3000
 }
 
 /** A validator for one package: `int('maxInFlight', value, 64)` throws `<pkg>: maxInFlight must be …`. */

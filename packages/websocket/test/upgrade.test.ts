@@ -64,13 +64,14 @@ t.test('an upgrade without a valid Sec-WebSocket-Key: 400 JSON (was text/html fr
   const { app, url } = await buildApp()
   t.teardown(() => app.close())
   const http = url.replace('ws:', 'http:')
-  for (const headers of [
+  const cases: Array<Record<string, string>> = [
     { 'sec-websocket-key': '' },
     { 'sec-websocket-key': 'short' },
     { 'sec-websocket-version': '12' },
-  ]) {
-    const hs = upgrade(headers)
-    if (hs['sec-websocket-key'] === '') delete (hs as Record<string, string>)['sec-websocket-key']
+  ]
+  for (const headers of cases) {
+    const hs: Record<string, string> = upgrade(headers)
+    if (hs['sec-websocket-key'] === '') delete hs['sec-websocket-key']
     const res = await get(http, hs)
     t.equal(res.status, 400, JSON.stringify(headers))
     t.match(res.type, /^application\/json/)

@@ -1,9 +1,10 @@
-// Auth's `node:diagnostics_channel` messages (names agreed with @trivium/core's TRIVIUM_CHANNELS), so
-// metrics and audits observe revocations and refused credentials without a logger.
+// Auth's `node:diagnostics_channel` messages (names from @trivium/core's TRIVIUM_CHANNELS), so metrics
+// and audits observe revocations and refused credentials without a logger.
 import diagnostics from 'node:diagnostics_channel'
+import { TRIVIUM_CHANNELS } from '@trivium/core'
 
-export const AUTH_REVOKED_CHANNEL = 'trivium:auth:revoked'
-export const AUTH_FAILURE_CHANNEL = 'trivium:auth:failure'
+export const AUTH_REVOKED_CHANNEL = TRIVIUM_CHANNELS.authRevoked
+export const AUTH_FAILURE_CHANNEL = TRIVIUM_CHANNELS.authFailure
 
 export type AuthFailureReason = 'missing' | 'expired' | 'revoked' | 'invalid'
 

@@ -56,6 +56,8 @@ const securityHeadersPlugin: FastifyPluginAsync<SecurityHeadersOptions> = async 
   // lower case already make each `reply.header` call about twice as cheap (no new string to intern).
   // Names and values as two arrays: `reply.headers(object)` would list the object's keys per request.
   const headers = lowerCaseNames(mergeSecurityHeaders(options.headers))
+  // Errors answered below the routes (bad request lines, 414, 431, 404) carry them too.
+  if (fastify.hasDecorator('trivium')) Object.assign(fastify.trivium.errorHeaders, headers)
   const names = Object.keys(headers)
   const values = names.map((name) => headers[name]!)
   const count = names.length

@@ -1,17 +1,14 @@
 // Shared by the inject-mode tests: one app whose Fastify hooks record what they see, the inject bridge
 // called directly (lean path and forced app.inject() path), and a normalised outcome to compare paths.
-import { createRequire } from 'node:module'
 import { type EndpointDefinition, jsonFormat, type TransportOverride } from '@trivium/core'
 import { Cancellation } from '@trivium/wire'
 import type { FastifyInstance } from 'fastify'
 import { InjectBridge, type InjectOutcome } from '../dist/inject.js'
 
+// @fastify/helmet and @fastify/cors are the app's own plugins here (devDependencies).
+export { default as cors } from '@fastify/cors'
+export { default as helmet } from '@fastify/helmet'
 export { InjectBridge, type InjectOutcome }
-
-// @fastify/helmet and @fastify/cors are the app's own plugins here; @trivium/protections has them.
-const requireFromProtections = createRequire(new URL('../../protections/package.json', import.meta.url))
-export const helmet = requireFromProtections('@fastify/helmet')
-export const cors = requireFromProtections('@fastify/cors')
 
 export const tick = () => new Promise<void>((r) => setImmediate(r))
 

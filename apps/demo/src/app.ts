@@ -18,7 +18,7 @@ import triviumTcp from '@trivium/tcp'
 import triviumWebSocket from '@trivium/websocket'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
-import type { DemoConfig } from './config.js'
+import { ConfigError, type DemoConfig } from './config.js'
 import { openDatabase } from './database.js'
 import { adminHandlers } from './endpoints/admin.js'
 import { authHandlers } from './endpoints/auth.js'
@@ -49,6 +49,7 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
       serializers: { req: redactingRequestSerializer() },
     },
     trustProxy: config.trustProxy,
+    bodyLimit: config.bodyLimit,
   })
   const secrets = loadSecrets(config, (message) => app.log.warn(message))
   const sql = await openDatabase(config)
@@ -72,11 +73,12 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
     : localFanout()
   app.addHook('onClose', async () => fanout.close())
 
-  await app.register(triviumCore)
+  await app.register(triviumCore, { bodyLimit: config.bodyLimit })
   await app.register(triviumCodec)
   await app.register(triviumAuth, {
     secret: secrets.signingSecret,
     issuer: 'trivium-tasks',
+    accessTokenTtlSeconds: config.accessTokenTtlSeconds,
     revocationStore: redis
       ? new RedisRevocationStore({
           client: redis,
@@ -98,7 +100,18 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
   })
   // Users are auth's table: assigning a role to an id that is not a user is a 404 (and a foreign key).
   await app.register(triviumRbac, { sql, usersTable: 'auth_users' })
-  await app.register(triviumProtections, { rateLimit: { redis, redisPrefix: `${config.redisPrefix}rl:` } })
+  await app.register(triviumProtections, {
+    cors: { allowedOrigins: config.corsOrigins, allowCredentials: config.corsCredentials },
+    rateLimit:
+      config.rateLimitDefault === false
+        ? false
+        : {
+            redis,
+            redisPrefix: `${config.redisPrefix}rl:`,
+            defaultLimit: config.rateLimitDefault,
+            limits: config.rateLimits,
+          },
+  })
   await app.register(triviumWebSocket, {
     path: '/ws',
     bus: fanout.bus,
@@ -167,6 +180,10 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
   }
   app.trivium.use(refuseNulText, { name: 'text-rule' })
   registerEndpoints(app.trivium, handlers)
+  for (const name of Object.keys(config.rateLimits)) {
+    if (!app.trivium.registry.has(name))
+      throw new ConfigError(`RATE_LIMITS names ${name}, which is not an endpoint of this service`)
+  }
   serveWebPage(app)
 
   const generatedAdminPassword = await ensureAdmin(app, sql, config, roleIds.admin)

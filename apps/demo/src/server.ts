@@ -3,9 +3,11 @@
 import { buildApp } from './app.js'
 import { loadConfig } from './config.js'
 
-const config = loadConfig()
+let config: ReturnType<typeof loadConfig>
 let demo: Awaited<ReturnType<typeof buildApp>>
 try {
+  // A bad setting is refused here with its message alone (ConfigError), before anything listens.
+  config = loadConfig()
   demo = await buildApp(config)
 } catch (err) {
   console.error(`Trivium Tasks failed to start: ${(err as Error).message}`)

@@ -10,6 +10,7 @@ import triviumAuth, { RedisRevocationStore } from '@trivium/auth'
 import { SqlTokenLedger, SqlUserStore } from '@trivium/auth/sql'
 import triviumCodec from '@trivium/codec'
 import triviumCore, { redactingRequestSerializer, ValidationException, websocketCredential } from '@trivium/core'
+import triviumMetrics from '@trivium/metrics'
 import triviumOpenApi from '@trivium/openapi'
 import triviumProtections from '@trivium/protections'
 import triviumRbac, { RbacService } from '@trivium/rbac'
@@ -18,6 +19,7 @@ import triviumTcp from '@trivium/tcp'
 import triviumWebSocket from '@trivium/websocket'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
+import { accessLog } from './access-log.js'
 import { ConfigError, type DemoConfig } from './config.js'
 import { openDatabase } from './database.js'
 import { adminHandlers } from './endpoints/admin.js'
@@ -28,6 +30,7 @@ import { taskHandlers } from './endpoints/tasks.js'
 import { refuseNulText } from './endpoints/text-rule.js'
 import { type Fanout, localFanout, redisFanout } from './fanout.js'
 import { type EndpointHandlers, registerEndpoints } from './generated/server.js'
+import { readinessRoute } from './readiness.js'
 import { ensureRights } from './rights.js'
 import { loadSecrets } from './secrets.js'
 import { TaskRepository } from './tasks/repository.js'
@@ -50,6 +53,8 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
     },
     trustProxy: config.trustProxy,
     bodyLimit: config.bodyLimit,
+    // The access log (one line per call, every transport) replaces Fastify's request lines.
+    disableRequestLogging: true,
   })
   const secrets = loadSecrets(config, (message) => app.log.warn(message))
   const sql = await openDatabase(config)
@@ -75,6 +80,12 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
 
   await app.register(triviumCore, { bodyLimit: config.bodyLimit })
   await app.register(triviumCodec)
+  await app.register(triviumMetrics, {
+    expose: config.metrics,
+    token: config.metricsToken,
+    redis: redis ? { redis } : undefined,
+  })
+  if (config.accessLog) app.trivium.use(accessLog(), { name: 'access-log', first: true })
   await app.register(triviumAuth, {
     secret: secrets.signingSecret,
     issuer: 'trivium-tasks',
@@ -185,6 +196,7 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
       throw new ConfigError(`RATE_LIMITS names ${name}, which is not an endpoint of this service`)
   }
   serveWebPage(app)
+  readinessRoute(app, sql, redis)
 
   const generatedAdminPassword = await ensureAdmin(app, sql, config, roleIds.admin)
   return { app, sql, generatedAdminPassword }

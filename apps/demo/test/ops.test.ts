@@ -1,0 +1,134 @@
+// Operating the demo (issue 18): GET /metrics on by default (METRICS=false turns it off, METRICS_TOKEN
+// protects it), readiness at /health/ready naming what is down, one access-log line per call on every
+// transport without tokens (ACCESS_LOG=false turns it off).
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createClient } from '@trivium/client/node'
+import { connectPglite } from '@trivium/sql'
+import Fastify from 'fastify'
+import t from 'tap'
+import { endpoints } from '../dist/generated/endpoints.js'
+import { readinessRoute } from '../dist/readiness.js'
+import { backendConfig, startDemo } from './helpers.js'
+import { PrivateRedis, registerAndLogin as registerOver, startProcess } from './scale-helpers.js'
+
+t.test('GET /metrics is on in the demo and counts calls per endpoint and transport', async (t) => {
+  const { app } = await startDemo(t)
+  await app.inject('/health')
+  await app.inject('/health')
+  await app.inject({ url: '/auth/me' })
+  const res = await app.inject('/metrics')
+  t.equal(res.statusCode, 200)
+  t.match(res.body, /\ntrivium_calls_total\{endpoint="health",transport="http",code="OK"\} 2\n/)
+  t.match(
+    res.body,
+    /\ntrivium_calls_total\{endpoint="auth\.me",transport="http",code="TRV_UNAUTHORIZED"\} 1\n/,
+  )
+})
+
+t.test('METRICS=false turns /metrics off; METRICS_TOKEN protects it', async (t) => {
+  const off = await startDemo(t, { metrics: false })
+  t.equal((await off.app.inject('/metrics')).statusCode, 404)
+  const token = 'demo-metrics-token-0123456789'
+  const guarded = await startDemo(t, { metricsToken: token })
+  t.equal((await guarded.app.inject('/metrics')).statusCode, 401)
+  const ok = await guarded.app.inject({ url: '/metrics', headers: { authorization: `Bearer ${token}` } })
+  t.equal(ok.statusCode, 200)
+})
+
+t.test('readiness: 200 when the database and Redis answer, 503 naming Redis when it is down', async (t) => {
+  const redis = await PrivateRedis.create()
+  t.teardown(() => redis.stop())
+  const { app } = await startDemo(t, { ...backendConfig('postgres+redis'), redisUrl: redis.url })
+  const ready = await app.inject('/health/ready')
+  t.equal(ready.statusCode, 200)
+  t.same(ready.json(), { status: 'ready', checks: { database: 'up', databaseKind: 'postgres', redis: 'up' } })
+  t.equal((await app.inject('/health')).statusCode, 200)
+  await redis.stop()
+  const down = await app.inject('/health/ready')
+  t.equal(down.statusCode, 503)
+  t.same(down.json(), {
+    statusCode: 503,
+    code: 'TRV_SERVICE_UNAVAILABLE',
+    error: 'ServiceUnavailableException',
+    message: 'Not ready: Redis is down',
+    requestId: down.json().requestId,
+    details: [{ field: 'redis', message: 'Redis is down' }],
+  })
+  t.equal((await app.inject('/health')).statusCode, 200, 'liveness does not depend on Redis')
+})
+
+t.test('readiness: a closed database is named', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'trivium-ready-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const sql = await connectPglite({ dataDir: dir })
+  await sql.close()
+  const app = Fastify()
+  readinessRoute(app, sql, undefined)
+  const res = await app.inject('/health/ready')
+  t.equal(res.statusCode, 503)
+  t.equal(res.json().message, 'Not ready: the embedded database is down')
+  t.same(res.json().details, [{ field: 'database', message: 'the embedded database is down' }])
+})
+
+interface LogLine {
+  msg?: string
+  endpoint?: string
+  transport?: string
+  status?: number
+  code?: string
+  durationMs?: number
+  requestId?: string
+  userId?: number | string
+}
+function callLines(output: string): LogLine[] {
+  return output
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as LogLine)
+    .filter((l) => l.msg === 'call')
+}
+
+t.test('one access-log line per call on HTTP, WebSocket and TCP; never the token', async (t) => {
+  const demo = await startProcess('access-log', { LOG_LEVEL: 'info', RATE_LIMIT_DEFAULT: 'off' })
+  t.teardown(() => demo.stop())
+  const { user, tokens } = await registerOver(demo.base, 'logger')
+  await fetch(`${demo.base}/auth/me`, { headers: { authorization: `Bearer ${tokens.accessToken}` } })
+  for (const transport of ['websocket', 'tcp'] as const) {
+    const client = createClient(
+      transport === 'websocket'
+        ? { transport, url: `ws://127.0.0.1:${demo.http}/ws`, token: tokens.accessToken, endpoints }
+        : { transport, host: '127.0.0.1', port: demo.tcp!, token: tokens.accessToken, endpoints },
+    )
+    await client.call('auth.me', {})
+    await client.close()
+  }
+  await fetch(`${demo.base}/auth/me`, { headers: { authorization: 'Bearer not-a-token' } })
+  await new Promise((r) => setTimeout(r, 200))
+  const lines = callLines(demo.output()).filter((l) => l.endpoint === 'auth.me')
+  t.same(
+    lines.map((l) => [l.endpoint, l.transport, l.status, l.code, l.userId]),
+    [
+      ['auth.me', 'http', 200, 'OK', user.id],
+      ['auth.me', 'websocket', 200, 'OK', user.id],
+      ['auth.me', 'tcp', 200, 'OK', user.id],
+      ['auth.me', 'http', 401, 'TRV_UNAUTHORIZED', undefined],
+    ],
+  )
+  for (const line of lines) {
+    t.type(line.durationMs, 'number')
+    t.type(line.requestId, 'string')
+  }
+  t.notOk(demo.output().includes(tokens.accessToken), 'the access token never appears in the log')
+  t.notOk(demo.output().includes(tokens.accessToken.split('.')[2]!), 'nor its signature')
+})
+
+t.test('ACCESS_LOG=false: no access-log lines', async (t) => {
+  const demo = await startProcess('no-access-log', { LOG_LEVEL: 'info', ACCESS_LOG: 'false' })
+  t.teardown(() => demo.stop())
+  await fetch(`${demo.base}/health`)
+  await fetch(`${demo.base}/health`)
+  await new Promise((r) => setTimeout(r, 200))
+  t.same(callLines(demo.output()), [])
+})

@@ -16,6 +16,7 @@ import triviumProtections from '@trivium/protections'
 import triviumRbac, { RbacService } from '@trivium/rbac'
 import type { SqlClient } from '@trivium/sql'
 import triviumTcp from '@trivium/tcp'
+import triviumTracing from '@trivium/tracing'
 import triviumWebSocket from '@trivium/websocket'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
@@ -80,6 +81,8 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
 
   await app.register(triviumCore, { bodyLimit: config.bodyLimit })
   await app.register(triviumCodec)
+  // Spans go nowhere unless server.ts installed the SDK (OTEL_EXPORTER_OTLP_ENDPOINT).
+  await app.register(triviumTracing)
   await app.register(triviumMetrics, {
     expose: config.metrics,
     token: config.metricsToken,

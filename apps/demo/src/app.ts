@@ -21,6 +21,7 @@ import triviumWebSocket from '@trivium/websocket'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
 import { accessLog } from './access-log.js'
+import { registerApiDocs } from './api-docs.js'
 import { ConfigError, type DemoConfig } from './config.js'
 import { openDatabase } from './database.js'
 import { adminHandlers } from './endpoints/admin.js'
@@ -146,6 +147,8 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
     })
   }
   await app.register(triviumOpenApi, {
+    // /docs is Swagger UI (api-docs.ts); the document stays at /openapi.json.
+    docsPath: false,
     info: {
       title: 'Trivium Tasks',
       version: VERSION,
@@ -199,6 +202,7 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
       throw new ConfigError(`RATE_LIMITS names ${name}, which is not an endpoint of this service`)
   }
   serveWebPage(app)
+  await registerApiDocs(app)
   readinessRoute(app, sql, redis)
 
   const generatedAdminPassword = await ensureAdmin(app, sql, config, roleIds.admin)

@@ -127,7 +127,8 @@ async function runPrimary(): Promise<void> {
       }
       await new Promise((r) => setTimeout(r, 500))
     }
-    if (!stopping) console.error(`Trivium Tasks cluster: workers listen but are not ready after 30 s (${last})`)
+    if (!stopping)
+      console.error(`Trivium Tasks cluster: workers listen but are not ready after 30 s (${last})`)
   }
 
   async function shutdown(code: number): Promise<void> {

@@ -1,33 +1,19 @@
 // /docs is Swagger UI over our OpenAPI document (issue 18): in real Chromium, "Authorize" with a bearer
 // token and "Try it out" on GET /auth/me answer 200 from this server with the signed-in user.
-import { existsSync } from 'node:fs'
-import { chromium } from 'playwright-core'
 import t from 'tap'
+import { launchChromium } from './chromium.js'
 import { registerAndLogin, startDemo } from './helpers.js'
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 
 t.test(
   'Swagger UI at /docs: authorize with a bearer token, try GET /auth/me',
   { timeout: 120_000 },
   async (t) => {
-    t.ok(existsSync(CHROMIUM), `Chromium is installed at ${CHROMIUM}`)
     const { app } = await startDemo(t)
     await app.listen({ port: 0, host: '127.0.0.1' })
     const { port } = app.server.address() as { port: number }
     const { tokens } = await registerAndLogin(app, 'swaggeruser')
 
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--no-first-run',
-        '--disable-background-networking',
-      ],
-    })
-    t.teardown(() => browser.close())
+    const browser = await launchChromium(t)
     const page = await browser.newPage()
     const problems: string[] = []
     page.on('pageerror', (err) => problems.push(err.message))

@@ -32,6 +32,7 @@ import { taskHandlers } from './endpoints/tasks.js'
 import { refuseNulText } from './endpoints/text-rule.js'
 import { type Fanout, localFanout, redisFanout } from './fanout.js'
 import { type EndpointHandlers, registerEndpoints } from './generated/server.js'
+import { metricsPage } from './metrics-page.js'
 import { readinessRoute } from './readiness.js'
 import { ensureRights } from './rights.js'
 import { loadSecrets } from './secrets.js'
@@ -203,6 +204,7 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
   }
   serveWebPage(app)
   await registerApiDocs(app)
+  if (config.metrics) metricsPage(app)
   readinessRoute(app, sql, redis)
 
   const generatedAdminPassword = await ensureAdmin(app, sql, config, roleIds.admin)

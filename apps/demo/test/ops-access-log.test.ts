@@ -4,6 +4,9 @@ import t from 'tap'
 import { endpoints } from '../dist/generated/endpoints.js'
 import { registerAndLogin as registerOver, startProcess } from './scale-helpers.js'
 
+// A demo process starts in seconds, but on a machine busy with the whole suite it can take much longer.
+const SLOW_START = { timeoutMs: 90_000 }
+
 interface LogLine {
   msg?: string
   endpoint?: string
@@ -23,7 +26,7 @@ function callLines(output: string): LogLine[] {
 }
 
 t.test('one access-log line per call on HTTP, WebSocket and TCP; never the token', async (t) => {
-  const demo = await startProcess('access-log', { LOG_LEVEL: 'info', RATE_LIMIT_DEFAULT: 'off' })
+  const demo = await startProcess('access-log', { LOG_LEVEL: 'info', RATE_LIMIT_DEFAULT: 'off' }, SLOW_START)
   t.teardown(() => demo.stop())
   const { user, tokens } = await registerOver(demo.base, 'logger')
   await fetch(`${demo.base}/auth/me`, { headers: { authorization: `Bearer ${tokens.accessToken}` } })
@@ -57,7 +60,7 @@ t.test('one access-log line per call on HTTP, WebSocket and TCP; never the token
 })
 
 t.test('ACCESS_LOG=false: no access-log lines', async (t) => {
-  const demo = await startProcess('no-access-log', { LOG_LEVEL: 'info', ACCESS_LOG: 'false' })
+  const demo = await startProcess('no-access-log', { LOG_LEVEL: 'info', ACCESS_LOG: 'false' }, SLOW_START)
   t.teardown(() => demo.stop())
   await fetch(`${demo.base}/health`)
   await fetch(`${demo.base}/health`)

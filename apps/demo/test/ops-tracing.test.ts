@@ -5,6 +5,9 @@ import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import { startProcess } from './scale-helpers.js'
 
+// A demo process starts in seconds, but on a machine busy with the whole suite it can take much longer.
+const SLOW_START = { timeoutMs: 90_000 }
+
 t.test('OTEL_EXPORTER_OTLP_ENDPOINT: spans of the caller trace reach the collector', async (t) => {
   const bodies: Buffer[] = []
   const collector = createServer((req, res) => {
@@ -18,7 +21,11 @@ t.test('OTEL_EXPORTER_OTLP_ENDPOINT: spans of the caller trace reach the collect
   await new Promise<void>((r) => collector.listen(0, '127.0.0.1', r))
   t.teardown(() => new Promise<void>((r) => collector.close(() => r())))
   const { port } = collector.address() as AddressInfo
-  const demo = await startProcess('otel', { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}` })
+  const demo = await startProcess(
+    'otel',
+    { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}` },
+    SLOW_START,
+  )
   t.teardown(() => demo.stop())
   const traceId = '4bf92f3577b34da6a3ce929d0e0e4736'
   const res = await fetch(`${demo.base}/health`, {

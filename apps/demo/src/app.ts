@@ -18,7 +18,7 @@ import type { SqlClient } from '@trivium/sql'
 import triviumTcp from '@trivium/tcp'
 import triviumTracing from '@trivium/tracing'
 import triviumWebSocket from '@trivium/websocket'
-import Fastify, { type FastifyInstance, LogController } from 'fastify'
+import Fastify, { type FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
 import { accessLog } from './access-log.js'
 import { registerApiDocs } from './api-docs.js'
@@ -56,8 +56,6 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
     },
     trustProxy: config.trustProxy,
     bodyLimit: config.bodyLimit,
-    // The access log (one line per call, every transport) replaces Fastify's request lines.
-    logController: new LogController({ disableRequestLogging: true }),
   })
   const secrets = loadSecrets(config, (message) => app.log.warn(message))
   const sql = await openDatabase(config)

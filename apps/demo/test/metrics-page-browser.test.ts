@@ -3,7 +3,7 @@
 import { createClient } from '@trivium/client/node'
 import t from 'tap'
 import { endpoints } from '../dist/generated/endpoints.js'
-import { CHROMIUM, launchChromium } from './chromium.js'
+import { launchChromium } from './chromium.js'
 import { startDemo } from './helpers.js'
 
 t.test('live calls/s per transport, p99 and errors/s', { timeout: 120_000 }, async (t) => {
@@ -17,9 +17,7 @@ t.test('live calls/s per transport, p99 and errors/s', { timeout: 120_000 }, asy
     await ws.close()
     await tcp.close()
   })
-  const browser = await launchChromium()
-  t.teardown(() => browser.close())
-  t.ok(CHROMIUM)
+  const browser = await launchChromium(t)
   const page = await browser.newPage({ viewport: { width: 800, height: 700 } })
   const problems: string[] = []
   page.on('pageerror', (err) => problems.push(err.message))

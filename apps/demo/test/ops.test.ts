@@ -23,6 +23,8 @@ t.test('GET /metrics is on in the demo and counts calls per endpoint and transpo
     res.body,
     /\ntrivium_calls_total\{endpoint="auth\.me",transport="http",code="TRV_UNAUTHORIZED"\} 1\n/,
   )
+  // Auth publishes its failures on trivium:auth:failure; the metrics plugin counts them by reason.
+  t.match(res.body, /\ntrivium_auth_failures_total\{reason="missing"\} 1\n/)
 })
 
 t.test('METRICS=false turns /metrics off; METRICS_TOKEN protects it', async (t) => {

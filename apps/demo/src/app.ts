@@ -9,7 +9,11 @@ import { fileURLToPath } from 'node:url'
 import triviumAuth, { RedisRevocationStore } from '@trivium/auth'
 import { SqlTokenLedger, SqlUserStore } from '@trivium/auth/sql'
 import triviumCodec from '@trivium/codec'
-import triviumCore, { redactingRequestSerializer, ValidationException, websocketCredential } from '@trivium/core'
+import triviumCore, {
+  redactingRequestSerializer,
+  ValidationException,
+  websocketCredential,
+} from '@trivium/core'
 import triviumMetrics from '@trivium/metrics'
 import triviumOpenApi from '@trivium/openapi'
 import triviumProtections from '@trivium/protections'

@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 // Runs every package's tests in one tap run and ends with the plain summary line CI reads:
-// "N passed, N failed". Extra arguments are passed to tap (e.g. a file list).
+// "N passed, N failed". Extra arguments are passed to tap (e.g. a file list). First it brings what the tests
+// need (scripts/environment.mjs).
 import { spawn } from 'node:child_process'
 import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
+import { prepare } from './environment.mjs'
 
 const args = process.argv.slice(2)
 function testFiles(dir) {
@@ -17,12 +19,16 @@ const files =
     ? args
     : ['packages', 'apps']
         .flatMap((root) => (existsSync(root) ? readdirSync(root).map((p) => join(root, p, 'test')) : []))
+        .concat('scripts/test')
         .flatMap(testFiles)
         .sort()
 if (files.length === 0) {
   console.error('no test files found')
   process.exit(1)
 }
+
+// A fresh machine: start the databases, install the browser (one line says what happened).
+console.log(await prepare())
 
 const child = spawn('node_modules/.bin/tap', files, {
   stdio: ['ignore', 'pipe', 'inherit'],

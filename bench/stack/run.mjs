@@ -6,6 +6,8 @@ import { compare, startServer } from '../lib/harness.mjs'
 // bare route registered in the same instance.
 const bare = await startServer(new URL('../core/server.mjs', import.meta.url).pathname)
 const server = await startServer(new URL('./server.mjs', import.meta.url).pathname)
+// The same stack with @trivium/metrics registered, for the metrics-on / metrics-off ratio.
+const metered = await startServer(new URL('./server.mjs', import.meta.url).pathname, { BENCH_METRICS: '1' })
 try {
   const url = (p) => `http://127.0.0.1:${server.port}${p}`
   const auth = { authorization: `Bearer ${server.lines.find((l) => l.startsWith('TOKEN ')).slice(6)}` }
@@ -30,7 +32,26 @@ try {
       },
     ],
   })
+  const meteredAuth = {
+    authorization: `Bearer ${metered.lines.find((l) => l.startsWith('TOKEN ')).slice(6)}`,
+  }
+  await compare({
+    title: 'metrics cost: whole stack with @trivium/metrics on vs off (target ≥ 0.97×)',
+    baseline: 'stack, metrics off',
+    rounds: Number(process.env.BENCH_ROUNDS ?? 5),
+    duration: Number(process.env.BENCH_DURATION ?? 3),
+    cases: [
+      { name: 'stack, metrics off', url: url('/secure'), pid: server.pid, headers: auth },
+      {
+        name: 'stack, metrics on',
+        url: `http://127.0.0.1:${metered.port}/secure`,
+        pid: metered.pid,
+        headers: meteredAuth,
+      },
+    ],
+  })
 } finally {
+  await metered.stop()
   await server.stop()
   await bare.stop()
 }

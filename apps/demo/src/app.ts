@@ -14,15 +14,19 @@ import triviumCore, {
   ValidationException,
   websocketCredential,
 } from '@trivium/core'
+import triviumMetrics from '@trivium/metrics'
 import triviumOpenApi from '@trivium/openapi'
 import triviumProtections from '@trivium/protections'
 import triviumRbac, { RbacService } from '@trivium/rbac'
 import type { SqlClient } from '@trivium/sql'
 import triviumTcp from '@trivium/tcp'
+import triviumTracing from '@trivium/tracing'
 import triviumWebSocket from '@trivium/websocket'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
-import type { DemoConfig } from './config.js'
+import { accessLog } from './access-log.js'
+import { registerApiDocs } from './api-docs.js'
+import { ConfigError, type DemoConfig } from './config.js'
 import { openDatabase } from './database.js'
 import { adminHandlers } from './endpoints/admin.js'
 import { authHandlers } from './endpoints/auth.js'
@@ -32,6 +36,8 @@ import { taskHandlers } from './endpoints/tasks.js'
 import { refuseNulText } from './endpoints/text-rule.js'
 import { type Fanout, localFanout, redisFanout } from './fanout.js'
 import { type EndpointHandlers, registerEndpoints } from './generated/server.js'
+import { metricsPage } from './metrics-page.js'
+import { readinessRoute } from './readiness.js'
 import { ensureRights } from './rights.js'
 import { loadSecrets } from './secrets.js'
 import { TaskRepository } from './tasks/repository.js'
@@ -53,6 +59,7 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
       serializers: { req: redactingRequestSerializer() },
     },
     trustProxy: config.trustProxy,
+    bodyLimit: config.bodyLimit,
   })
   const secrets = loadSecrets(config, (message) => app.log.warn(message))
   const sql = await openDatabase(config)
@@ -76,11 +83,20 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
     : localFanout()
   app.addHook('onClose', async () => fanout.close())
 
-  await app.register(triviumCore)
+  await app.register(triviumCore, { bodyLimit: config.bodyLimit })
   await app.register(triviumCodec)
+  // Spans go nowhere unless server.ts installed the SDK (OTEL_EXPORTER_OTLP_ENDPOINT).
+  await app.register(triviumTracing)
+  await app.register(triviumMetrics, {
+    expose: config.metrics,
+    token: config.metricsToken,
+    redis: redis ? { redis } : undefined,
+  })
+  if (config.accessLog) app.trivium.use(accessLog(), { name: 'access-log', first: true })
   await app.register(triviumAuth, {
     secret: secrets.signingSecret,
     issuer: 'trivium-tasks',
+    accessTokenTtlSeconds: config.accessTokenTtlSeconds,
     revocationStore: redis
       ? new RedisRevocationStore({
           client: redis,
@@ -102,7 +118,18 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
   })
   // Users are auth's table: assigning a role to an id that is not a user is a 404 (and a foreign key).
   await app.register(triviumRbac, { sql, usersTable: 'auth_users' })
-  await app.register(triviumProtections, { rateLimit: { redis, redisPrefix: `${config.redisPrefix}rl:` } })
+  await app.register(triviumProtections, {
+    cors: { allowedOrigins: config.corsOrigins, allowCredentials: config.corsCredentials },
+    rateLimit:
+      config.rateLimitDefault === false
+        ? false
+        : {
+            redis,
+            redisPrefix: `${config.redisPrefix}rl:`,
+            defaultLimit: config.rateLimitDefault,
+            limits: config.rateLimits,
+          },
+  })
   await app.register(triviumWebSocket, {
     path: '/ws',
     bus: fanout.bus,
@@ -123,6 +150,8 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
     })
   }
   await app.register(triviumOpenApi, {
+    // /docs is Swagger UI (api-docs.ts); the document stays at /openapi.json.
+    docsPath: false,
     info: {
       title: 'Trivium Tasks',
       version: VERSION,
@@ -171,7 +200,14 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
   }
   app.trivium.use(refuseNulText, { name: 'text-rule' })
   registerEndpoints(app.trivium, handlers)
+  for (const name of Object.keys(config.rateLimits)) {
+    if (!app.trivium.registry.has(name))
+      throw new ConfigError(`RATE_LIMITS names ${name}, which is not an endpoint of this service`)
+  }
   serveWebPage(app)
+  await registerApiDocs(app)
+  if (config.metrics) metricsPage(app)
+  readinessRoute(app, sql, redis)
 
   const generatedAdminPassword = await ensureAdmin(app, sql, config, roleIds.admin)
   return { app, sql, generatedAdminPassword }

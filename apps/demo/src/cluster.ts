@@ -10,6 +10,7 @@ import cluster, { type Worker } from 'node:cluster'
 import net from 'node:net'
 import { availableParallelism } from 'node:os'
 import { loadConfig } from './config.js'
+import { READY_PATH } from './readiness.js'
 import { loadSecrets } from './secrets.js'
 
 if (cluster.isPrimary) {
@@ -101,12 +102,34 @@ async function runPrimary(): Promise<void> {
 
   let listening = 0
   cluster.on('listening', () => {
-    if (++listening === workers * (tcpPort >= 0 ? 2 : 1))
-      console.error(
-        `Trivium Tasks cluster: ${workers} workers on http://${config.host}:${port}` +
-          (tcpPort >= 0 ? ` and tcp://${config.host}:${tcpPort}` : ''),
-      )
+    if (++listening === workers * (tcpPort >= 0 ? 2 : 1)) void announceReady()
   })
+
+  // Listening is not ready: the line is printed once GET /health/ready answers 200 (PostgreSQL and Redis
+  // reachable), so scripts can wait for it.
+  async function announceReady(): Promise<void> {
+    const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host
+    const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}${READY_PATH}`
+    let last = ''
+    for (let i = 0; i < 60 && !stopping; i++) {
+      try {
+        const res = await fetch(url)
+        if (res.ok) {
+          console.error(
+            `Trivium Tasks cluster: ${workers} workers ready on http://${config.host}:${port}` +
+              (tcpPort >= 0 ? ` and tcp://${config.host}:${tcpPort}` : ''),
+          )
+          return
+        }
+        last = ((await res.json()) as { message?: string }).message ?? `status ${res.status}`
+      } catch (err) {
+        last = (err as Error).message
+      }
+      await new Promise((r) => setTimeout(r, 500))
+    }
+    if (!stopping)
+      console.error(`Trivium Tasks cluster: workers listen but are not ready after 30 s (${last})`)
+  }
 
   async function shutdown(code: number): Promise<void> {
     if (stopping) return

@@ -30,20 +30,131 @@ export interface DemoConfig {
   hashSalt: string | undefined
   /** Name of this instance in logs and /health (several instances share one database). */
   instanceName: string
+  /** CORS_ORIGINS: allowed origins (`*`, `*.example.com`, or `https://host[:port]`). */
+  corsOrigins: string[]
+  /** CORS_CREDENTIALS: send Access-Control-Allow-Credentials (refused with `*`). */
+  corsCredentials: boolean
+  /** RATE_LIMIT_DEFAULT: limit of endpoints without one of their own; false = rate limiting off. */
+  rateLimitDefault: RateLimitSetting | false
+  /** RATE_LIMITS: endpoint name → limit, or false for none (wins over the schema's limits). */
+  rateLimits: Record<string, RateLimitSetting | false>
+  /** BODY_LIMIT: largest request body (HTTP body, WebSocket message, TCP frame payload) in bytes. */
+  bodyLimit: number
+  /** ACCESS_TOKEN_TTL: access-token lifetime in seconds. */
+  accessTokenTtlSeconds: number
+  /** METRICS: serve GET /metrics (default true in the demo). */
+  metrics: boolean
+  /** METRICS_TOKEN: bearer token GET /metrics requires (none by default). */
+  metricsToken: string | undefined
+  /** ACCESS_LOG: one log line per call on every transport (default true). */
+  accessLog: boolean
+}
+
+export interface RateLimitSetting {
+  requests: number
+  windowMs: number
+}
+
+/** Thrown for a bad setting; server.ts prints the message alone (no stack trace) and exits 1. */
+export class ConfigError extends Error {
+  override name = 'ConfigError'
 }
 
 function port(name: string, raw: string | undefined, fallback: number, allowOff = false): number {
   const value = raw === undefined || raw === '' ? fallback : Number(raw)
   if (!Number.isInteger(value) || value < (allowOff ? -1 : 0) || value > 65535) {
-    throw new Error(`${name} must be a port number${allowOff ? ' (or -1 to disable)' : ''}, got ${raw}`)
+    throw new ConfigError(`${name} must be a port number${allowOff ? ' (or -1 to disable)' : ''}, got ${raw}`)
   }
   return value
+}
+
+function bool(name: string, raw: string | undefined, fallback: boolean): boolean {
+  if (raw === undefined || raw === '') return fallback
+  if (raw === 'true' || raw === '1') return true
+  if (raw === 'false' || raw === '0') return false
+  throw new ConfigError(`${name} must be true or false, got ${raw}`)
+}
+
+function positiveInt(name: string, raw: string | undefined, fallback: number, unit: string): number {
+  if (raw === undefined || raw === '') return fallback
+  const value = Number(raw)
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(value) || value <= 0)
+    throw new ConfigError(`${name} must be a positive whole number of ${unit}, got ${raw}`)
+  return value
+}
+
+const ORIGIN = /^https?:\/\/[a-z0-9.-]+(:\d{1,5})?$/i
+const WILDCARD = /^\*\.[a-z0-9-]+(\.[a-z0-9-]+)*$/i
+
+/** CORS_ORIGINS: comma-separated; `*`, `*.example.com` (any subdomain) or an exact origin. */
+export function parseOrigins(raw: string | undefined): string[] {
+  if (raw === undefined || raw.trim() === '') return ['*']
+  const origins = raw.split(',').map((o) => o.trim())
+  for (const origin of origins) {
+    if (origin !== '*' && !WILDCARD.test(origin) && !ORIGIN.test(origin)) {
+      throw new ConfigError(
+        `CORS_ORIGINS entry "${origin}" is not an origin: use *, *.example.com or https://host[:port] (no path), comma-separated`,
+      )
+    }
+  }
+  return origins
+}
+
+const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
+const LIMIT_FORMAT = 'use <requests>/<window> such as 100/60s, 5/1m or 1000/500ms, or 0 (or off) for no limit'
+
+/** One limit: `100/60s` (requests per window; units ms, s, m, h), or `0` / `off` = no limit. */
+export function parseLimit(name: string, raw: string): RateLimitSetting | false {
+  const text = raw.trim()
+  if (text === '0' || text === 'off') return false
+  const match = /^(\d+)\/(\d+)(ms|s|m|h)$/.exec(text)
+  const requests = Number(match?.[1])
+  const windowMs = Number(match?.[2]) * UNITS[match?.[3] ?? 's']!
+  if (
+    !match ||
+    requests < 1 ||
+    windowMs < 1 ||
+    !Number.isSafeInteger(requests) ||
+    !Number.isSafeInteger(windowMs)
+  )
+    throw new ConfigError(`${name} "${raw}" is not a rate limit: ${LIMIT_FORMAT}`)
+  return { requests, windowMs }
+}
+
+/** RATE_LIMITS: `auth.login=5/60s,tasks.create=off` (comma-separated endpoint=limit). */
+export function parseLimits(raw: string | undefined): Record<string, RateLimitSetting | false> {
+  const limits: Record<string, RateLimitSetting | false> = {}
+  if (raw === undefined || raw.trim() === '') return limits
+  for (const entry of raw.split(',')) {
+    const eq = entry.indexOf('=')
+    const endpoint = entry.slice(0, eq).trim()
+    if (eq < 0 || !/^[A-Za-z][\w.-]*$/.test(endpoint))
+      throw new ConfigError(
+        `RATE_LIMITS entry "${entry.trim()}" must be <endpoint>=<limit>, e.g. auth.login=5/60s`,
+      )
+    if (endpoint in limits) throw new ConfigError(`RATE_LIMITS names ${endpoint} twice`)
+    limits[endpoint] = parseLimit(`RATE_LIMITS ${endpoint}`, entry.slice(eq + 1))
+  }
+  return limits
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): DemoConfig {
   const tcpMode = env.TCP_MODE ?? 'direct'
   if (tcpMode !== 'direct' && tcpMode !== 'inject')
-    throw new Error(`TCP_MODE must be direct or inject, got ${tcpMode}`)
+    throw new ConfigError(`TCP_MODE must be direct or inject, got ${tcpMode}`)
+  const corsOrigins = parseOrigins(env.CORS_ORIGINS)
+  const corsCredentials = bool('CORS_CREDENTIALS', env.CORS_CREDENTIALS, false)
+  if (corsCredentials && corsOrigins.includes('*'))
+    throw new ConfigError('CORS_CREDENTIALS=true needs CORS_ORIGINS to list the allowed origins (not *)')
+  const rateLimitDefault = parseLimit('RATE_LIMIT_DEFAULT', env.RATE_LIMIT_DEFAULT || '100/60s')
+  const rateLimits = parseLimits(env.RATE_LIMITS)
+  if (rateLimitDefault === false && Object.keys(rateLimits).length > 0)
+    throw new ConfigError(
+      'RATE_LIMIT_DEFAULT=off turns rate limiting off for every endpoint; unset RATE_LIMITS',
+    )
+  const metricsToken = env.METRICS_TOKEN || undefined
+  if (metricsToken !== undefined && metricsToken.length < 16)
+    throw new ConfigError('METRICS_TOKEN must be at least 16 characters (e.g. openssl rand -hex 16)')
   return {
     host: env.HOST ?? '127.0.0.1',
     port: port('PORT', env.PORT, 3000),
@@ -64,5 +175,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): DemoConfig {
     encryptionKey: env.ENCRYPTION_KEY || undefined,
     hashSalt: env.HASH_SALT || undefined,
     instanceName: env.INSTANCE_NAME ?? `demo-${process.pid}`,
+    corsOrigins,
+    corsCredentials,
+    rateLimitDefault,
+    rateLimits,
+    bodyLimit: positiveInt('BODY_LIMIT', env.BODY_LIMIT, 1_048_576, 'bytes'),
+    accessTokenTtlSeconds: positiveInt('ACCESS_TOKEN_TTL', env.ACCESS_TOKEN_TTL, 3600, 'seconds'),
+    metrics: bool('METRICS', env.METRICS, true),
+    metricsToken,
+    accessLog: bool('ACCESS_LOG', env.ACCESS_LOG, true),
   }
 }

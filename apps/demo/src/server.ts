@@ -2,11 +2,16 @@
 // WebSocket/TCP clients get GOAWAY, in-flight calls and streams drain, then connections close.
 import { buildApp } from './app.js'
 import { loadConfig } from './config.js'
+import { startTelemetry } from './telemetry.js'
 
-const config = loadConfig()
+let config: ReturnType<typeof loadConfig>
 let demo: Awaited<ReturnType<typeof buildApp>>
 try {
+  // A bad setting is refused here with its message alone (ConfigError), before anything listens.
+  config = loadConfig()
+  const stopTelemetry = startTelemetry()
   demo = await buildApp(config)
+  if (stopTelemetry) demo.app.addHook('onClose', stopTelemetry)
 } catch (err) {
   console.error(`Trivium Tasks failed to start: ${(err as Error).message}`)
   process.exit(1)

@@ -6,7 +6,10 @@ import type { Test } from 'tap'
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 
 export async function launchChromium(t: Test): Promise<Browser> {
-  t.ok(existsSync(CHROMIUM), `Chromium is installed at ${CHROMIUM} (.ci/run installs Debian's chromium)`)
+  t.ok(
+    existsSync(CHROMIUM),
+    `Chromium is installed at ${CHROMIUM} (the test command installs Debian's chromium)`,
+  )
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: [

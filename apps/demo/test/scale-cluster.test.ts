@@ -67,8 +67,9 @@ t.test('start:cluster with 2 workers: one port, both workers answer', async (t) 
     await dropBackend(backend)
   })
   t.ok(cluster.tcp, 'a TCP port')
-  // The first worker's TRIVIUM_PORTS line came first; the primary says when every worker listens.
-  t.ok(await until(async () => cluster.output().includes('Trivium Tasks cluster: 2 workers on'), 20000))
+  // The first worker's TRIVIUM_PORTS line came first; the primary says when every worker listens and
+  // GET /health/ready answers 200.
+  t.ok(await until(async () => cluster.output().includes('Trivium Tasks cluster: 2 workers ready on'), 20000))
 
   const seen = new Map<string, number>()
   for (let i = 0; i < 20; i++) {

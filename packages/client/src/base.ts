@@ -87,6 +87,22 @@ export abstract class BaseClient implements TriviumClient {
       throw optionError('refresh must be a function')
     }
     this.refreshFn = options.refresh
+    if (
+      options.traceparent !== undefined &&
+      typeof options.traceparent !== 'string' &&
+      typeof options.traceparent !== 'function'
+    ) {
+      throw optionError('traceparent must be a string or a function')
+    }
+    this.traceparentSource = options.traceparent
+  }
+
+  private readonly traceparentSource: string | (() => string | undefined) | undefined
+
+  /** The `traceparent` to send now, if any. */
+  protected currentTraceparent(): string | undefined {
+    const source = this.traceparentSource
+    return typeof source === 'function' ? source() : source
   }
 
   get state(): ConnectionState {

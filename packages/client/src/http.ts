@@ -106,6 +106,8 @@ export class HttpClient extends BaseClient {
     const headers: Record<string, string> = { ...this.headers, accept }
     const token = await this.currentToken()
     if (token) headers.authorization = `Bearer ${token}`
+    const traceparent = this.currentTraceparent()
+    if (traceparent) headers.traceparent = traceparent
     let body: RequestInit['body']
     if (parts.body !== undefined) {
       if (this.useBinary(spec.request, 'encode') && request !== undefined) {

@@ -74,6 +74,8 @@ export class TcpClient extends FrameClient {
     const metadata: Record<string, string> = { format }
     const token = await this.currentToken()
     if (token) metadata.auth_token = token
+    const traceparent = this.currentTraceparent()
+    if (traceparent) metadata.traceparent = traceparent
     const meta = encodeMetadata(metadata)
     const body = await this.encodeModel(spec.request, request, format, spec.name)
     const out = new Uint8Array(meta.length + body.length)

@@ -83,6 +83,9 @@ export interface CommonClientOptions {
   format?: PayloadFormat
   /** Default per-call deadline in ms (default 30000; 0 disables). */
   timeoutMs?: number
+  /** W3C `traceparent` (or a provider) sent to continue a trace: HTTP header and TCP metadata per call,
+   *  WebSocket upgrade URL query per connection (browsers cannot set upgrade headers). */
+  traceparent?: string | (() => string | undefined)
 }
 
 export interface ReconnectOptions {

@@ -92,6 +92,8 @@ export class WebSocketClient extends FrameClient {
     url.searchParams.set('format', this.connFormat)
     const token = await this.currentToken()
     if (token) url.searchParams.set('token', token)
+    const traceparent = this.currentTraceparent()
+    if (traceparent) url.searchParams.set('traceparent', traceparent)
     let ws: WebSocketLike
     try {
       ws = new this.Ctor(url.toString())

@@ -14,6 +14,9 @@ export interface MiddlewareOptions {
   name?: string
   /** Names that must be registered before this one; checked when the server starts. */
   after?: string[]
+  /** Run before every middleware registered without `first` (observers such as metrics, tracing and the
+   *  access log must see every call, including ones auth or rate-limit refuse). Firsts keep their order. */
+  first?: boolean
 }
 
 interface Entry {
@@ -22,6 +25,7 @@ interface Entry {
   after: string[]
   /** The Fastify context it was added in (undefined: the context core was registered in, i.e. every endpoint). */
   scope: object | undefined
+  first: boolean
 }
 
 /** True when `context` is `scope` or one of its descendants (Fastify children inherit by prototype). */
@@ -53,7 +57,10 @@ export class Pipeline {
     if (options.name && this.entries.some((e) => e.name === options.name)) {
       throw new MiddlewareOrderError(`a middleware named "${options.name}" is already registered`)
     }
-    this.entries.push({ fn, name: options.name, after: options.after ?? [], scope })
+    const entry = { fn, name: options.name, after: options.after ?? [], scope, first: options.first === true }
+    const at = entry.first ? this.entries.findIndex((e) => !e.first) : -1
+    if (at === -1) this.entries.push(entry)
+    else this.entries.splice(at, 0, entry)
     this.chain = this.entries.map((e) => e.fn)
     if (scope !== undefined) this.scoped = true
     this.chains = new WeakMap()

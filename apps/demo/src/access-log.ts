@@ -1,0 +1,41 @@
+// One access-log line per call on every transport (ACCESS_LOG, default on): endpoint, transport,
+// status, code, duration, request id and user id. Registered `first`, so refused calls are logged too.
+// Headers, metadata and bodies are never logged: tokens cannot leak through this line.
+import type { Middleware, TriviumCall } from '@trivium/core'
+
+export const ACCESS_LOG_MESSAGE = 'call'
+
+function userIdOf(call: TriviumCall<any>): string | number | undefined {
+  const identity = (call as { identity?: { userId?: string | number } }).identity
+  const id = identity?.userId ?? call.context.user_id
+  return typeof id === 'string' || typeof id === 'number' ? id : undefined
+}
+
+export function accessLog(): Middleware {
+  return async function triviumAccessLog(call, next) {
+    const start = performance.now()
+    let status = call.definition.status
+    let code = 'OK'
+    try {
+      return await next()
+    } catch (err) {
+      const e = err as { statusCode?: unknown; code?: unknown }
+      status = typeof e.statusCode === 'number' ? e.statusCode : 500
+      code = typeof e.code === 'string' && e.code.startsWith('TRV_') ? e.code : 'TRV_INTERNAL'
+      throw err
+    } finally {
+      call.log.info(
+        {
+          endpoint: call.endpoint,
+          transport: call.protocol,
+          status,
+          code,
+          durationMs: Math.round((performance.now() - start) * 1000) / 1000,
+          requestId: call.requestId,
+          userId: userIdOf(call),
+        },
+        ACCESS_LOG_MESSAGE,
+      )
+    }
+  }
+}

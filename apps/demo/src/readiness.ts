@@ -1,0 +1,59 @@
+// Readiness (`GET /health/ready`): the database and Redis answer within a deadline. 200 when both do,
+// otherwise 503 in the documented error body, naming what is down. Liveness (`GET /health`) stays the
+// cheap endpoint that touches nothing.
+import { ServiceUnavailableException, toErrorBody } from '@trivium/core'
+import type { SqlClient } from '@trivium/sql'
+import type { FastifyInstance } from 'fastify'
+
+export const READY_PATH = '/health/ready'
+const CHECK_TIMEOUT_MS = 2000
+
+type State = 'up' | 'down' | 'not configured'
+
+async function within(check: () => Promise<unknown>): Promise<State> {
+  let timer: NodeJS.Timeout | undefined
+  try {
+    await Promise.race([
+      check(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error('timeout')), CHECK_TIMEOUT_MS)
+      }),
+    ])
+    return 'up'
+  } catch {
+    return 'down'
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+export function readinessRoute(
+  app: FastifyInstance,
+  sql: SqlClient,
+  redis: { ping(): Promise<unknown> } | undefined,
+): void {
+  const names = { postgres: 'PostgreSQL', pglite: 'the embedded database' } as const
+  app.get(READY_PATH, { logLevel: 'warn' }, async (request, reply) => {
+    const [database, redisState] = await Promise.all([
+      within(() => sql.query('SELECT 1')),
+      redis ? within(() => redis.ping()) : Promise.resolve<State>('not configured'),
+    ])
+    const checks = { database, databaseKind: sql.dialect, redis: redisState }
+    if (database === 'up' && redisState !== 'down') return { status: 'ready', checks }
+    const down = [
+      database === 'down' ? names[sql.dialect] : undefined,
+      redisState === 'down' ? 'Redis' : undefined,
+    ]
+      .filter(Boolean)
+      .join(' and ')
+    const error = new ServiceUnavailableException(
+      `Not ready: ${down} ${down.includes(' and ') ? 'are' : 'is'} down`,
+    )
+    // details in the documented FieldError form: one entry per dependency that is down.
+    const details = [
+      ...(database === 'down' ? [{ field: 'database', message: `${names[sql.dialect]} is down` }] : []),
+      ...(redisState === 'down' ? [{ field: 'redis', message: 'Redis is down' }] : []),
+    ]
+    return reply.code(503).send({ ...toErrorBody(error, request.id), details })
+  })
+}

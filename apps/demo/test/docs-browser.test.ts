@@ -1,0 +1,53 @@
+// /docs is Swagger UI over our OpenAPI document (issue 18): in real Chromium, "Authorize" with a bearer
+// token and "Try it out" on GET /auth/me answer 200 from this server with the signed-in user.
+import t from 'tap'
+import { launchChromium } from './chromium.js'
+import { registerAndLogin, startDemo } from './helpers.js'
+
+t.test(
+  'Swagger UI at /docs: authorize with a bearer token, try GET /auth/me',
+  { timeout: 120_000 },
+  async (t) => {
+    const { app } = await startDemo(t)
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const { port } = app.server.address() as { port: number }
+    const { tokens } = await registerAndLogin(app, 'swaggeruser')
+
+    const browser = await launchChromium(t)
+    const page = await browser.newPage()
+    const problems: string[] = []
+    page.on('pageerror', (err) => problems.push(err.message))
+    page.on('console', (msg) => {
+      if (msg.type() === 'error') problems.push(msg.text())
+    })
+    await page.goto(`http://127.0.0.1:${port}/docs`)
+    const title = await page.waitForSelector('.swagger-ui .info .title', { timeout: 30_000 })
+    t.match(await title.textContent(), /Trivium Tasks/)
+
+    // Authorize: the bearer scheme's value field, then the modal's Authorize button.
+    await page.click('.swagger-ui .auth-wrapper .authorize')
+    await page
+      .locator('.modal-ux input[type=text], .modal-ux input[type=password]')
+      .first()
+      .fill(tokens.accessToken)
+    await page.locator('.modal-ux .auth-btn-wrapper .authorize').first().click()
+    await page.locator('.modal-ux .btn-done, .modal-ux .close-modal').first().click()
+
+    const op = page.locator('.opblock', {
+      has: page.locator('.opblock-summary-path', { hasText: /^\/auth\/me$/ }),
+    })
+    await op.locator('.opblock-summary').first().click()
+    await op.locator('.try-out__btn').click()
+    await op.locator('.execute').click()
+    const status = await op.locator('.live-responses-table tr.response .response-col_status').first()
+    await status.waitFor({ timeout: 30_000 })
+    t.equal((await status.textContent())?.trim(), '200')
+    const body = await op.locator('.live-responses-table .response-col_description pre').first().textContent()
+    t.match(body, /"username": "swaggeruser"/)
+    t.same(
+      problems.filter((p) => /Content Security Policy|Refused/.test(p)),
+      [],
+      'no CSP violations',
+    )
+  },
+)

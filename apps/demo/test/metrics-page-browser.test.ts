@@ -1,0 +1,50 @@
+// The admin page /admin/metrics (issue 18) in real Chromium: while calls arrive on HTTP, WebSocket and TCP
+// it shows calls per second for each transport, a p99 and the errors per second, from /metrics.
+import { createClient } from '@trivium/client/node'
+import t from 'tap'
+import { endpoints } from '../dist/generated/endpoints.js'
+import { launchChromium } from './chromium.js'
+import { startDemo } from './helpers.js'
+
+t.test('live calls/s per transport, p99 and errors/s', { timeout: 120_000 }, async (t) => {
+  const { app } = await startDemo(t, { rateLimitDefault: false })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = app.server.address() as { port: number }
+  const tcpPort = app.triviumTcp.address()!.port
+  const ws = createClient({ transport: 'websocket', url: `ws://127.0.0.1:${port}/ws`, endpoints })
+  const tcp = createClient({ transport: 'tcp', host: '127.0.0.1', port: tcpPort, endpoints })
+  t.teardown(async () => {
+    await ws.close()
+    await tcp.close()
+  })
+  const browser = await launchChromium(t)
+  const page = await browser.newPage({ viewport: { width: 800, height: 700 } })
+  const problems: string[] = []
+  page.on('pageerror', (err) => problems.push(err.message))
+  await page.goto(`http://127.0.0.1:${port}/admin/metrics?every=400`)
+
+  let loading = true
+  const load = (async () => {
+    while (loading) {
+      await Promise.all([
+        fetch(`http://127.0.0.1:${port}/health`),
+        fetch(`http://127.0.0.1:${port}/auth/me`), // 401: an error
+        ws.call('health', {}),
+        tcp.call('health', {}),
+      ])
+    }
+  })()
+  const positive = (id: string) =>
+    page.waitForFunction((sel) => Number(document.getElementById(sel)?.textContent) > 0, id, {
+      timeout: 30_000,
+    })
+  await Promise.all(['rate-http', 'rate-websocket', 'rate-tcp', 'errors'].map(positive))
+  await page.waitForFunction(() => /ms/.test(document.getElementById('p99')?.textContent ?? ''), undefined, {
+    timeout: 30_000,
+  })
+  if (process.env.SCREENSHOT) await page.screenshot({ path: process.env.SCREENSHOT })
+  loading = false
+  await load
+  t.match(await page.textContent('#p99'), /^≤ [\d.]+ ms$/)
+  t.same(problems, [])
+})

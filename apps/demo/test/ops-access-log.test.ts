@@ -1,0 +1,69 @@
+// One access-log line per call on every transport (issue 18), without tokens; ACCESS_LOG=false turns it off.
+import { createClient } from '@trivium/client/node'
+import t from 'tap'
+import { endpoints } from '../dist/generated/endpoints.js'
+import { registerAndLogin as registerOver, startProcess } from './scale-helpers.js'
+
+// A demo process starts in seconds, but on a machine busy with the whole suite it can take much longer.
+const SLOW_START = { timeoutMs: 90_000 }
+
+interface LogLine {
+  msg?: string
+  endpoint?: string
+  transport?: string
+  status?: number
+  code?: string
+  durationMs?: number
+  requestId?: string
+  userId?: number | string
+}
+function callLines(output: string): LogLine[] {
+  return output
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as LogLine)
+    .filter((l) => l.msg === 'call')
+}
+
+t.test('one access-log line per call on HTTP, WebSocket and TCP; never the token', async (t) => {
+  const demo = await startProcess('access-log', { LOG_LEVEL: 'info', RATE_LIMIT_DEFAULT: 'off' }, SLOW_START)
+  t.teardown(() => demo.stop())
+  const { user, tokens } = await registerOver(demo.base, 'logger')
+  await fetch(`${demo.base}/auth/me`, { headers: { authorization: `Bearer ${tokens.accessToken}` } })
+  for (const transport of ['websocket', 'tcp'] as const) {
+    const client = createClient(
+      transport === 'websocket'
+        ? { transport, url: `ws://127.0.0.1:${demo.http}/ws`, token: tokens.accessToken, endpoints }
+        : { transport, host: '127.0.0.1', port: demo.tcp!, token: tokens.accessToken, endpoints },
+    )
+    await client.call('auth.me', {})
+    await client.close()
+  }
+  await fetch(`${demo.base}/auth/me`, { headers: { authorization: 'Bearer not-a-token' } })
+  await new Promise((r) => setTimeout(r, 200))
+  const lines = callLines(demo.output()).filter((l) => l.endpoint === 'auth.me')
+  t.same(
+    lines.map((l) => [l.endpoint, l.transport, l.status, l.code, l.userId]),
+    [
+      ['auth.me', 'http', 200, 'OK', user.id],
+      ['auth.me', 'websocket', 200, 'OK', user.id],
+      ['auth.me', 'tcp', 200, 'OK', user.id],
+      ['auth.me', 'http', 401, 'TRV_UNAUTHORIZED', undefined],
+    ],
+  )
+  for (const line of lines) {
+    t.type(line.durationMs, 'number')
+    t.type(line.requestId, 'string')
+  }
+  t.notOk(demo.output().includes(tokens.accessToken), 'the access token never appears in the log')
+  t.notOk(demo.output().includes(tokens.accessToken.split('.')[2]!), 'nor its signature')
+})
+
+t.test('ACCESS_LOG=false: no access-log lines', async (t) => {
+  const demo = await startProcess('no-access-log', { LOG_LEVEL: 'info', ACCESS_LOG: 'false' }, SLOW_START)
+  t.teardown(() => demo.stop())
+  await fetch(`${demo.base}/health`)
+  await fetch(`${demo.base}/health`)
+  await new Promise((r) => setTimeout(r, 200))
+  t.same(callLines(demo.output()), [])
+})

@@ -1,0 +1,172 @@
+// Deployment settings of the demo (issue 18): CORS_ORIGINS / CORS_CREDENTIALS, RATE_LIMIT_DEFAULT /
+// RATE_LIMITS (0 or off = no limit), BODY_LIMIT, ACCESS_TOKEN_TTL, METRICS / METRICS_TOKEN, ACCESS_LOG.
+// Bad values are refused at start-up with one clear line.
+import { spawnSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import t from 'tap'
+import { loadConfig } from '../dist/config.js'
+import { registerAndLogin, startDemo } from './helpers.js'
+
+const SERVER = fileURLToPath(new URL('../dist/server.js', import.meta.url))
+
+t.test(
+  'defaults: any origin, the spec limit 100/60 s, 1 MiB bodies, 1 h tokens, metrics and access log on',
+  async (t) => {
+    const c = loadConfig({})
+    t.same(c.corsOrigins, ['*'])
+    t.equal(c.corsCredentials, false)
+    t.same(c.rateLimitDefault, { requests: 100, windowMs: 60_000 })
+    t.same(c.rateLimits, {})
+    t.equal(c.bodyLimit, 1_048_576)
+    t.equal(c.accessTokenTtlSeconds, 3600)
+    t.equal(c.metrics, true)
+    t.equal(c.metricsToken, undefined)
+    t.equal(c.accessLog, true)
+  },
+)
+
+t.test('values are parsed', async (t) => {
+  const c = loadConfig({
+    CORS_ORIGINS: 'https://app.example.com, *.example.org,http://localhost:5173',
+    CORS_CREDENTIALS: 'true',
+    RATE_LIMIT_DEFAULT: '1000/1m',
+    RATE_LIMITS: 'auth.login=0,auth.register=off,tasks.create=20/500ms',
+    BODY_LIMIT: '65536',
+    ACCESS_TOKEN_TTL: '900',
+    METRICS: 'false',
+    METRICS_TOKEN: 'abcdefghijklmnop',
+    ACCESS_LOG: 'false',
+  })
+  t.same(c.corsOrigins, ['https://app.example.com', '*.example.org', 'http://localhost:5173'])
+  t.equal(c.corsCredentials, true)
+  t.same(c.rateLimitDefault, { requests: 1000, windowMs: 60_000 })
+  t.same(c.rateLimits, {
+    'auth.login': false,
+    'auth.register': false,
+    'tasks.create': { requests: 20, windowMs: 500 },
+  })
+  t.equal(c.bodyLimit, 65536)
+  t.equal(c.accessTokenTtlSeconds, 900)
+  t.equal(c.metrics, false)
+  t.equal(c.metricsToken, 'abcdefghijklmnop')
+  t.equal(c.accessLog, false)
+  t.equal(loadConfig({ RATE_LIMIT_DEFAULT: 'off' }).rateLimitDefault, false)
+})
+
+const BAD: Array<[Record<string, string>, string]> = [
+  [
+    { CORS_ORIGINS: 'https://example.com/path' },
+    'CORS_ORIGINS entry "https://example.com/path" is not an origin: use *, *.example.com or https://host[:port] (no path), comma-separated',
+  ],
+  [{ CORS_CREDENTIALS: 'yes' }, 'CORS_CREDENTIALS must be true or false, got yes'],
+  [
+    { CORS_CREDENTIALS: 'true' },
+    'CORS_CREDENTIALS=true needs CORS_ORIGINS to list the allowed origins (not *)',
+  ],
+  [
+    { RATE_LIMIT_DEFAULT: '100' },
+    'RATE_LIMIT_DEFAULT "100" is not a rate limit: use <requests>/<window> such as 100/60s, 5/1m or 1000/500ms, or 0 (or off) for no limit',
+  ],
+  [
+    { RATE_LIMITS: 'auth.login=5/0s' },
+    'RATE_LIMITS auth.login "5/0s" is not a rate limit: use <requests>/<window> such as 100/60s, 5/1m or 1000/500ms, or 0 (or off) for no limit',
+  ],
+  [
+    { RATE_LIMITS: 'auth.login' },
+    'RATE_LIMITS entry "auth.login" must be <endpoint>=<limit>, e.g. auth.login=5/60s',
+  ],
+  [{ RATE_LIMITS: 'a=1/1s,a=2/1s' }, 'RATE_LIMITS names a twice'],
+  [
+    { RATE_LIMIT_DEFAULT: 'off', RATE_LIMITS: 'auth.login=5/60s' },
+    'RATE_LIMIT_DEFAULT=off turns rate limiting off for every endpoint; unset RATE_LIMITS',
+  ],
+  [{ BODY_LIMIT: '1e6' }, 'BODY_LIMIT must be a positive whole number of bytes, got 1e6'],
+  [{ BODY_LIMIT: '0' }, 'BODY_LIMIT must be a positive whole number of bytes, got 0'],
+  [{ ACCESS_TOKEN_TTL: '-5' }, 'ACCESS_TOKEN_TTL must be a positive whole number of seconds, got -5'],
+  [{ METRICS_TOKEN: 'short' }, 'METRICS_TOKEN must be at least 16 characters (e.g. openssl rand -hex 16)'],
+  [{ ACCESS_LOG: 'maybe' }, 'ACCESS_LOG must be true or false, got maybe'],
+]
+t.test('bad values are refused with a message that names the fix', async (t) => {
+  for (const [env, message] of BAD)
+    t.throws(() => loadConfig(env), { name: 'ConfigError', message }, JSON.stringify(env))
+})
+
+t.test('the server refuses to start on a bad value: one line, exit 1, no stack trace', async (t) => {
+  const run = spawnSync(process.execPath, [SERVER], {
+    env: { ...process.env, RATE_LIMITS: 'auth.login=five', PORT: '0', TCP_PORT: '-1' },
+    encoding: 'utf8',
+    timeout: 20_000,
+  })
+  t.equal(run.status, 1)
+  t.equal(
+    run.stderr,
+    'Trivium Tasks failed to start: RATE_LIMITS auth.login "five" is not a rate limit: use <requests>/<window> such as 100/60s, 5/1m or 1000/500ms, or 0 (or off) for no limit\n',
+  )
+})
+
+t.test('an unknown endpoint in RATE_LIMITS is refused when the app is built', async (t) => {
+  await t.rejects(startDemo(t, { rateLimits: { 'auth.logn': false } }), {
+    name: 'ConfigError',
+    message: 'RATE_LIMITS names auth.logn, which is not an endpoint of this service',
+  })
+})
+
+t.test('CORS_ORIGINS: listed and *.domain origins pass the preflight, others get 403', async (t) => {
+  const { app } = await startDemo(t, {
+    corsOrigins: ['https://app.example.com', '*.example.org'],
+    corsCredentials: true,
+  })
+  const preflight = (origin: string) =>
+    app.inject({
+      method: 'OPTIONS',
+      url: '/tasks',
+      headers: { origin, 'access-control-request-method': 'POST' },
+    })
+  const ok = await preflight('https://app.example.com')
+  t.equal(ok.statusCode, 200)
+  t.equal(ok.headers['access-control-allow-origin'], 'https://app.example.com')
+  t.equal(ok.headers['access-control-allow-credentials'], 'true')
+  t.equal((await preflight('https://eu.example.org')).statusCode, 200)
+  const denied = await preflight('https://evil.example.net')
+  t.equal(denied.statusCode, 403)
+  t.equal(denied.body, 'Origin not allowed')
+})
+
+t.test(
+  'RATE_LIMITS: auth.login off lets a load test log in 8 times a minute; a per-endpoint limit applies',
+  async (t) => {
+    const { app } = await startDemo(t, {
+      rateLimits: { 'auth.login': false, 'auth.me': { requests: 2, windowMs: 60_000 } },
+      rateLimitDefault: { requests: 50, windowMs: 60_000 },
+    })
+    const { tokens } = await registerAndLogin(app, 'loader')
+    for (let i = 0; i < 8; i++) {
+      const res = await app.inject({
+        method: 'POST',
+        url: '/auth/login',
+        payload: { username: 'loader', password: 'Str0ng!Passw0rd' },
+      })
+      t.equal(res.statusCode, 200, `login ${i + 1}`)
+      t.equal(res.headers['x-ratelimit-limit'], undefined)
+    }
+    const me = () =>
+      app.inject({ url: '/auth/me', headers: { authorization: `Bearer ${tokens.accessToken}` } })
+    t.equal((await me()).headers['x-ratelimit-limit'], '2')
+    t.equal((await me()).statusCode, 200)
+    t.equal((await me()).statusCode, 429)
+    t.equal((await app.inject('/health')).headers['x-ratelimit-limit'], '50')
+  },
+)
+
+t.test('BODY_LIMIT and ACCESS_TOKEN_TTL reach the service', async (t) => {
+  const { app } = await startDemo(t, { bodyLimit: 2048, accessTokenTtlSeconds: 900 })
+  const { tokens } = await registerAndLogin(app, 'ttl')
+  t.equal(tokens.expiresIn, 900)
+  const big = await app.inject({
+    method: 'POST',
+    url: '/tasks',
+    headers: { authorization: `Bearer ${tokens.accessToken}`, 'content-type': 'application/json' },
+    payload: JSON.stringify({ title: 'x'.repeat(4096) }),
+  })
+  t.equal(big.statusCode, 413)
+})

@@ -1,0 +1,123 @@
+// Every Trivium metric, created once per registry. Names and units follow Prometheus conventions:
+// `_total` counters, `_seconds` durations, base units, snake_case labels.
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
+
+export const DEFAULT_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+/** A pg.Pool, or anything with the same three counts. */
+export interface PoolLike {
+  readonly totalCount: number
+  readonly idleCount: number
+  readonly waitingCount: number
+}
+
+export class Instruments {
+  readonly calls: Counter<'endpoint' | 'transport' | 'code'>
+  readonly duration: Histogram<'endpoint' | 'transport'>
+  readonly callsInFlight: Gauge<'endpoint' | 'transport'>
+  readonly streamsInFlight: Gauge<'endpoint' | 'transport'>
+  readonly connections: Gauge<'transport'>
+  readonly framesRejected: Counter<'transport' | 'reason'>
+  readonly rateLimitDenials: Counter<'endpoint' | 'transport'>
+  readonly authFailures: Counter<'reason'>
+  readonly revocations: Counter
+  readonly push: Counter<'transport' | 'event'>
+  readonly redisReconnects: Counter<'client'>
+  readonly pool: Gauge<'state'>
+  private readonly pools: PoolLike[] = []
+
+  constructor(registry: Registry, buckets: number[]) {
+    const registers = [registry]
+    this.calls = new Counter({
+      name: 'trivium_calls_total',
+      help: 'Calls by endpoint, transport and result code (OK or the error code, e.g. TRV_VALIDATION)',
+      labelNames: ['endpoint', 'transport', 'code'],
+      registers,
+    })
+    this.duration = new Histogram({
+      name: 'trivium_call_duration_seconds',
+      help: 'Time from the first middleware to the response (a stream: to its first item being ready)',
+      labelNames: ['endpoint', 'transport'],
+      buckets,
+      registers,
+    })
+    this.callsInFlight = new Gauge({
+      name: 'trivium_calls_in_flight',
+      help: 'Calls being handled',
+      labelNames: ['endpoint', 'transport'],
+      registers,
+    })
+    this.streamsInFlight = new Gauge({
+      name: 'trivium_streams_in_flight',
+      help: 'Streaming calls open (from the handler returning the stream to its end)',
+      labelNames: ['endpoint', 'transport'],
+      registers,
+    })
+    this.connections = new Gauge({
+      name: 'trivium_connections_open',
+      help: 'Open WebSocket and TCP connections',
+      labelNames: ['transport'],
+      registers,
+    })
+    this.framesRejected = new Counter({
+      name: 'trivium_frames_rejected_total',
+      help: 'Frames refused before reaching an endpoint, by reason',
+      labelNames: ['transport', 'reason'],
+      registers,
+    })
+    this.rateLimitDenials = new Counter({
+      name: 'trivium_rate_limit_denials_total',
+      help: 'Calls refused by the rate limit (TRV_RATE_LIMITED)',
+      labelNames: ['endpoint', 'transport'],
+      registers,
+    })
+    this.authFailures = new Counter({
+      name: 'trivium_auth_failures_total',
+      help: 'Authentication failures by reason (missing, expired, revoked, invalid)',
+      labelNames: ['reason'],
+      registers,
+    })
+    this.revocations = new Counter({
+      name: 'trivium_auth_revocations_total',
+      help: 'Tokens revoked',
+      registers,
+    })
+    this.push = new Counter({
+      name: 'trivium_push_messages_total',
+      help: 'Server push messages sent or dropped (slow or closed receiver)',
+      labelNames: ['transport', 'event'],
+      registers,
+    })
+    this.redisReconnects = new Counter({
+      name: 'trivium_redis_reconnects_total',
+      help: 'Reconnection attempts of watched Redis clients',
+      labelNames: ['client'],
+      registers,
+    })
+    const pools = this.pools
+    this.pool = new Gauge({
+      name: 'trivium_pg_pool_connections',
+      help: 'PostgreSQL pool connections: total, idle, and clients waiting for one',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        if (pools.length === 0) return
+        let total = 0
+        let idle = 0
+        let waiting = 0
+        for (const p of pools) {
+          total += p.totalCount
+          idle += p.idleCount
+          waiting += p.waitingCount
+        }
+        this.set({ state: 'total' }, total)
+        this.set({ state: 'idle' }, idle)
+        this.set({ state: 'waiting' }, waiting)
+      },
+    })
+  }
+
+  watchPool(pool: PoolLike): void {
+    this.pools.push(pool)
+  }
+}

@@ -1,0 +1,34 @@
+// @trivium/tracing: OpenTelemetry spans for every Trivium call on every transport. Depends on
+// @opentelemetry/api only: without an SDK the spans are no-ops; the application installs the SDK.
+import { type Tracer, trace } from '@opentelemetry/api'
+import type { FastifyPluginAsync } from 'fastify'
+import fp from 'fastify-plugin'
+import { tracingMiddleware } from './middleware.js'
+
+export { ATTR } from './middleware.js'
+export { formatTraceparent, parseTraceparent } from './traceparent.js'
+
+export const TRACING_MIDDLEWARE_NAME = 'tracing'
+export const TRACER_NAME = '@trivium/tracing'
+
+export interface TriviumTracingOptions {
+  /** Tracer to use (default: `trace.getTracer('@trivium/tracing')` of the global provider). */
+  tracer?: Tracer
+}
+
+const tracing: FastifyPluginAsync<TriviumTracingOptions> = async (fastify, options = {}) => {
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError('@trivium/tracing: options must be an object')
+  const tracer = options.tracer ?? trace.getTracer(TRACER_NAME)
+  if (typeof tracer?.startSpan !== 'function')
+    throw new TypeError('@trivium/tracing: tracer must be an OpenTelemetry Tracer (trace.getTracer(name))')
+  fastify.trivium.use(tracingMiddleware(tracer), { name: TRACING_MIDDLEWARE_NAME, first: true })
+}
+
+export const triviumTracing = fp(tracing, {
+  fastify: '5.x',
+  name: '@trivium/tracing',
+  dependencies: ['@trivium/core'],
+  decorators: { fastify: ['trivium'] },
+})
+export default triviumTracing

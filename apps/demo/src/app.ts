@@ -16,7 +16,7 @@ import triviumCore, {
 } from '@trivium/core'
 import triviumMetrics from '@trivium/metrics'
 import triviumOpenApi from '@trivium/openapi'
-import triviumProtections from '@trivium/protections'
+import triviumProtections, { originMatcher } from '@trivium/protections'
 import triviumRbac, { RbacService } from '@trivium/rbac'
 import type { SqlClient } from '@trivium/sql'
 import triviumTcp from '@trivium/tcp'
@@ -130,9 +130,12 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
             limits: config.rateLimits,
           },
   })
+  // Which pages may open a WebSocket: this host's own, and the CORS_ORIGINS (PROTOCOL.md "WebSocket").
+  const corsOrigin = originMatcher(config.corsOrigins)
   await app.register(triviumWebSocket, {
     path: '/ws',
     bus: fanout.bus,
+    allowOrigin: (origin, request) => corsOrigin(origin) || sameHost(origin, request.headers.host),
     // Authenticate at the upgrade when a token is present, so push reaches the user from the start
     // and the connection closes when the token expires or is revoked.
     identify: async (request) => {
@@ -256,5 +259,13 @@ function serveWebPage(app: FastifyInstance): void {
       body ??= readFileSync(file.path)
       return reply.type(file.type).send(body)
     })
+  }
+}
+
+function sameHost(origin: string, host: string | undefined): boolean {
+  try {
+    return new URL(origin).host === host
+  } catch {
+    return false
   }
 }

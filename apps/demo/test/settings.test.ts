@@ -133,6 +133,33 @@ t.test('CORS_ORIGINS: listed and *.domain origins pass the preflight, others get
 })
 
 t.test(
+  'CORS_ORIGINS also decide which pages may open the WebSocket (and this host always may)',
+  async (t) => {
+    const { app } = await startDemo(t, { corsOrigins: ['https://app.example.com'] })
+    // Through inject the upgrade's checks run, then (no socket to upgrade) the plain-GET answer: a 400
+    // there means the Origin was accepted.
+    const upgrade = (origin: string) =>
+      app.inject({
+        method: 'GET',
+        url: '/ws',
+        headers: {
+          host: 'tasks.local:3000',
+          origin,
+          connection: 'Upgrade',
+          upgrade: 'websocket',
+          'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+          'sec-websocket-version': '13',
+        },
+      })
+    const denied = await upgrade('https://evil.example.net')
+    t.equal(denied.statusCode, 403)
+    t.match(denied.json(), { code: 'TRV_FORBIDDEN', message: 'Origin not allowed' })
+    t.equal((await upgrade('https://app.example.com')).statusCode, 400, 'a CORS origin passes')
+    t.equal((await upgrade('http://tasks.local:3000')).statusCode, 400, 'the page of this host passes')
+  },
+)
+
+t.test(
   'RATE_LIMITS: auth.login off lets a load test log in 8 times a minute; a per-endpoint limit applies',
   async (t) => {
     const { app } = await startDemo(t, {

@@ -154,14 +154,11 @@ t.test(
     )
     const errors = output.split('\n').filter((l) => / error TS\d+/.test(l))
     for (const p of checked) {
-      // Depends on the auth helper's change (issue 14 item 6): no ioredis type in @trivium/auth's emitted
-      // .d.ts without a fallback. Remove `todo` when it lands.
-      const pending = p.name === '@trivium/auth' && !process.env.TRIVIUM_ADOPTION_STRICT
+      // Issue 14 item 6: no optional peer (ioredis) in any emitted .d.ts without a fallback.
       t.same(
         errors.filter((l) => l.startsWith(`node_modules/${p.name}/`)),
         [],
         `${p.name} type-checks without ioredis`,
-        pending ? { todo: 'needs optional peers out of the emitted types (issue 14 item 6)' } : {},
       )
     }
     t.same(

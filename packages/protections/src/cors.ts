@@ -98,6 +98,17 @@ const corsPlugin: FastifyPluginAsync<CorsOptions> = async (fastify, options) => 
   const commonValues = commonNames.map((name) => common[name]!)
   const commonCount = commonNames.length
 
+  // Every OPTIONS request is a preflight (spec "CORS" 2), answered here: an OPTIONS route registered
+  // after this plugin would never run, so it is refused with the way out named.
+  fastify.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method]
+    if (methods.includes('OPTIONS')) {
+      throw new TypeError(
+        `@trivium/protections: cors answers every OPTIONS request as a CORS preflight, so the route OPTIONS ${route.url} would never run; remove it, or register @trivium/protections with { cors: false } (and keep @fastify/cors)`,
+      )
+    }
+  })
+
   fastify.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done) => {
     const origin = request.headers.origin
     if (request.method === 'OPTIONS') {

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import triviumAuth, { RedisRevocationStore } from '@trivium/auth'
+import triviumAuth, { type AuthFlows, RedisRevocationStore } from '@trivium/auth'
 import { SqlTokenLedger, SqlUserStore } from '@trivium/auth/sql'
 import triviumCodec from '@trivium/codec'
 import triviumCore, {
@@ -176,10 +176,14 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
   fanout.onResync(() => app.rbac.invalidateLive())
   await fanout.ready()
   const roleIds = await ensureRights(app.rbac)
+  // Decorated because `flows` is given above; checked once here so the rest of the app holds AuthFlows.
+  const flows = app.authFlows
+  if (flows === undefined)
+    throw new Error('@trivium/auth did not decorate fastify.authFlows although flows were given')
   const context: HandlerContext = {
     config,
     auth: app.triviumAuth,
-    flows: app.authFlows,
+    flows,
     rbac: app.rbac,
     tasks,
     events,
@@ -212,13 +216,13 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
   if (config.metrics) metricsPage(app)
   readinessRoute(app, sql, redis)
 
-  const generatedAdminPassword = await ensureAdmin(app, sql, config, roleIds.admin)
+  const generatedAdminPassword = await ensureAdmin(flows, sql, config, roleIds.admin)
   return { app, sql, generatedAdminPassword }
 }
 
 /** Creates the admin user on first start (ADMIN_USERNAME / ADMIN_PASSWORD, or a generated password). */
 async function ensureAdmin(
-  app: FastifyInstance,
+  flows: AuthFlows,
   sql: SqlClient,
   config: DemoConfig,
   adminRoleId: number,
@@ -228,7 +232,7 @@ async function ensureAdmin(
   const generated = config.adminPassword ? undefined : `Aa1!${randomBytes(18).toString('base64url')}`
   try {
     // User and admin role in one transaction: a failure leaves no admin without the role.
-    await app.authFlows.register(
+    await flows.register(
       {
         username: config.adminUsername,
         email: config.adminEmail,

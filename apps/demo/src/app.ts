@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import triviumAuth, { RedisRevocationStore } from '@trivium/auth'
+import triviumAuth, { type AuthFlows, RedisRevocationStore } from '@trivium/auth'
 import { SqlTokenLedger, SqlUserStore } from '@trivium/auth/sql'
 import triviumCodec from '@trivium/codec'
 import triviumCore, {
@@ -39,7 +39,7 @@ import { type EndpointHandlers, registerEndpoints } from './generated/server.js'
 import { metricsPage } from './metrics-page.js'
 import { readinessRoute } from './readiness.js'
 import { ensureRights } from './rights.js'
-import { loadSecrets } from './secrets.js'
+import { loadSecrets, type Secrets } from './secrets.js'
 import { TaskRepository } from './tasks/repository.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -51,7 +51,32 @@ export interface DemoApp {
 }
 
 export async function buildApp(config: DemoConfig): Promise<DemoApp> {
-  const app = Fastify({
+  const app = createServer(config)
+  const secrets = loadSecrets(config, (message) => app.log.warn(message))
+  const backends = await openBackends(app, config)
+  await registerCore(app, config)
+  await registerObservability(app, config, backends.redis)
+  const flows = await registerAuth(app, config, secrets, backends)
+  await registerRbac(app, backends.sql)
+  await registerProtections(app, config, backends.redis)
+  await registerTransports(app, config, backends.fanout)
+  await registerOpenApi(app)
+  const context = await prepareHandlerContext(app, config, backends, flows)
+  registerDemoEndpoints(app, config, context, backends.fanout)
+  await servePages(app, config, backends)
+  const generatedAdminPassword = await ensureAdmin(flows, backends.sql, config, context.roleIds.admin)
+  return { app, sql: backends.sql, generatedAdminPassword }
+}
+
+/** What the plugins and handlers share: PostgreSQL, Redis (when REDIS_URL is set) and the fan-out. */
+interface Backends {
+  sql: SqlClient
+  redis: Redis | undefined
+  fanout: Fanout
+}
+
+function createServer(config: DemoConfig): FastifyInstance {
+  return Fastify({
     // `url` with ?token= (the WebSocket upgrade's credential) and other secret parameters redacted.
     logger: {
       level: config.logLevel,
@@ -61,7 +86,10 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
     trustProxy: config.trustProxy,
     bodyLimit: config.bodyLimit,
   })
-  const secrets = loadSecrets(config, (message) => app.log.warn(message))
+}
+
+/** Opens the database, Redis and the fan-out between instances; `app.close()` closes them. */
+async function openBackends(app: FastifyInstance, config: DemoConfig): Promise<Backends> {
   const sql = await openDatabase(config)
   app.addHook('onClose', async () => sql.close())
   const redis = config.redisUrl
@@ -82,9 +110,19 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
     ? redisFanout(config.redisUrl, config.redisPrefix, app.log)
     : localFanout()
   app.addHook('onClose', async () => fanout.close())
+  return { sql, redis, fanout }
+}
 
+async function registerCore(app: FastifyInstance, config: DemoConfig): Promise<void> {
   await app.register(triviumCore, { bodyLimit: config.bodyLimit })
   await app.register(triviumCodec)
+}
+
+async function registerObservability(
+  app: FastifyInstance,
+  config: DemoConfig,
+  redis: Redis | undefined,
+): Promise<void> {
   // Spans go nowhere unless server.ts installed the SDK (OTEL_EXPORTER_OTLP_ENDPOINT).
   await app.register(triviumTracing)
   await app.register(triviumMetrics, {
@@ -93,6 +131,15 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
     redis: redis ? { redis } : undefined,
   })
   if (config.accessLog) app.trivium.use(accessLog(), { name: 'access-log', first: true })
+}
+
+/** Tokens, revocation and the credential flows (served by the demo's own endpoints, auth.ts). */
+async function registerAuth(
+  app: FastifyInstance,
+  config: DemoConfig,
+  secrets: Secrets,
+  { sql, redis, fanout }: Backends,
+): Promise<AuthFlows> {
   await app.register(triviumAuth, {
     secret: secrets.signingSecret,
     issuer: 'trivium-tasks',
@@ -116,8 +163,23 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
       totpIssuer: 'Trivium Tasks',
     },
   })
+  // Decorated because `flows` is given above; checked once here so the rest of the app holds AuthFlows.
+  const flows = app.authFlows
+  if (flows === undefined)
+    throw new Error('@trivium/auth did not decorate fastify.authFlows although flows were given')
+  return flows
+}
+
+async function registerRbac(app: FastifyInstance, sql: SqlClient): Promise<void> {
   // Users are auth's table: assigning a role to an id that is not a user is a 404 (and a foreign key).
   await app.register(triviumRbac, { sql, usersTable: 'auth_users' })
+}
+
+async function registerProtections(
+  app: FastifyInstance,
+  config: DemoConfig,
+  redis: Redis | undefined,
+): Promise<void> {
   await app.register(triviumProtections, {
     cors: { allowedOrigins: config.corsOrigins, allowCredentials: config.corsCredentials },
     rateLimit:
@@ -130,6 +192,10 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
             limits: config.rateLimits,
           },
   })
+}
+
+/** WebSocket at /ws and, unless TCP_PORT is negative, the TCP frame transport. */
+async function registerTransports(app: FastifyInstance, config: DemoConfig, fanout: Fanout): Promise<void> {
   // Which pages may open a WebSocket: this host's own, and the CORS_ORIGINS (PROTOCOL.md "WebSocket").
   const corsOrigin = originMatcher(config.corsOrigins)
   await app.register(triviumWebSocket, {
@@ -152,6 +218,9 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
       mode: config.tcpMode, // shares fastify.push (and so the bus) created by @trivium/websocket
     })
   }
+}
+
+async function registerOpenApi(app: FastifyInstance): Promise<void> {
   await app.register(triviumOpenApi, {
     // /docs is Swagger UI (api-docs.ts); the document stays at /openapi.json.
     docsPath: false,
@@ -162,10 +231,17 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
         'The demo service: every endpoint is also reachable over WebSocket (/ws) and TCP by its name.',
     },
   })
+}
 
+/** Migrates the tasks table, joins the fan-out, ensures the roles, and gathers what handlers need. */
+async function prepareHandlerContext(
+  app: FastifyInstance,
+  config: DemoConfig,
+  { sql, fanout }: Backends,
+  flows: AuthFlows,
+): Promise<HandlerContext> {
   const tasks = new TaskRepository(sql)
   await tasks.migrate()
-  const events = fanout.events
   // Sessions live on one instance; revocations and rights changes are announced to all of them.
   fanout.onRevocation((notice) => {
     if (notice.tokenId) app.push.closeSessions({ tokenId: notice.tokenId }, 'Token has been revoked')
@@ -176,16 +252,25 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
   fanout.onResync(() => app.rbac.invalidateLive())
   await fanout.ready()
   const roleIds = await ensureRights(app.rbac)
-  const context: HandlerContext = {
+  return {
     config,
     auth: app.triviumAuth,
-    flows: app.authFlows,
+    flows,
     rbac: app.rbac,
     tasks,
-    events,
+    events: fanout.events,
     roleIds,
     userExists: async (userId) => (await new SqlUserStore(sql).findById(userId)) !== undefined,
   }
+}
+
+/** The schema's endpoints with the demo's handlers, and the checks that need them registered. */
+function registerDemoEndpoints(
+  app: FastifyInstance,
+  config: DemoConfig,
+  context: HandlerContext,
+  fanout: Fanout,
+): void {
   const handlers: EndpointHandlers = {
     ...healthHandlers(context),
     ...authHandlers(context),
@@ -207,36 +292,34 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
     if (!app.trivium.registry.has(name))
       throw new ConfigError(`RATE_LIMITS names ${name}, which is not an endpoint of this service`)
   }
+}
+
+/** The web page, Swagger UI, /metrics (when METRICS is on) and /ready. */
+async function servePages(app: FastifyInstance, config: DemoConfig, { sql, redis }: Backends): Promise<void> {
   serveWebPage(app)
   await registerApiDocs(app)
   if (config.metrics) metricsPage(app)
   readinessRoute(app, sql, redis)
-
-  const generatedAdminPassword = await ensureAdmin(app, sql, config, roleIds.admin)
-  return { app, sql, generatedAdminPassword }
 }
 
 /** Creates the admin user on first start (ADMIN_USERNAME / ADMIN_PASSWORD, or a generated password). */
 async function ensureAdmin(
-  app: FastifyInstance,
+  flows: AuthFlows,
   sql: SqlClient,
   config: DemoConfig,
   adminRoleId: number,
 ): Promise<string | undefined> {
   const users = new SqlUserStore(sql)
   if (await users.findByUsername(config.adminUsername)) return undefined
-  const generated = config.adminPassword ? undefined : `Aa1!${randomBytes(18).toString('base64url')}`
+  const given = config.adminPassword
+  const password = given ?? `Aa1!${randomBytes(18).toString('base64url')}`
   try {
     // User and admin role in one transaction: a failure leaves no admin without the role.
-    await app.authFlows.register(
-      {
-        username: config.adminUsername,
-        email: config.adminEmail,
-        password: config.adminPassword ?? generated!,
-      },
+    await flows.register(
+      { username: config.adminUsername, email: config.adminEmail, password },
       { onRegistered: (user, tx) => new RbacService(tx).assignRole(user.id, adminRoleId) },
     )
-    return generated
+    return given === undefined ? password : undefined
   } catch (err) {
     // Another instance created it at the same moment: fine.
     if (err instanceof ValidationException && (await users.findByUsername(config.adminUsername)))

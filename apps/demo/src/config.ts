@@ -109,7 +109,7 @@ export function parseLimit(name: string, raw: string): RateLimitSetting | false 
   if (text === '0' || text === 'off') return false
   const match = /^(\d+)\/(\d+)(ms|s|m|h)$/.exec(text)
   const requests = Number(match?.[1])
-  const windowMs = Number(match?.[2]) * UNITS[match?.[3] ?? 's']!
+  const windowMs = Number(match?.[2]) * (UNITS[match?.[3] ?? 's'] ?? Number.NaN)
   if (
     !match ||
     requests < 1 ||

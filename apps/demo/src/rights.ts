@@ -38,7 +38,7 @@ export async function ensureRights(rbac: RbacService): Promise<Record<RoleName, 
         .createRole(
           name,
           role.description,
-          role.permissions.map((p) => ids.get(p)!),
+          role.permissions.map((p) => permissionId(ids, p)),
         )
         .catch(async (err) => {
           const again = await rbac.getRoleByName(name)
@@ -48,4 +48,11 @@ export async function ensureRights(rbac: RbacService): Promise<Record<RoleName, 
     roleIds[name] = created.id
   }
   return roleIds
+}
+
+/** The id of a permission a role lists (every one is in PERMISSIONS, created above). */
+function permissionId(ids: ReadonlyMap<string, number>, name: string): number {
+  const id = ids.get(name)
+  if (id === undefined) throw new Error(`rights.ts: a role lists ${name}, which is not in PERMISSIONS`)
+  return id
 }

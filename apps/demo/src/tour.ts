@@ -32,19 +32,18 @@ async function main(): Promise<void> {
   })
   http.setToken(tokens.accessToken)
 
+  const wsClient = createClient({ transport: 'websocket', url: wsUrl, endpoints, token: tokens.accessToken })
+  const tcpClient = createClient({
+    transport: 'tcp',
+    host: base.hostname,
+    port: tcpPort,
+    endpoints,
+    token: tokens.accessToken,
+  })
   const clients: [string, TriviumClient][] = [
     ['http', createClient({ transport: 'http', url: base.origin, endpoints, token: tokens.accessToken })],
-    ['websocket', createClient({ transport: 'websocket', url: wsUrl, endpoints, token: tokens.accessToken })],
-    [
-      'tcp',
-      createClient({
-        transport: 'tcp',
-        host: base.hostname,
-        port: tcpPort,
-        endpoints,
-        token: tokens.accessToken,
-      }),
-    ],
+    ['websocket', wsClient],
+    ['tcp', tcpClient],
   ]
   try {
     for (const [name, client] of clients) {
@@ -66,8 +65,8 @@ async function main(): Promise<void> {
       }
     }
     // A stream: watch over WebSocket while TCP creates a task.
-    const ws = createTypedClient(clients[1]![1])
-    const tcp = createTypedClient(clients[2]![1])
+    const ws = createTypedClient(wsClient)
+    const tcp = createTypedClient(tcpClient)
     const controller = new AbortController()
     const seen = (async () => {
       for await (const event of ws.tasks.watch({}, { signal: controller.signal })) {

@@ -17,8 +17,11 @@ import { TokenService } from './tokens.js'
 declare module 'fastify' {
   interface FastifyInstance {
     triviumAuth: AuthService
-    /** The credential flows as functions (present when the `flows` option is given). */
-    authFlows: AuthFlows
+    /**
+     * The credential flows as functions: decorated only when the `flows` option is given, so it is
+     * `undefined` otherwise and the type says so (check it, or keep the narrowed value from one check).
+     */
+    authFlows?: AuthFlows
   }
 }
 

@@ -49,7 +49,9 @@ export class SqlUserStore implements UserStore {
         `INSERT INTO auth_users (username, email, password_hash) VALUES ($1, $2, $3) RETURNING ${COLUMNS}`,
         [user.username, user.email, user.passwordHash],
       )
-      return toRecord(rows[0]!)
+      const [row] = rows
+      if (row === undefined) throw new Error('INSERT … RETURNING returned no row')
+      return toRecord(row)
     } catch (err) {
       if (isUniqueViolation(err)) {
         const constraint = violatedConstraint(err) ?? (err instanceof Error ? err.message : '')

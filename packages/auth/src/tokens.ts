@@ -111,6 +111,11 @@ interface CacheEntry {
   nbf: number | undefined
 }
 
+/** What `run` found: the payload only with a valid token (the verified-token cache keys on its exp/nbf). */
+type RunOutcome<C> =
+  | { isValid: false; result: ValidationResultOf<C> }
+  | { isValid: true; result: ValidationResultOf<C>; payload: Payload }
+
 const invalid = (error: string): ValidationResultOf<never> => ({ isValid: false, isExpired: false, error })
 const EXPIRED: ValidationResultOf<never> = Object.freeze({
   isValid: false,
@@ -268,7 +273,7 @@ export class TokenService {
     }
     const outcome = this.run(token, parseAccessClaims)
     if (outcome.isValid && key !== undefined) {
-      const payload = outcome.payload!
+      const payload = outcome.payload
       if (this.cache.size >= this.cacheSize && !this.cache.has(key)) {
         const oldest = this.cache.keys().next().value
         if (oldest !== undefined) this.cache.delete(oldest)
@@ -319,10 +324,7 @@ export class TokenService {
     this.cache.clear()
   }
 
-  private run<C>(
-    token: unknown,
-    parse: (payload: Payload) => C,
-  ): { isValid: boolean; result: ValidationResultOf<C>; payload?: Payload } {
+  private run<C>(token: unknown, parse: (payload: Payload) => C): RunOutcome<C> {
     // 1. signature / format (the library), including what the library itself would call expired.
     if (typeof token === 'string' && token.length > MAX_TOKEN_LENGTH) {
       return { isValid: false, result: invalid('The token is malformed.') }

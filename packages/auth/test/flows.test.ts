@@ -329,3 +329,26 @@ t.test('flows options', async (t) => {
       "@trivium/auth: flows.sql is gone: pass users: new SqlUserStore(sql) and ledger: new SqlTokenLedger(sql) from '@trivium/auth/sql'",
   })
 })
+
+t.test('fastify.authFlows exists only with flows, and its type says so (issue 14 item 12)', async (t) => {
+  const app = Fastify()
+  await app.register(trivium)
+  await app.register(triviumAuth, { secret: SECRET, issuer: ISSUER })
+  await app.ready()
+  t.teardown(() => app.close())
+  t.equal(app.authFlows, undefined)
+  t.notOk(app.hasDecorator('authFlows'), 'not decorated without flows')
+  // Typed `AuthFlows | undefined`: an unchecked use does not compile (`npx pnpm typecheck` fails while
+  // the declaration claims it is always present, as it did), and at run time it is this TypeError.
+  const ann = { username: 'ann', email: 'ann@example.com', password: PASSWORD }
+  // @ts-expect-error 'app.authFlows' is possibly 'undefined'
+  const unchecked = () => app.authFlows.register(ann)
+  t.throws(unchecked, TypeError)
+
+  const { app: withFlows } = await build(t, await pglite(t))
+  t.ok(withFlows.hasDecorator('authFlows'))
+  const flows = withFlows.authFlows
+  if (flows === undefined) throw new Error('the flows option was given: authFlows is decorated')
+  const user = await flows.register(ann)
+  t.equal(user.username, 'ann')
+})

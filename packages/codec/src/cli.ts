@@ -14,7 +14,8 @@ function main(argv: string[]): number {
   let runtimeImport: string | undefined
   let coreImport: string | undefined
   for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!
+    const a = argv[i]
+    if (a === undefined) break
     if (a === '--out' || a === '-o') out = argv[++i]
     else if (a === '--runtime') runtimeImport = argv[++i]
     else if (a === '--core') coreImport = argv[++i]

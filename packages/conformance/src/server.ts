@@ -74,13 +74,15 @@ export async function startConformanceServer(options: {
   await options.register?.(app)
   await app.listen({ port: 0, host: '127.0.0.1' })
   const { port } = app.server.address() as { port: number }
+  const tcpAddress = app.triviumTcp.address()
+  if (tcpAddress === null) throw new Error('the TCP transport is not listening after app.listen()')
   const past = new TokenService({ secret: SECRET, issuer: ISSUER, clock: () => Date.now() - 2 * 3600_000 })
 
   return {
     app,
     httpUrl: `http://127.0.0.1:${port}`,
     wsUrl: `ws://127.0.0.1:${port}/ws`,
-    tcpPort: app.triviumTcp.address()!.port,
+    tcpPort: tcpAddress.port,
     async tokensFor(userId) {
       const subject = { id: userId, username: `user${userId}`, email: `user${userId}@example.com` }
       const member = app.triviumAuth.issueAccessToken({

@@ -53,7 +53,8 @@ function redactWith(url: string, secret: ReadonlySet<string>): string {
   const parts = url.slice(q + 1).split('&')
   let changed = false
   for (let i = 0; i < parts.length; i++) {
-    const part = parts[i]!
+    const part = parts[i]
+    if (part === undefined) continue
     const eq = part.indexOf('=')
     if (eq === -1) continue
     if (secret.has(decodeName(part.slice(0, eq)))) {

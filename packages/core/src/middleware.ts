@@ -109,15 +109,15 @@ export class Pipeline {
     if (chain.length === 0) return terminal(call)
     let index = 0
     const next: Next = () => {
-      if (index < chain.length) {
-        const fn = chain[index++]!
+      const fn = chain[index]
+      index++
+      if (fn !== undefined) {
         try {
           return Promise.resolve(fn(call, next))
         } catch (err) {
           return Promise.reject(err)
         }
       }
-      index++
       try {
         return Promise.resolve(terminal(call))
       } catch (err) {

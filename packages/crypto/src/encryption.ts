@@ -38,16 +38,17 @@ export class DataEncryptor {
   decrypt(payload: string): string {
     if (typeof payload !== 'string') throw new InvalidArgumentError('decrypt: payload must be a string')
     const parts = payload.split(':')
-    if (parts.length !== 2) {
+    const [ivText, bodyText] = parts
+    if (parts.length !== 2 || ivText === undefined || bodyText === undefined) {
       throw new InvalidArgumentError(
         `Invalid encrypted payload: expected exactly two parts "<IV base64>:<ciphertext base64>", got ${parts.length}`,
       )
     }
-    const iv = decodeBase64Strict(parts[0]!)
+    const iv = decodeBase64Strict(ivText)
     if (!iv || iv.length !== IV_BYTES) {
       throw new InvalidArgumentError(`Invalid encrypted payload: the IV must be base64 of ${IV_BYTES} bytes`)
     }
-    const body = decodeBase64Strict(parts[1]!)
+    const body = decodeBase64Strict(bodyText)
     if (!body || body.length < TAG_BYTES) {
       throw new InvalidArgumentError(
         `Invalid encrypted payload: the ciphertext must be base64 of at least ${TAG_BYTES} bytes`,

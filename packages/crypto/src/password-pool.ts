@@ -102,13 +102,13 @@ export class PasswordPool {
   }
 
   #dispatch(): void {
-    while (this.#queue.length > 0) {
+    for (let job = this.#queue[0]; job !== undefined; job = this.#queue[0]) {
       let slot = this.#slots.find((s) => !s.job)
       if (!slot) {
         if (this.#slots.length >= this.#size) return
         slot = this.#spawn()
       }
-      const job = this.#queue.shift()!
+      this.#queue.shift()
       slot.job = job
       slot.worker.ref()
       slot.worker.postMessage(job.message)

@@ -80,7 +80,8 @@ function validate(o: TriviumMetricsOptions) {
   if (
     !Array.isArray(buckets) ||
     buckets.length === 0 ||
-    buckets.some((b, i) => typeof b !== 'number' || !(b > 0) || (i > 0 && b <= buckets[i - 1]!))
+    // The first bucket has no predecessor: 0 stands in for it, and `b > 0` is required anyway.
+    buckets.some((b, i) => typeof b !== 'number' || !(b > 0) || b <= (buckets[i - 1] ?? 0))
   )
     fail('buckets must be increasing positive numbers of seconds')
   return { expose, path, buckets: [...buckets] }

@@ -95,7 +95,7 @@ const corsPlugin: FastifyPluginAsync<CorsOptions> = async (fastify, options) => 
   const preflight: Record<string, string> = { ...common, 'access-control-max-age': String(config.maxAge) }
   // As two arrays for the per-request path (`reply.headers(object)` lists the keys every time).
   const commonNames = Object.keys(common)
-  const commonValues = commonNames.map((name) => common[name]!)
+  const commonValues = Object.values(common)
   const commonCount = commonNames.length
 
   // Every OPTIONS request is a preflight (spec "CORS" 2), answered here: an OPTIONS route registered
@@ -121,7 +121,10 @@ const corsPlugin: FastifyPluginAsync<CorsOptions> = async (fastify, options) => 
     }
     if (origin !== undefined && isAllowed(origin)) {
       reply.header('access-control-allow-origin', origin)
-      for (let i = 0; i < commonCount; i++) reply.header(commonNames[i]!, commonValues[i])
+      for (let i = 0; i < commonCount; i++) {
+        const name = commonNames[i]
+        if (name !== undefined) reply.header(name, commonValues[i])
+      }
     }
     done()
   })

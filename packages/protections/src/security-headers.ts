@@ -59,10 +59,13 @@ const securityHeadersPlugin: FastifyPluginAsync<SecurityHeadersOptions> = async 
   // Errors answered below the routes (bad request lines, 414, 431, 404) carry them too.
   if (fastify.hasDecorator('trivium')) Object.assign(fastify.trivium.errorHeaders, headers)
   const names = Object.keys(headers)
-  const values = names.map((name) => headers[name]!)
+  const values = Object.values(headers)
   const count = names.length
   fastify.addHook('onSend', (_request: FastifyRequest, reply: FastifyReply, payload: unknown, done) => {
-    for (let i = 0; i < count; i++) reply.header(names[i]!, values[i])
+    for (let i = 0; i < count; i++) {
+      const name = names[i]
+      if (name !== undefined) reply.header(name, values[i])
+    }
     done(null, payload)
   })
 }

@@ -57,6 +57,11 @@ function stringList(value: unknown): string[] {
   return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : []
 }
 
+/** The map's own entry for an endpoint (never one inherited from Object.prototype, e.g. `constructor`). */
+function listed(map: RequirementMap, endpoint: string): string[] | undefined {
+  return Object.hasOwn(map, endpoint) ? map[endpoint] : undefined
+}
+
 /** Checks a requirement map's shape; messages name the option. */
 export function checkRequirementMap(value: unknown, option: string): RequirementMap {
   if (value === undefined) return {}
@@ -104,14 +109,9 @@ export function createRbacMiddleware(options: RbacMiddlewareOptions = {}): Middl
     let req = cache.get(call.endpoint)
     if (req === undefined) {
       const config = call.definition.config
-      const own = Object.hasOwn
       req = {
-        permissions: [
-          ...(own(permissionMap, call.endpoint)
-            ? permissionMap[call.endpoint]!
-            : stringList(config.permissions)),
-        ],
-        roles: [...(own(roleMap, call.endpoint) ? roleMap[call.endpoint]! : stringList(config.roles))],
+        permissions: [...(listed(permissionMap, call.endpoint) ?? stringList(config.permissions))],
+        roles: [...(listed(roleMap, call.endpoint) ?? stringList(config.roles))],
         live: config.liveRbac === true || liveSet.has(call.endpoint),
       }
       cache.set(call.endpoint, req)

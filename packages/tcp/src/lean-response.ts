@@ -114,10 +114,13 @@ export class LeanResponse {
     if (typeof reason === 'string') this.statusMessage = reason
     else fields = reason
     if (Array.isArray(fields)) {
-      for (let i = 0; i + 1 < fields.length; i += 2) this.setHeader(String(fields[i]), fields[i + 1])
+      for (let i = 0; i + 1 < fields.length; i += 2) {
+        const value = fields[i + 1]
+        if (value !== undefined) this.setHeader(String(fields[i]), value)
+      }
     } else if (fields !== undefined) {
       for (const name in fields) {
-        const value = (fields as Record<string, HeaderValue>)[name]
+        const value = fields[name]
         if (value !== undefined) this.#headers[name.toLowerCase()] = value
       }
     }
@@ -161,7 +164,8 @@ export class LeanResponse {
         this.#chunks.push(bytes)
         this.#length += bytes.length
       }
-      body = this.#chunks.length === 1 ? this.#chunks[0] : Buffer.concat(this.#chunks, this.#length)
+      const only = this.#chunks.length === 1 ? this.#chunks[0] : undefined
+      body = only ?? Buffer.concat(this.#chunks, this.#length)
     }
     this.#chunks = []
     // Before `writableEnded`: the owner can still tell whether Fastify's reply counts as sent already

@@ -8,11 +8,14 @@ const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$
 export function parseTraceparent(value: unknown): SpanContext | undefined {
   if (typeof value !== 'string') return undefined
   const m = TRACEPARENT.exec(value.trim())
-  if (!m || m[1] === 'ff') return undefined
+  if (m === null) return undefined
+  const [, version, traceId, spanId, flags] = m
+  if (version === 'ff' || traceId === undefined || spanId === undefined || flags === undefined)
+    return undefined
   const context: SpanContext = {
-    traceId: m[2]!,
-    spanId: m[3]!,
-    traceFlags: Number.parseInt(m[4]!, 16) & TraceFlags.SAMPLED,
+    traceId,
+    spanId,
+    traceFlags: Number.parseInt(flags, 16) & TraceFlags.SAMPLED,
     isRemote: true,
   }
   return trace.isSpanContextValid(context) ? context : undefined

@@ -95,9 +95,10 @@ export function validatePassword(
   field = 'password',
 ): string {
   const problems = passwordProblems(password, options)
-  if (problems.length > 0) {
+  const [first] = problems
+  if (first !== undefined) {
     const details: FieldError[] = problems.map((message) => ({ field, message }))
-    throw new ValidationException(problems[0]!, details)
+    throw new ValidationException(first, details)
   }
   return password as string
 }
@@ -171,7 +172,7 @@ export function stripScriptPatterns(input: string): string {
 
 /** Step 3: & < > " ' HTML-encoded (& first, so nothing is encoded twice). */
 export function encodeHtml(input: string): string {
-  return input.replace(/[&<>"']/g, (ch) => HTML_ENTITIES[ch]!)
+  return input.replace(/[&<>"']/g, (ch) => HTML_ENTITIES[ch] ?? ch)
 }
 
 /**

@@ -147,8 +147,23 @@ function checkFields(changes: TaskChanges): void {
   }
   if (changes.tags && changes.tags.length > MAX_TAGS)
     details.push({ field: 'tags', message: `at most ${MAX_TAGS} tags` })
-  if (details.length > 0)
-    throw new ValidationException(`Invalid task: ${details[0]!.field} ${details[0]!.message}`, details)
+  const [first] = details
+  if (first !== undefined)
+    throw new ValidationException(`Invalid task: ${first.field} ${first.message}`, details)
+}
+
+/** The task a query by id found, or the 404 every transport answers. */
+function found<T>(rows: readonly T[], id: number): T {
+  const [row] = rows
+  if (row === undefined) throw new NotFoundException(`Task ${id} not found`)
+  return row
+}
+
+/** The row an INSERT … RETURNING wrote (PostgreSQL returns one per inserted row, or throws). */
+function returned<T>(rows: readonly T[]): T {
+  const [row] = rows
+  if (row === undefined) throw new Error('INSERT … RETURNING returned no row')
+  return row
 }
 
 export class TaskRepository {
@@ -185,14 +200,16 @@ export class TaskRepository {
       params,
     )
     const items = rows.slice(0, limit).map(toRecord)
-    return rows.length > limit ? { items, nextCursor: encodeCursor(items[items.length - 1]!.id) } : { items }
+    const last = items.at(-1)
+    return rows.length > limit && last !== undefined
+      ? { items, nextCursor: encodeCursor(last.id) }
+      : { items }
   }
 
   async get(id: number): Promise<TaskRecord> {
     checkId(id)
     const { rows } = await this.sql.query<TaskRow>('SELECT * FROM demo_tasks WHERE id = $1', [id])
-    if (rows.length === 0) throw new NotFoundException(`Task ${id} not found`)
-    return toRecord(rows[0]!)
+    return toRecord(found(rows, id))
   }
 
   async create(
@@ -204,7 +221,7 @@ export class TaskRepository {
       'INSERT INTO demo_tasks (title, description, tags, owner_id) VALUES ($1, $2, $3, $4) RETURNING *',
       [input.title.trim(), input.description ?? null, input.tags ?? [], ownerId],
     )
-    return toRecord(rows[0]!)
+    return toRecord(returned(rows))
   }
 
   async update(id: number, changes: TaskChanges): Promise<TaskRecord> {
@@ -227,15 +244,13 @@ export class TaskRepository {
         changes.tags ?? null,
       ],
     )
-    if (rows.length === 0) throw new NotFoundException(`Task ${id} not found`)
-    return toRecord(rows[0]!)
+    return toRecord(found(rows, id))
   }
 
   async delete(id: number): Promise<TaskRecord> {
     checkId(id)
     const { rows } = await this.sql.query<TaskRow>('DELETE FROM demo_tasks WHERE id = $1 RETURNING *', [id])
-    if (rows.length === 0) throw new NotFoundException(`Task ${id} not found`)
-    return toRecord(rows[0]!)
+    return toRecord(found(rows, id))
   }
 
   async storeFile(
@@ -247,7 +262,7 @@ export class TaskRepository {
        RETURNING id, filename, size, created_at`,
       [ownerId, file.filename, file.contentType ?? null, file.data.byteLength, file.data],
     )
-    const row = rows[0]!
+    const row = returned(rows)
     return { id: row.id, filename: row.filename, size: row.size, createdAt: new Date(row.created_at) }
   }
 }

@@ -597,12 +597,18 @@ class ModuleEmitter {
   /** Self-contained schema of one model: referenced models go in `definitions`. */
   modelJsonSchema(m: ModelDef): JsonSchema {
     const byName = new Map(this.schema.models.map((x) => [x.name, x]))
+    // References were resolved when the schema was checked; a miss here is a generator bug.
+    const model = (name: string): ModelDef => {
+      const found = byName.get(name)
+      if (found === undefined) throw new Error(`trivium-codegen: model ${name} is referenced but not defined`)
+      return found
+    }
     const seen = new Set<string>()
     const visit = (t: TypeNode): void => {
       if (t.kind === 'ref') {
         if (seen.has(t.model)) return
         seen.add(t.model)
-        for (const fd of byName.get(t.model)!.fields) visit(fd.type)
+        for (const fd of model(t.model).fields) visit(fd.type)
       } else if (t.kind === 'nullable') visit(t.inner)
       else if (t.kind === 'list') visit(t.item)
       else if (t.kind === 'map') visit(t.value)
@@ -615,7 +621,7 @@ class ModuleEmitter {
         defs[name] =
           name === m.name
             ? { $ref: '#' }
-            : { title: name, ...this.objectSchema(byName.get(name)!, '#/definitions/') }
+            : { title: name, ...this.objectSchema(model(name), '#/definitions/') }
       }
       s.definitions = defs
     }

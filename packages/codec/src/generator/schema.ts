@@ -218,7 +218,7 @@ function duplicateKeys(text: string): { path: string[]; key: string }[] {
     } else if (c === '"') {
       str()
     } else {
-      while (i < text.length && !',]} \t\n\r'.includes(text[i]!)) i++
+      while (i < text.length && !',]} \t\n\r'.includes(text.charAt(i))) i++
     }
   }
   value([])
@@ -235,11 +235,12 @@ export function parseSchemaText(text: string): unknown {
   }
   const problems: SchemaProblem[] = []
   for (const { path, key } of duplicateKeys(text)) {
+    const model = path[1]
     if (path.length === 0) problems.push({ reason: `duplicate top-level key "${key}"` })
     else if (path[0] === 'models' && path.length === 1)
       problems.push({ model: key, reason: 'duplicate model' })
-    else if (path[0] === 'models' && path.length === 2)
-      problems.push({ model: path[1]!, field: key, reason: 'duplicate field' })
+    else if (path[0] === 'models' && path.length === 2 && model !== undefined)
+      problems.push({ model, field: key, reason: 'duplicate field' })
     else if (path[0] === 'endpoints' && path.length === 1)
       problems.push({ endpoint: key, reason: 'duplicate endpoint' })
     else problems.push({ reason: `duplicate key "${key}" in ${path.join('.')}` })
@@ -263,7 +264,7 @@ export function parseTypeExpression(
 ): TypeNode {
   let i = 0
   const ws = () => {
-    while (i < expr.length && /\s/.test(expr[i]!)) i++
+    while (i < expr.length && /\s/.test(expr.charAt(i))) i++
   }
   const ident = (): string => {
     const m = /^[A-Za-z_][A-Za-z0-9_]*/.exec(expr.slice(i))

@@ -55,7 +55,7 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
   const secrets = loadSecrets(config, (message) => app.log.warn(message))
   const backends = await openBackends(app, config)
   await registerCore(app, config)
-  await registerObservability(app, config, backends.redis)
+  await registerObservability(app, config, backends)
   const flows = await registerAuth(app, config, secrets, backends)
   await registerRbac(app, backends.sql)
   await registerProtections(app, config, backends.redis)
@@ -121,7 +121,7 @@ async function registerCore(app: FastifyInstance, config: DemoConfig): Promise<v
 async function registerObservability(
   app: FastifyInstance,
   config: DemoConfig,
-  redis: Redis | undefined,
+  { sql, redis }: Backends,
 ): Promise<void> {
   // Spans go nowhere unless server.ts installed the SDK (OTEL_EXPORTER_OTLP_ENDPOINT).
   await app.register(triviumTracing)
@@ -129,6 +129,7 @@ async function registerObservability(
     expose: config.metrics,
     token: config.metricsToken,
     redis: redis ? { redis } : undefined,
+    pool: sql.pool,
   })
   if (config.accessLog) app.trivium.use(accessLog(), { name: 'access-log', first: true })
 }

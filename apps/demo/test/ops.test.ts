@@ -59,6 +59,17 @@ t.test('readiness: 200 when the database and Redis answer, 503 naming Redis when
   t.equal((await app.inject('/health')).statusCode, 200, 'liveness does not depend on Redis')
 })
 
+t.test('metrics: the PostgreSQL pool of the demo is watched (trivium_pg_pool_connections)', async (t) => {
+  const { app } = await startDemo(t, backendConfig('postgres+redis'))
+  await app.inject('/health/ready') // uses a pooled connection
+  const text = (await app.inject('/metrics')).body
+  const total = /^trivium_pg_pool_connections\{state="total"\} (\d+)$/m.exec(text)
+  t.ok(total, 'the total series is exposed')
+  t.ok(Number(total?.[1]) >= 1, `at least one connection (${total?.[1]})`)
+  t.match(text, /^trivium_pg_pool_connections\{state="idle"\} \d+$/m)
+  t.match(text, /^trivium_pg_pool_connections\{state="waiting"\} 0$/m)
+})
+
 t.test('readiness: a closed database is named', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'trivium-ready-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))

@@ -24,4 +24,5 @@ export {
   SCHEMA_NAME_PATTERN,
   type SqlClient,
   type SqlDialect,
+  type SqlPoolCounts,
 } from './types.js'

@@ -136,6 +136,7 @@ export async function connectPostgres(opts: PostgresOptions): Promise<SqlClient>
 
   const client: SqlClient = {
     dialect: 'postgres',
+    pool,
     query: (text, params) => withConnection((conn) => run(conn, text, params)),
     exec: (sql) => withConnection((conn) => runSimple(conn, sql)),
     async transaction(fn) {

@@ -22,6 +22,15 @@ export interface SqlClient {
   transaction<T>(fn: (tx: SqlClient) => Promise<T>): Promise<T>
   /** Ends the pool or the embedded database (a pool passed in by the caller is left open). */
   close(): Promise<void>
+  /** PostgreSQL: the pool's connection counts (for metrics, e.g. `@trivium/metrics`' `pool`); PGlite: absent. */
+  readonly pool?: SqlPoolCounts
+}
+
+/** Live connection counts of a PostgreSQL pool. */
+export interface SqlPoolCounts {
+  readonly totalCount: number
+  readonly idleCount: number
+  readonly waitingCount: number
 }
 
 /** Schema names are interpolated into SQL, so only plain identifiers are accepted. */

@@ -6,6 +6,7 @@ export const CHANNELS = Object.freeze({
   push: 'trivium:push',
   authRevoked: 'trivium:auth:revoked',
   authFailure: 'trivium:auth:failure',
+  busMessage: 'trivium:bus:message',
 })
 
 export type Transport = 'http' | 'websocket' | 'tcp'
@@ -27,4 +28,13 @@ export const PUSH_EVENTS: ReadonlySet<string> = new Set(['sent', 'dropped'])
 
 export function bounded(value: unknown, allowed: ReadonlySet<string>): string {
   return typeof value === 'string' && allowed.has(value) ? value : 'other'
+}
+
+/** Bus channel names become label values: the first 20 seen, then `other` (bounded cardinality). */
+export function boundedChannel(seen: Set<string>, value: unknown): string {
+  if (typeof value !== 'string') return 'other'
+  if (seen.has(value)) return value
+  if (seen.size >= 20) return 'other'
+  seen.add(value)
+  return value
 }

@@ -23,6 +23,7 @@ export class Instruments {
   readonly revocations: Counter
   readonly push: Counter<'transport' | 'event'>
   readonly redisReconnects: Counter<'client'>
+  readonly busLag: Histogram<'channel'>
   readonly pool: Gauge<'state'>
   private readonly pools: PoolLike[] = []
 
@@ -92,6 +93,13 @@ export class Instruments {
       name: 'trivium_redis_reconnects_total',
       help: 'Reconnection attempts of watched Redis clients',
       labelNames: ['client'],
+      registers,
+    })
+    this.busLag = new Histogram({
+      name: 'trivium_bus_message_lag_seconds',
+      help: 'Time from publish to receipt of Redis bus messages, by bus channel (includes clock skew between hosts)',
+      labelNames: ['channel'],
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
       registers,
     })
     const pools = this.pools

@@ -4,6 +4,7 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel'
 import {
   AUTH_FAILURE_REASONS,
   bounded,
+  boundedChannel,
   CHANNELS,
   PUSH_EVENTS,
   REJECT_REASONS,
@@ -15,6 +16,7 @@ type Message = Record<string, unknown>
 
 /** Subscribes every channel; returns the function that unsubscribes them. */
 export function subscribeChannels(m: Instruments): () => void {
+  const busChannels = new Set<string>()
   const handlers: Record<string, (message: unknown) => void> = {
     [CHANNELS.connection]: (raw) => {
       const msg = raw as Message
@@ -36,6 +38,11 @@ export function subscribeChannels(m: Instruments): () => void {
     },
     [CHANNELS.authFailure]: (raw) => {
       m.authFailures.labels(bounded((raw as Message).reason, AUTH_FAILURE_REASONS)).inc()
+    },
+    [CHANNELS.busMessage]: (raw) => {
+      const { channel, lagSeconds } = raw as Message
+      if (typeof lagSeconds !== 'number' || !Number.isFinite(lagSeconds)) return
+      m.busLag.labels(boundedChannel(busChannels, channel)).observe(lagSeconds)
     },
   }
   for (const [name, fn] of Object.entries(handlers)) subscribe(name, fn)

@@ -172,6 +172,20 @@ t.test('transport and auth events from the diagnostics channels', async (t) => {
   t.equal(value(await scrape(fastify), 'trivium_auth_revocations_total'), 4, 'unsubscribed on close')
 })
 
+t.test('Redis bus message lag from the diagnostics channel, channel names bounded', async (t) => {
+  const fastify = await app()
+  t.teardown(() => fastify.close())
+  const publish = (message: unknown) => channel(CHANNELS.busMessage).publish(message)
+  publish({ channel: 'trivium:push', lagSeconds: 0.002 })
+  publish({ channel: 'trivium:push', lagSeconds: 0.3 })
+  publish({ channel: 'trivium:push', lagSeconds: 'soon' }) // ignored
+  for (let i = 0; i < 25; i++) publish({ channel: `c${i}`, lagSeconds: 0.001 })
+  const text = await scrape(fastify)
+  t.equal(value(text, 'trivium_bus_message_lag_seconds_count{channel="trivium:push"}'), 2)
+  t.equal(value(text, 'trivium_bus_message_lag_seconds_bucket{le="0.005",channel="trivium:push"}'), 1)
+  t.equal(value(text, 'trivium_bus_message_lag_seconds_count{channel="other"}'), 6, '20 names, then other')
+})
+
 t.test('PostgreSQL pool use and Redis reconnects', async (t) => {
   const redis = new EventEmitter()
   const pool = { totalCount: 7, idleCount: 5, waitingCount: 1 }

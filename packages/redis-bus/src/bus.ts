@@ -2,9 +2,11 @@
 // delivers it to its own sessions. A publish is delivered only through the subscription (never also
 // locally), so each instance, the publishing one included, delivers it exactly once, in publish order
 // per publisher. Envelope: {"v":1,"from":"<instance id>","topic":"…","userId":"…","message":<json>}.
+
 import type { PubSubBus, PushEnvelope } from '@trivium/wire/sessions'
 import { RedisBusUnavailableError } from './errors.js'
 import { instanceId } from './instance-id.js'
+import { reportLag, sendTime } from './lag.js'
 import type { RedisPubSub } from './pubsub.js'
 import { type ConnectionOptions, DropLog, resolvePubSub, validatePrefix } from './shared.js'
 
@@ -36,7 +38,7 @@ export class RedisBus implements PubSubBus {
     if (this.#closed) throw new RedisBusUnavailableError('closed')
     // `json` is JSON text made by SessionHub; it is embedded as is (not re-escaped).
     const user = envelope.userId === undefined ? '' : `,"userId":${JSON.stringify(envelope.userId)}`
-    const payload = `{"v":1,"from":${this.#from},"topic":${JSON.stringify(envelope.topic)}${user},"message":${envelope.json}}`
+    const payload = `{"v":1,"from":${this.#from}${sendTime()},"topic":${JSON.stringify(envelope.topic)}${user},"message":${envelope.json}}`
     await this.#pubsub.publishRaw(this.channel, payload)
   }
 
@@ -78,7 +80,7 @@ export class RedisBus implements PubSubBus {
       this.#drops.drop('not an object', payload)
       return undefined
     }
-    const { v, topic, userId, message } = value as Record<string, unknown>
+    const { v, topic, userId, message, at } = value as Record<string, unknown>
     if (
       v !== 1 ||
       typeof topic !== 'string' ||
@@ -88,6 +90,7 @@ export class RedisBus implements PubSubBus {
       this.#drops.drop('not a v1 push envelope', payload)
       return undefined
     }
+    reportLag(this.channel, at)
     const json = JSON.stringify(message)
     return userId === undefined ? { topic, json } : { topic, userId, json }
   }

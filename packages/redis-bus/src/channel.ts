@@ -1,7 +1,9 @@
 // Generic JSON pub/sub on one named Redis channel, for cross-instance signals (token revocation, RBAC
 // cache invalidation, task events). Envelope: {"v":1,"from":"<instance id>","data":<message>}.
+
 import { RedisBusUnavailableError } from './errors.js'
 import { instanceId } from './instance-id.js'
+import { reportLag, sendTime } from './lag.js'
 import type { RedisPubSub } from './pubsub.js'
 import { type ConnectionOptions, DropLog, resolvePubSub, validatePrefix } from './shared.js'
 
@@ -54,7 +56,7 @@ export class RedisChannel<T> {
     if (data === undefined) return Promise.reject(new TypeError('@trivium/redis-bus: message is not JSON'))
     return this.#pubsub.publishRaw(
       this.channel,
-      `{"v":1,"from":${JSON.stringify(instanceId())},"data":${data}}`,
+      `{"v":1,"from":${JSON.stringify(instanceId())}${sendTime()},"data":${data}}`,
     )
   }
 
@@ -81,7 +83,8 @@ export class RedisChannel<T> {
         this.#drops.drop('not a v1 envelope', payload)
         return
       }
-      const { from, data } = envelope as { from: string; data: unknown }
+      const { from, data, at } = envelope as { from: string; data: unknown; at?: unknown }
+      reportLag(this.channel, at)
       if (this.#validate && !this.#validate(data)) {
         this.#drops.drop('rejected by validate', payload)
         return

@@ -193,3 +193,23 @@ t.test('options are validated; closed bus rejects', async (t) => {
   t.equal(defaults.channel, 'trivium:push')
   await defaults.close()
 })
+
+t.test('every received message reports its lag on trivium:bus:message', async (t) => {
+  const { subscribe, unsubscribe } = await import('node:diagnostics_channel')
+  const { channel, hubA, hubB } = await twoInstances(t)
+  const seen: Array<{ channel: string; lagSeconds: number }> = []
+  const listener = (message: unknown) => seen.push(message as { channel: string; lagSeconds: number })
+  subscribe('trivium:bus:message', listener)
+  t.teardown(() => unsubscribe('trivium:bus:message', listener))
+  const b1 = fakeSession('b1')
+  hubB.add(b1.session)
+  hubB.subscribe(b1.session, 'news')
+  const before = Date.now()
+  await hubA.toTopic('news', { n: 1 })
+  await until(() => seen.filter((m) => m.channel === channel).length >= 2) // A and B both receive it
+  const mine = seen.filter((m) => m.channel === channel)
+  t.equal(mine.length, 2)
+  for (const m of mine) {
+    t.ok(m.lagSeconds >= 0 && m.lagSeconds <= (Date.now() - before) / 1000 + 0.001, `lag ${m.lagSeconds} s`)
+  }
+})

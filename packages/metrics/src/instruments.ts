@@ -1,6 +1,7 @@
 // Every Trivium metric, created once per registry. Names and units follow Prometheus conventions:
 // `_total` counters, `_seconds` durations, base units, snake_case labels.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
+import type { CallSeries } from './observer.js'
 
 export const DEFAULT_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
@@ -26,14 +27,23 @@ export class Instruments {
   readonly busLag: Histogram<'channel'>
   readonly pool: Gauge<'state'>
   private readonly pools: PoolLike[] = []
+  private readonly callSeriesList: CallSeries[] = []
 
   constructor(registry: Registry, buckets: number[]) {
     const registers = [registry]
+    const series = this.callSeriesList
     this.calls = new Counter({
       name: 'trivium_calls_total',
       help: 'Calls by endpoint, transport and result code (OK or the error code, e.g. TRV_VALIDATION)',
       labelNames: ['endpoint', 'transport', 'code'],
       registers,
+      collect() {
+        this.reset()
+        for (const s of series) {
+          for (const [code, n] of s.byCode)
+            this.inc({ endpoint: s.endpoint, transport: s.transport, code }, n)
+        }
+      },
     })
     this.duration = new Histogram({
       name: 'trivium_call_duration_seconds',
@@ -47,6 +57,10 @@ export class Instruments {
       help: 'Calls being handled',
       labelNames: ['endpoint', 'transport'],
       registers,
+      collect() {
+        for (const s of series)
+          this.set({ endpoint: s.endpoint, transport: s.transport }, s.started - s.finished)
+      },
     })
     this.streamsInFlight = new Gauge({
       name: 'trivium_streams_in_flight',
@@ -123,6 +137,22 @@ export class Instruments {
         this.set({ state: 'waiting' }, waiting)
       },
     })
+  }
+
+  /** The counts of one (endpoint, transport), kept by the call observer and exposed when scraped. */
+  callSeries(endpoint: string, transport: string): CallSeries {
+    const s: CallSeries = {
+      endpoint,
+      transport,
+      duration: this.duration.labels(endpoint, transport),
+      streams: this.streamsInFlight.labels(endpoint, transport),
+      started: 0,
+      finished: 0,
+      byCode: new Map(),
+    }
+    this.callSeriesList.push(s)
+    this.callsInFlight.set({ endpoint, transport }, 0)
+    return s
   }
 
   watchPool(pool: PoolLike): void {

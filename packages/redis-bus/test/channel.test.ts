@@ -114,8 +114,11 @@ t.test(
 
 t.test('publish→receive latency between two connection pairs', async (t) => {
   const prefix = `${uniq('lat')}:`
-  const a = new RedisChannel<number>('lat', { redis: REDIS_URL, prefix, logger: captureLogger() })
-  const b = new RedisChannel<number>('lat', { redis: REDIS_URL, prefix, logger: captureLogger() })
+  // This test measures latency; the 500 ms publish timeout (tested elsewhere) would turn a busy machine's
+  // slow burst into a failure.
+  const options = { redis: REDIS_URL, prefix, logger: captureLogger(), publishTimeoutMs: 10_000 }
+  const a = new RedisChannel<number>('lat', options)
+  const b = new RedisChannel<number>('lat', { ...options, logger: captureLogger() })
   t.teardown(() => Promise.all([a.close(), b.close()]))
   let resolveNext: ((n: number) => void) | undefined
   b.subscribe((n) => resolveNext?.(n))

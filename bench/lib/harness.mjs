@@ -16,9 +16,12 @@ function pinned(cpu, args) {
   return hasTaskset ? ['taskset', ['-c', String(cpu), ...args]] : [args[0], args.slice(1)]
 }
 
-/** Starts `node script` on CPU 0; the script prints `LISTENING <port>` when ready. */
-export async function startServer(script, env = {}) {
-  const [cmd, args] = pinned(0, [process.execPath, script])
+/**
+ * Starts `node script` on CPU 0 (or `cpus`, a taskset CPU list such as `2` or `4-7`); the script prints
+ * `LISTENING <port>` when ready.
+ */
+export async function startServer(script, env = {}, { cpus = '0' } = {}) {
+  const [cmd, args] = pinned(cpus, [process.execPath, script])
   const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] })
   let buffer = ''
   const port = await new Promise((resolve, reject) => {
@@ -84,7 +87,7 @@ let scriptCount = 0
 const scriptDir = mkdtempSync(join(tmpdir(), 'trivium-bench-wrk-'))
 process.once('exit', () => rmSync(scriptDir, { recursive: true, force: true }))
 
-/** The wrk command line (pinned to CPU 1) for one load. */
+/** The wrk command line (pinned to CPU 1, or `cpus`; `threads` wrk threads, default 1) for one load. */
 function wrkCommand({
   url,
   method = 'GET',
@@ -93,12 +96,14 @@ function wrkCommand({
   duration = 3,
   connections = 50,
   pipelining = 1,
+  cpus = '1',
+  threads = 1,
 }) {
   const script = join(scriptDir, `load-${process.pid}-${scriptCount++}.lua`)
   writeFileSync(script, wrkScript({ method, body, pipelining }))
   const args = [
     WRK,
-    '-t1',
+    `-t${threads}`,
     `-c${connections}`,
     `-d${duration}s`,
     '--timeout',
@@ -109,7 +114,7 @@ function wrkCommand({
   ]
   for (const [k, v] of Object.entries(headers)) args.push('-H', `${k}: ${v}`)
   args.push(url)
-  return { command: withTimes(pinned(1, args)), script }
+  return { command: withTimes(pinned(cpus, args)), script }
 }
 
 /**
@@ -151,7 +156,8 @@ function parseWrk(stdout, stderr) {
 /**
  * One wrk run (`wrk -t1 -c<connections>`, on CPU 1): requests/s (mean over the run), total requests,
  * non-2xx count (4xx/5xx), socket errors and latency (ms). Options: url, method, headers, body (string or
- * JSON), duration (s), connections, pipelining (requests in flight per connection).
+ * JSON), duration (s), connections, pipelining (requests in flight per connection), cpus (taskset CPU
+ * list, default `1`), threads (default 1).
  */
 export function load(options) {
   const { command, script } = wrkCommand(options)
@@ -162,7 +168,7 @@ export function load(options) {
 }
 
 /**
- * Several wrk runs at the same time (e.g. one per server instance), all pinned to CPU 1; resolves to the
+ * Several wrk runs at the same time (e.g. one per server instance), on CPU 1 unless given; resolves to the
  * results in order and their sum (`rps`, `total`, `non2xx`, `errors`; `latency` is the worst p99).
  */
 export async function loadParallel(list) {

@@ -53,7 +53,8 @@ function wrkScript({ method, body, pipelining }) {
     lines.push(`wrk.body = ${luaString(typeof body === 'string' ? body : JSON.stringify(body))}`)
   if (pipelining > 1) {
     // wrk has no pipelining flag: each write sends `pipelining` requests (wrk's own pipeline.lua), and
-    // wrk counts every response it parses.
+    // wrk counts every response it parses. Batches: a connection sends its next batch once every response
+    // of the previous one has arrived (autocannon -p refilled each slot as its response came back).
     lines.push(
       'local batch',
       'function init(args)',

@@ -41,7 +41,8 @@ try {
   console.log(
     `  ratio endpoint+protections / endpoint:     ${(rps['trivium endpoint + all protections'] / rps['trivium endpoint']).toFixed(2)}`,
   )
-  // The same from the server's own CPU time per request: unaffected by the generator and other load.
+  // The same from the server's own CPU time per request: independent of the generator, less sensitive
+  // to other load on the machine than req/s (contention still inflates it).
   const cpu = Object.fromEntries(rows.map((r) => [r.name, r.cpuUsPerRequest]))
   const cpuUs = (a, b) => (cpu[b] - cpu[a]).toFixed(1)
   console.log(`cost per request (server CPU µs/request difference):`)

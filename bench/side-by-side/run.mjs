@@ -131,8 +131,8 @@ try {
   }
   const secure = row['full stack, auth + permission']
   const officialRow = row['official plugins, auth + permission']
-  // [name, measured ratio, the same ratio from server CPU per request (throughput at equal CPU: not
-  // distorted by the generator or other load on the machine), target]
+  // [name, measured ratio, the same ratio from server CPU per request (throughput at equal CPU:
+  // independent of the generator, less sensitive to other load on the machine), target]
   const cpuRatio = (slow, fast) => fast.cpuUsPerRequest / slow.cpuUsPerRequest
   const bareRow = row['bare fastify']
   const ceilingRow = row['bare fastify + spec headers (ceiling)']

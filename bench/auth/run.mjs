@@ -25,6 +25,7 @@ async function start(env) {
   return {
     port,
     token,
+    pid: child.pid,
     async stop() {
       child.kill('SIGTERM')
       await once(child, 'exit')
@@ -42,16 +43,18 @@ try {
     rounds: Number(process.env.BENCH_ROUNDS ?? 5),
     duration: Number(process.env.BENCH_DURATION ?? 3),
     cases: [
-      { name: 'bare fastify route', url: url(cached, '/bare') },
-      { name: 'trivium public endpoint (auth mw)', url: url(cached, '/public') },
+      { name: 'bare fastify route', url: url(cached, '/bare'), pid: cached.pid },
+      { name: 'trivium public endpoint (auth mw)', url: url(cached, '/public'), pid: cached.pid },
       {
         name: 'authenticated, verified cache',
         url: url(cached, '/me'),
+        pid: cached.pid,
         headers: { authorization: `Bearer ${cached.token}` },
       },
       {
         name: 'authenticated, no cache',
         url: url(uncached, '/me'),
+        pid: uncached.pid,
         headers: { authorization: `Bearer ${uncached.token}` },
       },
     ],

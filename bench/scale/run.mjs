@@ -3,42 +3,49 @@
 //   - on one demo instance with the embedded defaults (PGlite, in-memory revocation and rate limits),
 //   - on one instance with PostgreSQL and in-memory stores (separates the database engine),
 //   - on one instance with PostgreSQL and Redis (revocation EXISTS + rate-limit Lua script per request),
-//   - on two instances with PostgreSQL and Redis, the load split over both (autocannon round-robins
-//     its connections over the two URLs),
+//   - on two instances with PostgreSQL and Redis, the load split over both (one wrk per instance at the
+//     same time, the connections split, requests/s summed),
 // as ratios to the first. Servers are pinned to CPU 0 (both instances share it: same CPU budget for every
-// case), autocannon to CPU 1; PostgreSQL and Redis are not pinned. Needs the local PostgreSQL and Redis.
-// BENCH_ROUNDS (default 3) and BENCH_DURATION (s, default 3) as the other suites.
-import { spawnSync } from 'node:child_process'
+// case), wrk to CPU 1; PostgreSQL and Redis are not pinned. Needs the local PostgreSQL and Redis.
+// On 2 cores this is a cost-per-request measure, not a scaling one: README.md here says how to see
+// N-instance scaling on a bigger machine (BENCH_SERVER_CPUS, BENCH_LOAD_CPUS).
+// BENCH_ROUNDS (default 3), BENCH_DURATION (s, default 3), BENCH_CONNECTIONS (default 50, split over
+// the instances of a case) as the other suites.
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
-import { median, startServer } from '../lib/harness.mjs'
+import { join } from 'node:path'
+import { loadParallel, median, startServer } from '../lib/harness.mjs'
 
 const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const DURATION = Number(process.env.BENCH_DURATION ?? 3)
-const CONNECTIONS = 50
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
 const ADMIN_PASSWORD = 'Adm1n!Passw0rd'
+// Bigger machines (README.md): instances of the last case, the CPUs of each instance (taskset lists
+// separated by spaces, one per instance, cycled; the 1-instance cases use the first), the CPUs of the load
+// generators and wrk threads per wrk process.
+const INSTANCES = Number(process.env.BENCH_INSTANCES ?? 2)
+const SERVER_CPUS = (process.env.BENCH_SERVER_CPUS ?? '0').trim().split(/\s+/)
+const LOAD_CPUS = process.env.BENCH_LOAD_CPUS ?? '1'
+const WRK_THREADS = Number(process.env.BENCH_WRK_THREADS ?? 1)
+const instanceCpus = Array.from({ length: INSTANCES }, (_, i) => SERVER_CPUS[i % SERVER_CPUS.length])
+const sharedCpu = new Set(instanceCpus).size === 1
 
-const require = createRequire(import.meta.url)
-const autocannonBin = join(dirname(require.resolve('autocannon/package.json')), 'autocannon.js')
-const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0
-
-/** autocannon on CPU 1 against one or more URLs (connections spread round-robin over them). */
-function load(urls, headers, duration) {
-  const args = [autocannonBin, '-j', '-d', String(duration), '-c', String(CONNECTIONS)]
-  for (const [k, v] of Object.entries(headers)) args.push('-H', `${k}=${v}`)
-  args.push(...urls)
-  const [cmd, cmdArgs] = hasTaskset
-    ? ['taskset', ['-c', '1', process.execPath, ...args]]
-    : [process.execPath, args]
-  const out = spawnSync(cmd, cmdArgs, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
-  if (out.status !== 0) throw new Error(`autocannon failed: ${out.stderr}`)
-  const r = JSON.parse(out.stdout)
-  return { rps: r.requests.average, non2xx: r.non2xx, errors: r.errors, p99: r.latency.p99 }
+/** One wrk per URL at the same time, the connections split between them; requests/s summed. */
+async function load(urls, headers, duration) {
+  const r = await loadParallel(
+    urls.map((url, i) => ({
+      url,
+      headers,
+      duration,
+      cpus: LOAD_CPUS,
+      threads: WRK_THREADS,
+      connections: Math.floor(CONNECTIONS / urls.length) + (i < CONNECTIONS % urls.length ? 1 : 0),
+    })),
+  )
+  return { rps: r.rps, non2xx: r.non2xx, errors: r.errors, p99: r.latency.p99 }
 }
 
 const id = randomBytes(5).toString('hex')
@@ -56,8 +63,12 @@ const common = {
 }
 const script = new URL('./server.mjs', import.meta.url).pathname
 const servers = []
-async function start(env) {
-  const s = await startServer(script, { ...common, ...env })
+async function start(env, instance = 0) {
+  const s = await startServer(
+    script,
+    { ...common, ...env },
+    { cpus: instanceCpus[instance] ?? SERVER_CPUS[0] },
+  )
   servers.push(s)
   return `http://127.0.0.1:${s.port}`
 }
@@ -100,23 +111,28 @@ try {
   const distributed = { DATABASE_URL: POSTGRES_URL, DATABASE_SCHEMA: schema, REDIS_URL, REDIS_PREFIX: prefix }
   const embedded = await start({ DATA_DIR: dataDir })
   const pgMemory = await start({ DATABASE_URL: POSTGRES_URL, DATABASE_SCHEMA: `${schema}_mem` })
-  const [a, b] = await Promise.all([start(distributed), start(distributed)])
+  const instances = await Promise.all(Array.from({ length: INSTANCES }, (_, i) => start(distributed, i)))
+  const a = instances[0]
   const path = '/tasks?limit=1'
   const cases = [
     { name: '1 instance, PGlite + memory stores', urls: [embedded + path], token: await tokenFor(embedded) },
     { name: '1 instance, PostgreSQL + memory', urls: [pgMemory + path], token: await tokenFor(pgMemory) },
     { name: '1 instance, PostgreSQL + Redis', urls: [a + path] },
-    { name: '2 instances, PostgreSQL + Redis', urls: [a + path, b + path] },
+    { name: `${INSTANCES} instances, PostgreSQL + Redis`, urls: instances.map((base) => base + path) },
   ]
-  const shared = await tokenFor(a) // signed by A, accepted by B (same secret, shared revocation list)
+  const shared = await tokenFor(a) // signed by A, accepted by the others (same secret, shared revocation list)
   for (const c of cases) c.token ??= shared
 
   const samples = Object.fromEntries(cases.map((c) => [c.name, []]))
   const p99s = Object.fromEntries(cases.map((c) => [c.name, []]))
-  for (const c of cases) load(c.urls, { authorization: `Bearer ${c.token}` }, 1) // warm-up
+  for (const c of cases) await load(c.urls, { authorization: `Bearer ${c.token}` }, 1) // warm-up
   for (let r = 0; r < ROUNDS; r++) {
     for (const c of cases) {
-      const { rps, non2xx, errors, p99 } = load(c.urls, { authorization: `Bearer ${c.token}` }, DURATION)
+      const { rps, non2xx, errors, p99 } = await load(
+        c.urls,
+        { authorization: `Bearer ${c.token}` },
+        DURATION,
+      )
       if (non2xx > 0 || errors > 0) console.warn(`  ! ${c.name}: ${non2xx} non-2xx, ${errors} errors`)
       samples[c.name].push(rps)
       p99s[c.name].push(p99)
@@ -124,7 +140,7 @@ try {
   }
   const base = median(samples[cases[0].name])
   console.log(
-    `\nscale: GET ${path} with a Bearer token (${ROUNDS} interleaved rounds × ${DURATION}s, ${CONNECTIONS} connections, medians; servers share CPU 0)`,
+    `\nscale: GET ${path} with a Bearer token (${ROUNDS} interleaved rounds × ${DURATION}s, ${CONNECTIONS} connections, medians; servers on CPU ${sharedCpu ? `${SERVER_CPUS[0]}, shared` : instanceCpus.join(' / ')}, wrk on ${LOAD_CPUS})`,
   )
   console.log('case'.padEnd(40), 'req/s'.padStart(8), 'p99 ms'.padStart(8), 'ratio'.padStart(7))
   for (const c of cases) {
@@ -132,7 +148,7 @@ try {
     console.log(
       c.name.padEnd(40),
       String(Math.round(m)).padStart(8),
-      String(median(p99s[c.name])).padStart(8),
+      median(p99s[c.name]).toFixed(2).padStart(8),
       (m / base).toFixed(2).padStart(7),
     )
   }
@@ -140,7 +156,14 @@ try {
   console.log(`\ncost per request on one core (1/rps difference):`)
   console.log(`  PostgreSQL instead of PGlite:      ${us(cases[0].name, cases[1].name)} µs`)
   console.log(`  Redis revocation + rate limit:     ${us(cases[1].name, cases[2].name)} µs`)
-  console.log(`  second instance on the same core:  ${us(cases[2].name, cases[3].name)} µs`)
+  if (sharedCpu)
+    console.log(
+      `  ${INSTANCES - 1} more instance(s) on the same core: ${us(cases[2].name, cases[3].name)} µs`,
+    )
+  else {
+    const factor = median(samples[cases[3].name]) / median(samples[cases[2].name])
+    console.log(`  scaling: ${INSTANCES} instances on their own CPUs / 1 instance: ${factor.toFixed(2)}×`)
+  }
 } finally {
   await cleanup()
 }

@@ -1,0 +1,18 @@
+// bench/side-by-side (a) and (b): bare Fastify, `GET /hello` → {hello:"world"}.
+// BENCH_HEADERS=1 (b): the same route plus every header the full Trivium stack must send on an allowed,
+// authenticated response (spec "Security response headers", CORS for an allowed Origin, rate-limit
+// headers), precomputed in one frozen object and set by one onSend hook with `reply.headers`: the ceiling
+// for any stack that sends the spec's headers.
+import Fastify from 'fastify'
+import { SPEC_HEADERS } from './headers.mjs'
+
+const app = Fastify({ logger: false })
+if (process.env.BENCH_HEADERS === '1') {
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    reply.headers(SPEC_HEADERS)
+    done(null, payload)
+  })
+}
+app.get('/hello', async () => ({ hello: 'world' }))
+await app.listen({ port: 0, host: '127.0.0.1' })
+console.log(`LISTENING ${app.server.address().port}`)

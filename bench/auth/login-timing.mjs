@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto'
 import trivium from '@trivium/core'
 import Fastify from 'fastify'
 import triviumAuth from '../../packages/auth/dist/index.js'
+import { SqlTokenLedger, SqlUserStore } from '../../packages/auth/dist/sql.js'
 import { shutdownPasswordWorkers } from '../../packages/crypto/dist/index.js'
 import { connectPglite } from '../../packages/sql/dist/index.js'
 
@@ -17,7 +18,8 @@ await app.register(trivium)
 await app.register(triviumAuth, {
   secret: 'bench-secret-0123456789abcdefghijklmnopqrstuvwxyz',
   issuer: 'bench',
-  flows: { sql, encryptionKey: randomBytes(32).toString('base64') },
+  ledger: new SqlTokenLedger(sql),
+  flows: { users: new SqlUserStore(sql), encryptionKey: randomBytes(32).toString('base64') },
 })
 await app.ready()
 const password = 'Str0ng!Passw0rd'

@@ -4,7 +4,9 @@
 // NestJS, each server in its own process on CPU 0, wrk (-t1 -c50) on CPU 1, interleaved rounds, medians,
 // ratios within this run. First a headroom check: the generator must not be the limit.
 // env: BENCH_ROUNDS (default 3), BENCH_DURATION (s, default 8), BENCH_CONNECTIONS (default 50),
-//      BENCH_HEADROOM=0 (skip the headroom check), BENCH_NEST=0 (leave NestJS out).
+//      BENCH_HEADROOM=0 (skip the headroom check), BENCH_NEST=0 (leave NestJS out),
+//      BENCH_BEFORE=<checkout> (another built checkout, e.g. an older commit in a git worktree: its
+//      bench/core and bench/stack servers run as "(before)" cases in the same run, for before/after ratios).
 import { compare, load, loadAutocannon, median, startServer } from '../lib/harness.mjs'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
@@ -29,6 +31,14 @@ try {
   const stackSecure = await start(here('../stack/server.mjs'))
   const official = await start(here('./official.mjs'))
   const nest = process.env.BENCH_NEST === '0' ? undefined : await start(here('./nest.mjs'))
+  const beforeTree = process.env.BENCH_BEFORE
+  const before = beforeTree
+    ? {
+        core: await start(`${beforeTree}/bench/core/server.mjs`),
+        stackPublic: await start(`${beforeTree}/bench/stack/server.mjs`),
+        stackSecure: await start(`${beforeTree}/bench/stack/server.mjs`),
+      }
+    : undefined
   const url = (s, p) => `http://127.0.0.1:${s.port}${p}`
 
   if (process.env.BENCH_HEADROOM !== '0') {
@@ -109,6 +119,23 @@ try {
       pid: nest.pid,
       headers: { authorization: `Bearer ${token(nest)}` },
     })
+  }
+  if (before) {
+    cases.push(
+      { name: 'trivium endpoint (before)', url: url(before.core, '/core'), pid: before.core.pid },
+      {
+        name: 'full stack, public (before)',
+        url: url(before.stackPublic, '/public'),
+        pid: before.stackPublic.pid,
+        headers: { origin: ORIGIN },
+      },
+      {
+        name: 'full stack, auth + permission (before)',
+        url: url(before.stackSecure, '/secure'),
+        pid: before.stackSecure.pid,
+        headers: { origin: ORIGIN, authorization: `Bearer ${token(before.stackSecure)}` },
+      },
+    )
   }
   const rows = await compare({
     title: 'side by side: GET returning {hello:"world"}, one process per server',

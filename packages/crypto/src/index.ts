@@ -26,6 +26,7 @@ export {
 export {
   BUSY_MESSAGE,
   DEFAULT_MAX_QUEUE,
+  DEFAULT_WORKER_NICE,
   defaultPoolSize,
   type PasswordPoolOptions,
 } from './password-pool.js'

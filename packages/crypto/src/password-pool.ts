@@ -5,13 +5,18 @@ import { availableParallelism } from 'node:os'
 import { Worker } from 'node:worker_threads'
 import { ServiceUnavailableException } from '@trivium/wire/errors'
 import { InvalidArgumentError, PasswordWorkerError } from './errors.js'
-import type { PasswordJob, PasswordReply } from './password-worker.js'
+import type { PasswordJob, PasswordReply, PasswordWorkerData } from './password-worker.js'
 
 export interface PasswordPoolOptions {
   /** Worker threads (default: available cores − 1, at least 2, at most 4). */
   poolSize?: number
   /** Jobs waiting for a worker before new ones are refused with ServiceUnavailableException (default 1000). */
   maxQueue?: number
+  /**
+   * How much lower than the process the workers' OS scheduling priority is, as a nice increment 0–19
+   * (default 10; Linux only, elsewhere ignored). Applies to workers started after the call.
+   */
+  workerNice?: number
 }
 
 interface Job {
@@ -26,6 +31,7 @@ interface Slot {
 }
 
 export const DEFAULT_MAX_QUEUE = 1000
+export const DEFAULT_WORKER_NICE = 10
 export const BUSY_MESSAGE = 'Password service is busy, try again later'
 
 export function defaultPoolSize(): number {
@@ -37,6 +43,7 @@ const WORKER_URL = new URL('./password-worker.js', import.meta.url)
 export class PasswordPool {
   #size: number
   #maxQueue: number
+  #nice: number
   #slots: Slot[] = []
   #queue: Job[] = []
   #nextId = 1
@@ -44,6 +51,7 @@ export class PasswordPool {
   constructor(options: PasswordPoolOptions = {}) {
     this.#size = defaultPoolSize()
     this.#maxQueue = DEFAULT_MAX_QUEUE
+    this.#nice = DEFAULT_WORKER_NICE
     this.configure(options)
   }
 
@@ -59,6 +67,12 @@ export class PasswordPool {
         throw new InvalidArgumentError('@trivium/crypto: maxQueue must be a non-negative integer')
       }
       this.#maxQueue = options.maxQueue
+    }
+    if (options.workerNice !== undefined) {
+      if (!Number.isInteger(options.workerNice) || options.workerNice < 0 || options.workerNice > 19) {
+        throw new InvalidArgumentError('@trivium/crypto: workerNice must be an integer from 0 to 19')
+      }
+      this.#nice = options.workerNice
     }
   }
 
@@ -116,7 +130,8 @@ export class PasswordPool {
   }
 
   #spawn(): Slot {
-    const worker = new Worker(WORKER_URL, { name: 'trivium-password' })
+    const workerData: PasswordWorkerData = { nice: this.#nice }
+    const worker = new Worker(WORKER_URL, { name: 'trivium-password', workerData })
     const slot: Slot = { worker, job: undefined }
     worker.unref()
     worker.on('message', (reply: PasswordReply) => {

@@ -1,7 +1,9 @@
+import { readdirSync, readFileSync } from 'node:fs'
 import {
   BCRYPT_COST,
   configurePasswordWorkers,
   DEFAULT_MAX_QUEUE,
+  DEFAULT_WORKER_NICE,
   defaultPoolSize,
   hashPassword,
   PASSWORD_TOO_LONG_MESSAGE,
@@ -12,6 +14,18 @@ import {
 import { ValidationException } from '@trivium/wire'
 import bcrypt from 'bcryptjs'
 import t from 'tap'
+
+/** Nice value of each thread of this process (Linux /proc), by thread id. */
+function threadNices(): Map<number, number> {
+  const nices = new Map<number, number>()
+  for (const tid of readdirSync('/proc/self/task')) {
+    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8')
+    // Fields after the parenthesised command name start at field 3 (state); nice is field 19.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    nices.set(Number(tid), Number(fields[16]))
+  }
+  return nices
+}
 
 t.teardown(() => shutdownPasswordWorkers())
 
@@ -100,6 +114,55 @@ t.test('a full queue refuses new jobs with ServiceUnavailableException (503)', a
   t.throws(() => configurePasswordWorkers({ poolSize: 0 }), { code: 'TRV_CRYPTO_INVALID_ARGUMENT' })
   t.throws(() => configurePasswordWorkers({ maxQueue: -1 }), { code: 'TRV_CRYPTO_INVALID_ARGUMENT' })
 })
+
+const linux = process.platform === 'linux'
+const base = linux ? (threadNices().get(process.pid) ?? 0) : 0
+const prioritySkip = !linux
+  ? 'thread priorities are only set on Linux'
+  : base > 19 - DEFAULT_WORKER_NICE
+    ? `the process already runs at nice ${base}`
+    : false
+
+t.test(
+  'workers run at a lower OS priority than the event loop (Linux)',
+  { skip: prioritySkip },
+  async (t) => {
+    t.equal(DEFAULT_WORKER_NICE, 10)
+    await shutdownPasswordWorkers()
+    t.teardown(() =>
+      configurePasswordWorkers({ poolSize: defaultPoolSize(), workerNice: DEFAULT_WORKER_NICE }),
+    )
+    configurePasswordWorkers({ poolSize: 2 })
+    await Promise.all([hashPassword('one'), hashPassword('two')])
+    t.equal(passwordWorkerCount(), 2)
+    const niced = () => [...threadNices().values()].filter((n) => n === base + DEFAULT_WORKER_NICE).length
+    t.equal(niced(), 2, 'both workers at nice +10')
+    t.equal(threadNices().get(process.pid), base, 'the main thread is left as it was')
+
+    await shutdownPasswordWorkers()
+    configurePasswordWorkers({ poolSize: 1, workerNice: 3 })
+    await hashPassword('three')
+    t.equal([...threadNices().values()].filter((n) => n === base + 3).length, 1, 'one worker at nice +3')
+    t.equal(niced(), 0)
+
+    await shutdownPasswordWorkers()
+    configurePasswordWorkers({ workerNice: 0 })
+    await hashPassword('four')
+    t.same(
+      [...threadNices().values()].filter((n) => n !== base),
+      [],
+      'workerNice 0 leaves every thread at the process priority',
+    )
+    await shutdownPasswordWorkers()
+
+    for (const bad of [-1, 20, 1.5]) {
+      t.throws(() => configurePasswordWorkers({ workerNice: bad }), {
+        code: 'TRV_CRYPTO_INVALID_ARGUMENT',
+        message: '@trivium/crypto: workerNice must be an integer from 0 to 19',
+      })
+    }
+  },
+)
 
 t.test('shutdown rejects a job in flight', async (t) => {
   const pending = t.rejects(hashPassword('in-flight'), {

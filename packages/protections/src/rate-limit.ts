@@ -68,6 +68,46 @@ export function clientId(call: TriviumCall<any>): string {
   return call.clientIp ? `ip:${call.clientIp}` : 'ip:unknown'
 }
 
+/** Entries of each per-endpoint key cache before it is emptied (a flood of clients cannot grow it). */
+export const KEY_CACHE_LIMIT = 10_000
+
+/**
+ * The store key `<clientId>:<endpoint>` of a call, reused across requests: the string is built once per
+ * (client, endpoint) instead of per request, and a reused string's hash is already known, so the
+ * store's Map lookup does not flatten and hash a fresh concatenation every time. Looked up by user id
+ * (a number or a string) or client IP, per endpoint; each cache is emptied when it reaches
+ * KEY_CACHE_LIMIT entries. Same keys as `${clientId(call)}:${call.endpoint}`.
+ */
+export class KeyCache {
+  private readonly endpoints = new Map<string, { users: Map<unknown, string>; ips: Map<unknown, string> }>()
+
+  keyOf(call: TriviumCall<any>): string {
+    const endpoint = call.endpoint
+    let caches = this.endpoints.get(endpoint)
+    if (caches === undefined) {
+      caches = { users: new Map(), ips: new Map() }
+      this.endpoints.set(endpoint, caches)
+    }
+    const identity = call.identity
+    const cache = identity !== undefined ? caches.users : caches.ips
+    const client = identity !== undefined ? identity.userId : call.clientIp
+    let key = cache.get(client)
+    if (key === undefined) {
+      key = `${clientId(call)}:${endpoint}`
+      if (cache.size >= KEY_CACHE_LIMIT) cache.clear()
+      cache.set(client, key)
+    }
+    return key
+  }
+
+  /** Keys cached, over every endpoint. */
+  get size(): number {
+    let size = 0
+    for (const caches of this.endpoints.values()) size += caches.users.size + caches.ips.size
+    return size
+  }
+}
+
 function validate(options: RateLimitPluginOptions) {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError('@trivium/protections: rate-limit options must be an object')
@@ -164,13 +204,14 @@ const rateLimitPlugin: FastifyPluginAsync<RateLimitPluginOptions> = async (
     return next()
   }
 
+  const keys = new KeyCache()
   // Not an async function: with the memory store the verdict is synchronous, and the call goes on
   // without an extra promise and microtask per request. Errors still come back as a rejected promise.
   const middleware: Middleware = (call, next) => {
     try {
       const limit = limitFor(call.endpoint, call.definition)
       if (limit === false) return next()
-      const outcome = limiter.check(`${clientId(call)}:${call.endpoint}`, limit)
+      const outcome = limiter.check(keys.keyOf(call), limit)
       if (outcome instanceof Promise) return outcome.then((result) => apply(call, limit, result, next))
       return apply(call, limit, outcome, next)
     } catch (err) {

@@ -3,6 +3,7 @@ export { ClaimError, parseAccessClaims, parseRefreshClaims } from './claims.js'
 export { setUserContext } from './middleware.js'
 export { checkJti, checkTtl } from './revocation.js'
 export {
+  cacheKey,
   checkSecret,
   generateJti,
   type IssuedToken,

@@ -1,6 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto'
 import { AUDIENCE, TokenClaims, TokenService } from '@trivium/auth'
-import { checkSecret, generateJti } from '@trivium/auth/internal'
+import { cacheKey, checkSecret, generateJti } from '@trivium/auth/internal'
 import { createSigner } from 'fast-jwt'
 import t from 'tap'
 import { accessPayload, craft, decodeHeader, decodePayload, ISSUER, manualClock, SECRET } from './helpers.js'
@@ -382,4 +382,33 @@ t.test('verified-token cache is bounded and keyed by the whole token', async (t)
   t.equal(result.isValid, false, 'same signature, other payload: not a cache hit')
   t.equal(result.error, 'The token signature is invalid.')
   t.equal(tokens.validate(a).claims?.username, 'alice', 'a is still served from the cache')
+})
+
+t.test('verified-token cache key: a fold of the last five characters; a shared key is a miss', async (t) => {
+  t.equal(cacheKey('abcd'), undefined, 'too short to be a token: not cached')
+  const fold = (s: string) => [...s].reduce((k, c) => (k * 61 + c.charCodeAt(0)) & 0x3fffffff, 0)
+  t.equal(cacheKey('xx.ABCDE'), fold('ABCDE'))
+  t.equal(cacheKey('ABCDE'), 915_213_935)
+  t.equal(cacheKey('...X-'), cacheKey('...Wj'), 'two ends with one key')
+  const clock = manualClock()
+  const tokens = service(clock, { verifiedCacheSize: 10 })
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
+  // A token of alice's and another string with the same key (its last two characters changed).
+  let a = ''
+  let twin: string | undefined
+  for (let i = 0; twin === undefined && i < 200; i++) {
+    a = tokens.issueAccessToken(alice)
+    for (const x of alphabet) {
+      for (const y of alphabet) {
+        const other = a.slice(0, -2) + x + y
+        if (other !== a && cacheKey(other) === cacheKey(a)) twin = other
+      }
+    }
+  }
+  if (twin === undefined) throw new Error('no token with a twin key found')
+  t.equal(tokens.validate(a).claims?.username, 'alice', 'a is cached')
+  const result = tokens.validate(twin)
+  t.equal(result.isValid, false, 'same key, other token: not a cache hit')
+  t.match(result.error, /^The token (signature is invalid|is malformed)\.$/)
+  t.equal(tokens.validate(a).claims?.username, 'alice', 'a is still served')
 })

@@ -39,6 +39,9 @@ function stringList(value: unknown, name: string): string[] {
   return [...value]
 }
 
+/** Up to this many exact origins are compared one by one instead of looked up in a Set. */
+const SHORT_LIST = 8
+
 /**
  * Builds the origin test. `*.example.com` matches an origin ending in `.example.com` (a dot boundary):
  * `https://api.example.com` yes, `https://evilexample.com` and `https://example.com` no. A
@@ -53,11 +56,25 @@ export function originMatcher(allowedOrigins: readonly string[]): (origin: strin
       suffixes.push(entry.slice(1)) // keeps the leading dot
     else exact.add(entry)
   }
-  return (origin) => {
-    if (exact.has(origin)) return true
-    for (const suffix of suffixes) if (origin.length > suffix.length && origin.endsWith(suffix)) return true
+  const suffixCount = suffixes.length
+  function bySuffix(origin: string): boolean {
+    for (let i = 0; i < suffixCount; i++) {
+      const suffix = suffixes[i] as string
+      if (origin.length > suffix.length && origin.endsWith(suffix)) return true
+    }
     return false
   }
+  // A short list is compared string by string (a length check, then the characters): cheaper than
+  // hashing the request's Origin, a fresh string every time, for a Set lookup.
+  if (exact.size <= SHORT_LIST) {
+    const list = [...exact]
+    const count = list.length
+    return (origin) => {
+      for (let i = 0; i < count; i++) if (list[i] === origin) return true
+      return bySuffix(origin)
+    }
+  }
+  return (origin) => exact.has(origin) || bySuffix(origin)
 }
 
 function validate(options: CorsOptions) {

@@ -68,6 +68,61 @@ export function clientId(call: TriviumCall<any>): string {
   return call.clientIp ? `ip:${call.clientIp}` : 'ip:unknown'
 }
 
+/** Entries of each per-endpoint key cache before it is emptied (a flood of clients cannot grow it). */
+export const KEY_CACHE_LIMIT = 10_000
+
+/** One endpoint's cached keys: by user id, and by client IP for anonymous calls. */
+export interface EndpointKeys {
+  readonly users: Map<unknown, string>
+  readonly ips: Map<unknown, string>
+}
+
+/** The key of `call` (whose endpoint `caches` belong to), from the cache or built and cached. */
+function keyIn(caches: EndpointKeys, call: TriviumCall<any>): string {
+  const identity = call.identity
+  const cache = identity !== undefined ? caches.users : caches.ips
+  const client = identity !== undefined ? identity.userId : call.clientIp
+  let key = cache.get(client)
+  if (key === undefined) {
+    key = `${clientId(call)}:${call.endpoint}`
+    if (cache.size >= KEY_CACHE_LIMIT) cache.clear()
+    cache.set(client, key)
+  }
+  return key
+}
+
+/**
+ * The store key `<clientId>:<endpoint>` of a call, reused across requests: the string is built once per
+ * (client, endpoint) instead of per request, and a reused string's hash is already known, so the
+ * store's Map lookup does not flatten and hash a fresh concatenation every time. Looked up by user id
+ * (a number or a string) or client IP, per endpoint; each cache is emptied when it reaches
+ * KEY_CACHE_LIMIT entries. Same keys as `${clientId(call)}:${call.endpoint}`.
+ */
+export class KeyCache {
+  private readonly endpoints = new Map<string, EndpointKeys>()
+
+  keyOf(call: TriviumCall<any>): string {
+    return keyIn(this.forEndpoint(call.endpoint), call)
+  }
+
+  /** The caches of one endpoint (the middleware keeps them with the endpoint's limit). */
+  forEndpoint(endpoint: string): EndpointKeys {
+    let caches = this.endpoints.get(endpoint)
+    if (caches === undefined) {
+      caches = { users: new Map(), ips: new Map() }
+      this.endpoints.set(endpoint, caches)
+    }
+    return caches
+  }
+
+  /** Keys cached, over every endpoint. */
+  get size(): number {
+    let size = 0
+    for (const caches of this.endpoints.values()) size += caches.users.size + caches.ips.size
+    return size
+  }
+}
+
 function validate(options: RateLimitPluginOptions) {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError('@trivium/protections: rate-limit options must be an object')
@@ -129,16 +184,27 @@ const rateLimitPlugin: FastifyPluginAsync<RateLimitPluginOptions> = async (
     return limit
   }
 
-  // The limit's `requests` as text, once per limit object (limits are resolved once per endpoint).
-  const limitText = new WeakMap<RateLimit, string>()
-  function limitHeader(result: RateLimitResult, limit: RateLimit): string {
-    if (result.limit !== limit.requests) return String(result.limit)
-    let text = limitText.get(limit)
-    if (text === undefined) {
-      text = String(limit.requests)
-      limitText.set(limit, text)
+  // Per endpoint, resolved on its first call: the limit, its `requests` as header text, and the key
+  // cache; one Map lookup per request finds all three.
+  interface EndpointState {
+    limit: RateLimit | false
+    limitText: string
+    keys: EndpointKeys
+  }
+  const states = new Map<string, EndpointState>()
+  const keys = new KeyCache()
+  function stateOf(call: TriviumCall<any>): EndpointState {
+    let state = states.get(call.endpoint)
+    if (state === undefined) {
+      const limit = limitFor(call.endpoint, call.definition)
+      state = {
+        limit,
+        limitText: limit === false ? '' : String(limit.requests),
+        keys: keys.forEndpoint(call.endpoint),
+      }
+      states.set(call.endpoint, state)
     }
-    return text
+    return state
   }
   // The reset time is the same for every request of a window: its text is reused while it lasts.
   let lastReset = -1
@@ -147,6 +213,7 @@ const rateLimitPlugin: FastifyPluginAsync<RateLimitPluginOptions> = async (
   function apply(
     call: TriviumCall<any>,
     limit: RateLimit,
+    limitText: string,
     result: RateLimitResult,
     next: () => Promise<unknown>,
   ) {
@@ -157,7 +224,7 @@ const rateLimitPlugin: FastifyPluginAsync<RateLimitPluginOptions> = async (
         lastResetText = String(result.resetTime)
       }
       // Lower-case names: Fastify stores (and writes) header names in lower case anyway.
-      call.setHeader('x-ratelimit-limit', limitHeader(result, limit))
+      call.setHeader('x-ratelimit-limit', result.limit === limit.requests ? limitText : String(result.limit))
       call.setHeader('x-ratelimit-remaining', String(result.remaining))
       call.setHeader('x-ratelimit-reset', lastResetText)
     }
@@ -168,11 +235,13 @@ const rateLimitPlugin: FastifyPluginAsync<RateLimitPluginOptions> = async (
   // without an extra promise and microtask per request. Errors still come back as a rejected promise.
   const middleware: Middleware = (call, next) => {
     try {
-      const limit = limitFor(call.endpoint, call.definition)
+      const state = stateOf(call)
+      const limit = state.limit
       if (limit === false) return next()
-      const outcome = limiter.check(`${clientId(call)}:${call.endpoint}`, limit)
-      if (outcome instanceof Promise) return outcome.then((result) => apply(call, limit, result, next))
-      return apply(call, limit, outcome, next)
+      const outcome = limiter.check(keyIn(state.keys, call), limit)
+      const text = state.limitText
+      if (outcome instanceof Promise) return outcome.then((result) => apply(call, limit, text, result, next))
+      return apply(call, limit, text, outcome, next)
     } catch (err) {
       return Promise.reject(err)
     }

@@ -45,6 +45,24 @@ t.test('origin matching: *, *.suffix at a dot boundary, exact', async (t) => {
   t.equal(m('http://app.test'), false)
 })
 
+t.test(
+  'origin matching: the same answers with a short list (compared one by one) and a long one (a Set)',
+  async (t) => {
+    const exact = Array.from({ length: 12 }, (_, i) => `https://app${i}.test`)
+    for (const size of [1, 8, 9, 12]) {
+      const m = originMatcher(['*.example.com', ...exact.slice(0, size)])
+      t.equal(m(`https://app${size - 1}.test`), true, `${size}: the last entry`)
+      t.equal(m('https://app0.test'), true, `${size}: the first entry`)
+      t.equal(m(`https://app${size}.test`), false, `${size}: one past the list`)
+      t.equal(m('https://app0.test/'), false, `${size}: exact means equal`)
+      t.equal(m('https://app0.tes'), false, `${size}: a prefix is not equal`)
+      t.equal(m('https://api.example.com'), true, `${size}: suffixes still apply`)
+      t.equal(m('https://example.com'), false, `${size}: not the apex`)
+      t.equal(m(''), false, `${size}: empty`)
+    }
+  },
+)
+
 t.test('preflight with the defaults: 200, exact headers, empty body', async (t) => {
   const app = await build()
   const r = await app.inject({ method: 'OPTIONS', url: '/ping', headers: { origin: 'https://site.test' } })

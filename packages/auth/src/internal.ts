@@ -8,6 +8,7 @@ export {
   generateJti,
   type IssuedToken,
   MAX_TOKEN_LENGTH,
+  sameToken,
   type VerifiedPayload,
 } from './tokens.js'
 export { acceptTotp } from './totp-flows.js'

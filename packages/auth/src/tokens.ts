@@ -141,6 +141,21 @@ export function cacheKey(token: string): number | undefined {
   return key
 }
 
+/**
+ * Whether a request's token is the cached one. The signature (after the last dot) is the credential: it is
+ * compared in time that depends only on its length, so an attacker cannot learn it a character at a time.
+ * The signed part before it (header and claims, readable by anyone holding the token) is compared natively.
+ */
+export function sameToken(cached: string, token: string): boolean {
+  const length = cached.length
+  if (token.length !== length) return false
+  const signatureStart = cached.lastIndexOf('.') + 1
+  let diff = 0
+  for (let i = signatureStart; i < length; i++) diff |= cached.charCodeAt(i) ^ token.charCodeAt(i)
+  // The signature in full first; the signed part's own comparison may stop at a difference.
+  return diff === 0 && token.startsWith(cached.slice(0, signatureStart))
+}
+
 function libraryMessage(err: unknown): string {
   const code = (err as { code?: unknown } | null)?.code
   if (err instanceof Error && typeof code === 'string' && code.startsWith('FAST_JWT_')) return err.message
@@ -271,7 +286,7 @@ export class TokenService {
     const key = this.cacheSize > 0 && typeof token === 'string' ? cacheKey(token) : undefined
     if (key !== undefined) {
       const hit = this.cache.get(key)
-      if (hit !== undefined && hit.token === token) {
+      if (hit !== undefined && sameToken(hit.token, token as string)) {
         const now = Math.floor(this.clock() / 1000)
         if (now < hit.exp && (hit.nbf === undefined || now >= hit.nbf)) return hit.result
         this.cache.delete(key)

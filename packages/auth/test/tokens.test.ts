@@ -1,6 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto'
 import { AUDIENCE, TokenClaims, TokenService } from '@trivium/auth'
-import { cacheKey, checkSecret, generateJti } from '@trivium/auth/internal'
+import { cacheKey, checkSecret, generateJti, sameToken } from '@trivium/auth/internal'
 import { createSigner } from 'fast-jwt'
 import t from 'tap'
 import { accessPayload, craft, decodeHeader, decodePayload, ISSUER, manualClock, SECRET } from './helpers.js'
@@ -411,4 +411,26 @@ t.test('verified-token cache key: a fold of the last five characters; a shared k
   t.equal(result.isValid, false, 'same key, other token: not a cache hit')
   t.match(result.error, /^The token (signature is invalid|is malformed)\.$/)
   t.equal(tokens.validate(a).claims?.username, 'alice', 'a is still served')
+})
+
+t.test(
+  'a cache hit is confirmed by a whole-token comparison that does not stop at the first difference',
+  async (t) => {
+    const token = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl'
+    t.equal(sameToken(token, token), true)
+    t.equal(sameToken(token, `${token}`.slice(0)), true, 'equal contents, another string')
+    t.equal(sameToken(token, `x${token.slice(1)}`), false, 'first character differs')
+    t.equal(sameToken(token, `${token.slice(0, -1)}m`), false, 'last character differs')
+    t.equal(sameToken(token, token.slice(0, -1)), false, 'shorter')
+    t.equal(sameToken(token, `${token}A`), false, 'longer')
+    t.equal(sameToken('', ''), true)
+  },
+)
+
+t.test('sameToken: a difference in the signed part or only in the dot is a miss too', async (t) => {
+  const token = 'aaa.bbb.ccc'
+  t.equal(sameToken(token, 'aaa.bbX.ccc'), false)
+  t.equal(sameToken(token, 'aaa.bbbXccc'), false)
+  t.equal(sameToken(token, 'aaa.bbb.ccX'), false)
+  t.equal(sameToken(token, 'aaa.bbb.ccc'), true)
 })

@@ -289,6 +289,10 @@ class Mirror {
         throw new TypeError(`@trivium/auth: the mirror needs an ioredis client (missing ${method})`)
       }
     }
+    // A Cluster's SCAN covers one node only: the loaded copy could miss entries.
+    if (typeof (client as { nodes?: unknown }).nodes === 'function') {
+      throw new TypeError('@trivium/auth: the mirror needs a single Redis (an ioredis Redis, not a Cluster)')
+    }
     this.heartbeatMs = options.heartbeatMs ?? 250
     this.maxSilenceMs = options.maxSilenceMs ?? 1000
     for (const [name, value] of [
@@ -368,6 +372,7 @@ class Mirror {
         this.waiters.delete(done)
         reject(new ServiceUnavailableException(STORE_UNAVAILABLE))
       }, timeoutMs)
+      timer.unref()
       this.waiters.add(done)
     })
   }
@@ -409,6 +414,11 @@ class Mirror {
   private ping(): void {
     const n = ++this.pingN
     const at = Date.now()
+    // Heartbeats older than maxSilenceMs prove nothing any more (bounded map during an outage).
+    for (const [k, sent] of this.pings) {
+      if (sent.at >= at - this.maxSilenceMs) break
+      this.pings.delete(k)
+    }
     this.pings.set(n, { at, generation: this.generation })
     ;(this.client as Required<RevocationRedisClient>)
       .publish(this.channel.channel, this.channel.encode({ op: 'ping', id: this.id, n }))
@@ -421,6 +431,7 @@ class Mirror {
     if (this.state === 'on' && now - this.lastPingBackSentAt > this.maxSilenceMs) {
       this.lose()
     }
+    if (!this.channel.subscribed) return // nothing would come back; onResubscribed reloads
     if (this.state === 'off' && !this.syncing) void this.sync()
     // Drop expired copies (they already answer false); bounded work per tick.
     if (this.pingN % 40 === 0) {
@@ -480,6 +491,7 @@ class Mirror {
         this.pingWaiters.delete(check)
         resolve(false)
       }, this.maxSilenceMs)
+      timer.unref()
       this.pingWaiters.add(check)
     })
   }

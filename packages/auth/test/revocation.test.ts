@@ -536,6 +536,11 @@ t.test('mirror options are checked', async (t) => {
     () => new RedisRevocationStore({ client, mirror: { channel, heartbeatMs: 500, maxSilenceMs: 100 } }),
     /maxSilenceMs must be at least heartbeatMs/,
   )
+  t.throws(
+    () =>
+      new RedisRevocationStore({ client: Object.assign(client, { nodes: () => [] }), mirror: { channel } }),
+    /the mirror needs a single Redis \(an ioredis Redis, not a Cluster\)/,
+  )
   const { evalsha: _, ...noScripts } = { evalsha: 1, status: 'ready', set() {}, exists() {}, del() {} }
   t.throws(
     () => new RedisRevocationStore({ client: noScripts as never, mirror: { channel } }),

@@ -36,10 +36,14 @@ export interface RevocationRedisClient {
 }
 
 /** What the mirror announces: a change of the list, or a heartbeat of one store. */
-/** `list` is the store's key prefix: stores with other prefixes on the same channel ignore it. */
+/**
+ * `list` is the store's key prefix: stores with other prefixes on the same channel ignore it. `by` and
+ * `seq` name the writing store and its change number: the writer, which applied the change at once, skips
+ * its own announcement when it has applied a newer change of that jti since (remove then add at once).
+ */
 export type RevocationChange =
-  | { op: 'add'; list: string; jti: string; ttl?: number }
-  | { op: 'remove'; list: string; jti: string }
+  | { op: 'add'; list: string; jti: string; ttl?: number; by?: string; seq?: number }
+  | { op: 'remove'; list: string; jti: string; by?: string; seq?: number }
   | { op: 'ping'; id: string; n: number }
 
 /**
@@ -175,14 +179,13 @@ export class RedisRevocationStore implements RevocationStore {
       return
     }
     const list = this.prefix
-    const change: RevocationChange =
-      ttl === undefined ? { op: 'add', list, jti } : { op: 'add', list, jti, ttl }
+    const change = mirror.stamp(ttl === undefined ? { op: 'add', list, jti } : { op: 'add', list, jti, ttl })
     const announcement = mirror.encode(change)
     await this.run(() =>
       mirror.script(ADD_SHA, ADD_AND_ANNOUNCE_LUA, key, ttl === undefined ? '' : ttl, announcement),
     )
     // This instance refuses the token at once, without waiting for its own announcement.
-    mirror.apply(change)
+    mirror.apply(change, true)
   }
 
   async contains(jti: string): Promise<boolean> {
@@ -203,10 +206,10 @@ export class RedisRevocationStore implements RevocationStore {
       await this.run(() => this.client.del(key))
       return
     }
-    const change: RevocationChange = { op: 'remove', list: this.prefix, jti }
+    const change = mirror.stamp({ op: 'remove', list: this.prefix, jti })
     const announcement = mirror.encode(change)
     await this.run(() => mirror.script(REMOVE_SHA, REMOVE_AND_ANNOUNCE_LUA, key, announcement))
-    mirror.apply(change)
+    mirror.apply(change, true)
   }
 
   /** Redis expires entries itself (the mirror drops its expired copies on its heartbeat); nothing to do. */
@@ -227,6 +230,12 @@ function escapeGlob(text: string): string {
 function isChange(value: unknown): value is RevocationChange {
   if (value === null || typeof value !== 'object') return false
   const v = value as Record<string, unknown>
+  if (
+    (v.by !== undefined && typeof v.by !== 'string') ||
+    (v.seq !== undefined && typeof v.seq !== 'number')
+  ) {
+    return false
+  }
   if (v.op === 'add') {
     return (
       typeof v.list === 'string' &&
@@ -259,6 +268,10 @@ class Mirror {
   /** Incremented on every loss: a load or heartbeat of an older generation counts for nothing. */
   private generation = 0
   private pingN = 0
+  /** Numbers this store's changes; the newest one applied locally per jti, until its announcement is back. */
+  private seq = 0
+  private readonly localSeq = new Map<string, number>()
+  private ownSeqBack = 0
   /** Send times of heartbeats not yet back (by number), and when the newest returned one was sent. */
   private readonly pings = new Map<number, { at: number; generation: number }>()
   private lastPingBackSentAt = 0
@@ -347,8 +360,18 @@ class Mirror {
     return true
   }
 
-  apply(change: RevocationChange): void {
+  /** Numbers a change of this store (see `RevocationChange`). */
+  stamp<C extends RevocationChange & { op: 'add' | 'remove' }>(change: C): C {
+    return { ...change, by: this.id, seq: ++this.seq }
+  }
+
+  /** `local`: this store made the change (applied at once, before its announcement comes back). */
+  apply(change: RevocationChange, local = false): void {
     if (change.op === 'ping' || change.list !== this.store.prefix) return
+    // Remembered until its announcement is back (announcements of one store arrive in `seq` order).
+    if (local && change.seq !== undefined && change.seq > this.ownSeqBack) {
+      this.localSeq.set(change.jti, change.seq)
+    }
     if (change.op === 'add') {
       this.entries.set(change.jti, change.ttl === undefined ? null : Date.now() + change.ttl * 1000)
     } else if (change.op === 'remove') {
@@ -399,6 +422,12 @@ class Mirror {
       }
       return
     }
+    if (message.by === this.id && message.seq !== undefined) {
+      this.ownSeqBack = Math.max(this.ownSeqBack, message.seq)
+      const latest = this.localSeq.get(message.jti)
+      if (latest !== undefined && message.seq < latest) return // a newer change of ours is applied
+      if (latest === message.seq) this.localSeq.delete(message.jti)
+    }
     if (this.pending !== undefined) this.pending.push(message)
     else this.apply(message)
   }
@@ -409,6 +438,7 @@ class Mirror {
     this.state = 'off'
     this.pending = undefined
     this.pings.clear()
+    this.localSeq.clear()
   }
 
   private ping(): void {

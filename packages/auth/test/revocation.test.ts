@@ -547,3 +547,53 @@ t.test('mirror options are checked', async (t) => {
     /the mirror needs an ioredis client \(missing evalsha\)/,
   )
 })
+
+t.test('mirror: the writer skips its own older announcements (remove then add at once)', async (t) => {
+  const prefix = newPrefix()
+  t.teardown(() => dropKeys(prefix))
+  const client = new Redis(REDIS_URL, { enableOfflineQueue: false })
+  const pubsub = new RedisPubSub({ redis: REDIS_URL, logger: { info() {}, warn() {}, error() {} } })
+  const inner = new RedisChannel<unknown>('revocation-list', { pubsub, prefix })
+  // Holds this store's list changes (heartbeats pass) until released, one by one.
+  const held: unknown[] = []
+  let deliver: (message: unknown) => void = () => {}
+  const channel = {
+    get channel() {
+      return inner.channel
+    },
+    get subscribed() {
+      return inner.subscribed
+    },
+    encode: (m: Parameters<typeof inner.encode>[0]) => inner.encode(m),
+    onSubscriptionLost: (l: () => void) => inner.onSubscriptionLost(l),
+    onResubscribed: (l: () => void) => inner.onResubscribed(l),
+    subscribe(handler: (message: unknown) => void) {
+      deliver = handler
+      return inner.subscribe((m) => ((m as { op?: string }).op === 'ping' ? handler(m) : held.push(m)))
+    },
+  }
+  const store = new RedisRevocationStore({ client, prefix, mirror: { channel } })
+  t.teardown(async () => {
+    await store.close()
+    await pubsub.close()
+    client.disconnect()
+  })
+  await store.mirrorReady(5000)
+  await store.add('j', 60)
+  await store.remove('j')
+  await store.add('j', 60)
+  await within(1000, () => held.length === 3, 'the three announcements')
+  t.same(
+    held.map((m) => (m as { op: string }).op),
+    ['add', 'remove', 'add'],
+  )
+  for (const message of held.splice(0)) {
+    deliver(message)
+    t.equal(await store.contains('j'), true, `still listed after its own ${(message as { op: string }).op}`)
+  }
+  await store.remove('j')
+  await within(1000, () => held.length === 1, 'the remove')
+  deliver(held.pop())
+  t.equal(await store.contains('j'), false, 'removed')
+  t.equal(await client.exists(`${prefix}j`), 0)
+})

@@ -141,17 +141,22 @@ async function registerAuth(
   secrets: Secrets,
   { sql, redis, fanout }: Backends,
 ): Promise<AuthFlows> {
+  const revocationStore = redis
+    ? new RedisRevocationStore({
+        client: redis,
+        // The spec's default key is blacklist:token:<jti>; a deployment prefix goes in front of it.
+        prefix: process.env.REDIS_PREFIX ? `${config.redisPrefix}blacklist:token:` : undefined,
+        // Lookups answered from an in-memory copy kept current over the fan-out's Redis pub/sub:
+        // no Redis round trip per request (auth README "Revocation list", PROTOCOL.md).
+        mirror: fanout.revocationList ? { channel: fanout.revocationList } : undefined,
+      })
+    : undefined
+  if (revocationStore) app.addHook('onClose', () => revocationStore.close())
   await app.register(triviumAuth, {
     secret: secrets.signingSecret,
     issuer: 'trivium-tasks',
     accessTokenTtlSeconds: config.accessTokenTtlSeconds,
-    revocationStore: redis
-      ? new RedisRevocationStore({
-          client: redis,
-          // The spec's default key is blacklist:token:<jti>; a deployment prefix goes in front of it.
-          prefix: process.env.REDIS_PREFIX ? `${config.redisPrefix}blacklist:token:` : undefined,
-        })
-      : undefined,
+    revocationStore,
     rolesProvider: (userId) => app.rbac.getUserRights(userId),
     ledger: new SqlTokenLedger(sql),
     // Every revocation (logout, a reused refresh token revoking all of a user's tokens) closes the

@@ -2,7 +2,8 @@
 //   - push to WebSocket/TCP sessions (a PubSubBus for @trivium/websocket and @trivium/tcp);
 //   - `tasks.watch` events;
 //   - "close the sessions of this token / this user" after a revocation (sessions live on one instance);
-//   - "this user's rights changed" for the live RBAC cache.
+//   - "this user's rights changed" for the live RBAC cache;
+//   - the changes of the Redis revocation list, for its in-memory mirror on every instance.
 // With Redis, everything travels over one publisher/subscriber pair (@trivium/redis-bus), in order per
 // instance and once per instance; without it, in-process.
 import { EventEmitter } from 'node:events'
@@ -21,6 +22,8 @@ export interface RevocationNotice {
 export interface Fanout {
   /** For @trivium/websocket and @trivium/tcp (undefined = their in-memory default). */
   bus: PubSubBus | undefined
+  /** The channel of the Redis revocation list's in-memory mirror (undefined without Redis). */
+  revocationList: RedisChannel<unknown> | undefined
   events: TaskEventBus
   announceRevocation(notice: RevocationNotice): Promise<void>
   onRevocation(handler: (notice: RevocationNotice) => void): void
@@ -38,6 +41,7 @@ export function localFanout(): Fanout {
   const events = new LocalTaskEventBus()
   return {
     bus: undefined,
+    revocationList: undefined,
     events,
     async announceRevocation(notice) {
       emitter.emit('revocation', notice)
@@ -93,6 +97,8 @@ export function redisFanout(url: string, prefix: string, logger: FastifyBaseLogg
   const tasks = new RedisChannel<WireTaskEvent>('tasks', { pubsub, prefix })
   const revocations = new RedisChannel<RevocationNotice>('revocations', { pubsub, prefix })
   const rights = new RedisChannel<{ userId: number }>('rights', { pubsub, prefix })
+  // Every change of the revocation list, announced by Redis in the same script as the change.
+  const revocationList = new RedisChannel<unknown>('revocation-list', { pubsub, prefix })
   // Events reach local subscribers only through Redis, so every instance sees the same order.
   const local = new LocalTaskEventBus()
   tasks.subscribe((event) => {
@@ -107,6 +113,7 @@ export function redisFanout(url: string, prefix: string, logger: FastifyBaseLogg
   }
   return {
     bus,
+    revocationList,
     events,
     async announceRevocation(notice) {
       await revocations.publish(notice)

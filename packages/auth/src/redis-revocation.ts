@@ -1,5 +1,13 @@
 // The Redis variant of the revocation list: key `<prefix><jti>`, expiry by Redis TTL. Typed against the
 // few ioredis methods it calls, so the package's types do not need the optional peer `ioredis`.
+//
+// With `mirror` (a channel of @trivium/redis-bus) the store keeps a copy of the list in memory and
+// answers `contains` from it, without a round trip: every add/remove is announced on the channel by Redis
+// itself, in the same Lua script as the SET/DEL (so no change is ever stored without its announcement),
+// and every instance applies the announcements. The copy is used only while it is known to be complete
+// (README "Revocation list", PROTOCOL.md "Revocation window"); otherwise `contains` asks Redis as without
+// a mirror.
+import { createHash } from 'node:crypto'
 import { ServiceUnavailableException } from '@trivium/core'
 import { checkJti, checkTtl, type RevocationStore, STORE_UNAVAILABLE } from './revocation.js'
 
@@ -11,6 +19,60 @@ export interface RevocationRedisClient {
   exists(key: string): Promise<number>
   del(key: string): Promise<number>
   disconnect(): void
+  /** The mirror only: the add/remove scripts. */
+  evalsha?(sha: string, numkeys: number, ...args: (string | number)[]): Promise<unknown>
+  eval?(script: string, numkeys: number, ...args: (string | number)[]): Promise<unknown>
+  /** The mirror only: loading the list (`SCAN cursor MATCH pattern COUNT n`, then `PTTL` per key). */
+  scan?(
+    cursor: string,
+    match: 'MATCH',
+    pattern: string,
+    count: 'COUNT',
+    n: number,
+  ): Promise<[string, string[]]>
+  pttl?(key: string): Promise<number>
+  /** The mirror only: the heartbeat. */
+  publish?(channel: string, message: string): Promise<number>
+}
+
+/** What the mirror announces: a change of the list, or a heartbeat of one store. */
+/**
+ * `list` is the store's key prefix: stores with other prefixes on the same channel ignore it. `by` and
+ * `seq` name the writing store and its change number: the writer, which applied the change at once, skips
+ * its own announcement when it has applied a newer change of that jti since (remove then add at once).
+ */
+export type RevocationChange =
+  | { op: 'add'; list: string; jti: string; ttl?: number; by?: string; seq?: number }
+  | { op: 'remove'; list: string; jti: string; by?: string; seq?: number }
+  | { op: 'ping'; id: string; n: number }
+
+/**
+ * The channel the mirror's changes travel on: a `RedisChannel` of `@trivium/redis-bus` fits
+ * (`new RedisChannel('revocation-list', { pubsub })`). It must be on the same Redis as `client`.
+ */
+export interface RevocationMirrorChannel {
+  /** The Redis channel name (the scripts PUBLISH on it). */
+  readonly channel: string
+  /** True while the channel is subscribed on a live connection. */
+  readonly subscribed: boolean
+  /** The payload to PUBLISH for `message` (the channel's envelope). */
+  encode(message: RevocationChange): string
+  subscribe(handler: (message: unknown) => void): () => void
+  onSubscriptionLost(listener: () => void): () => void
+  onResubscribed(listener: () => void): () => void
+}
+
+export interface RevocationMirrorOptions {
+  channel: RevocationMirrorChannel
+  /**
+   * Every this many ms the store publishes a heartbeat on the channel and expects it back (default 250).
+   */
+  heartbeatMs?: number
+  /**
+   * The mirror is trusted only while its last heartbeat came back within this many ms (default 1000):
+   * a subscription that died silently (no TCP reset) stops being trusted after at most this long.
+   */
+  maxSilenceMs?: number
 }
 
 export interface RedisRevocationStoreOptions {
@@ -22,9 +84,34 @@ export interface RedisRevocationStoreOptions {
   commandTimeoutMs?: number
   /** Close the client in `close()` (default false: the caller owns it). */
   closeClient?: boolean
+  /** Answer `contains` from an in-memory copy kept current over this channel (see README). */
+  mirror?: RevocationMirrorOptions
 }
 
 export const DEFAULT_REDIS_PREFIX = 'blacklist:token:'
+
+// KEYS[1] entry key; ARGV[1] ttl in seconds ('' = none); ARGV[2] channel; ARGV[3] announcement.
+export const ADD_AND_ANNOUNCE_LUA = `
+if ARGV[1] == '' then
+  redis.call('SET', KEYS[1], '1')
+else
+  redis.call('SET', KEYS[1], '1', 'EX', ARGV[1])
+end
+redis.call('PUBLISH', ARGV[2], ARGV[3])
+return 1
+`
+// KEYS[1] entry key; ARGV[1] channel; ARGV[2] announcement.
+export const REMOVE_AND_ANNOUNCE_LUA = `
+redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', ARGV[1], ARGV[2])
+return 1
+`
+const ADD_SHA = createHash('sha1').update(ADD_AND_ANNOUNCE_LUA).digest('hex')
+const REMOVE_SHA = createHash('sha1').update(REMOVE_AND_ANNOUNCE_LUA).digest('hex')
+const DOWN = new Set(['end', 'close', 'reconnecting'])
+
+/** Mirror states: 'off' asks Redis, 'syncing' loads the list (and still asks Redis), 'on' answers locally. */
+export type MirrorState = 'off' | 'syncing' | 'on'
 
 /** Key-value variant: key `<prefix><jti>`, expiry by Redis TTL. */
 export class RedisRevocationStore implements RevocationStore {
@@ -32,6 +119,7 @@ export class RedisRevocationStore implements RevocationStore {
   private readonly client: RevocationRedisClient
   private readonly timeoutMs: number
   private readonly closeClient: boolean
+  private readonly mirror: Mirror | undefined
 
   constructor(options: RedisRevocationStoreOptions) {
     if (!options || typeof options.client !== 'object' || options.client === null) {
@@ -42,12 +130,27 @@ export class RedisRevocationStore implements RevocationStore {
     if (typeof this.prefix !== 'string') throw new TypeError('@trivium/auth: prefix must be a string')
     this.timeoutMs = options.commandTimeoutMs ?? 1000
     this.closeClient = options.closeClient ?? false
+    if (options.mirror !== undefined) this.mirror = new Mirror(this, this.client, options.mirror)
   }
 
-  private async run<T>(command: () => Promise<T>): Promise<T> {
+  /** Where the mirror is (undefined without `mirror`): only 'on' answers `contains` from memory. */
+  get mirrorState(): MirrorState | undefined {
+    return this.mirror?.state
+  }
+
+  /**
+   * Resolves once the mirror answers from memory (at once without `mirror`); rejects after `timeoutMs`
+   * (default 10 000). Until then `contains` asks Redis, so waiting is optional.
+   */
+  mirrorReady(timeoutMs = 10_000): Promise<void> {
+    return this.mirror ? this.mirror.whenOn(timeoutMs) : Promise.resolve()
+  }
+
+  /** @internal Runs a command with the store's fail-closed policy (503 when Redis cannot answer). */
+  async run<T>(command: () => Promise<T>): Promise<T> {
     const status = this.client.status
     // Not connected and not about to be: answer 503 now rather than queueing the command.
-    if (status === 'end' || status === 'close' || status === 'reconnecting') {
+    if (DOWN.has(status)) {
       throw new ServiceUnavailableException(STORE_UNAVAILABLE)
     }
     let timer: NodeJS.Timeout | undefined
@@ -68,27 +171,378 @@ export class RedisRevocationStore implements RevocationStore {
   async add(jti: string, ttlSeconds?: number): Promise<void> {
     const key = this.prefix + checkJti(jti)
     const ttl = checkTtl(ttlSeconds)
+    const mirror = this.mirror
+    if (mirror === undefined) {
+      await this.run(() =>
+        ttl === undefined ? this.client.set(key, '1') : this.client.set(key, '1', 'EX', ttl),
+      )
+      return
+    }
+    const list = this.prefix
+    const change = mirror.stamp(ttl === undefined ? { op: 'add', list, jti } : { op: 'add', list, jti, ttl })
+    const announcement = mirror.encode(change)
     await this.run(() =>
-      ttl === undefined ? this.client.set(key, '1') : this.client.set(key, '1', 'EX', ttl),
+      mirror.script(ADD_SHA, ADD_AND_ANNOUNCE_LUA, key, ttl === undefined ? '' : ttl, announcement),
     )
+    // This instance refuses the token at once, without waiting for its own announcement.
+    mirror.apply(change, true)
   }
 
   async contains(jti: string): Promise<boolean> {
+    const mirror = this.mirror
+    if (mirror !== undefined && mirror.state === 'on' && mirror.channel.subscribed) {
+      // Redis down for this client: fail closed exactly as without the mirror.
+      if (DOWN.has(this.client.status)) throw new ServiceUnavailableException(STORE_UNAVAILABLE)
+      return mirror.has(jti)
+    }
     const key = this.prefix + jti
     return (await this.run(() => this.client.exists(key))) === 1
   }
 
   async remove(jti: string): Promise<void> {
     const key = this.prefix + jti
-    await this.run(() => this.client.del(key))
+    const mirror = this.mirror
+    if (mirror === undefined) {
+      await this.run(() => this.client.del(key))
+      return
+    }
+    const change = mirror.stamp({ op: 'remove', list: this.prefix, jti })
+    const announcement = mirror.encode(change)
+    await this.run(() => mirror.script(REMOVE_SHA, REMOVE_AND_ANNOUNCE_LUA, key, announcement))
+    mirror.apply(change, true)
   }
 
-  /** Redis expires entries itself; nothing to do. */
+  /** Redis expires entries itself (the mirror drops its expired copies on its heartbeat); nothing to do. */
   async cleanup(): Promise<number> {
     return 0
   }
 
   async close(): Promise<void> {
+    this.mirror?.close()
     if (this.closeClient) this.client.disconnect()
+  }
+}
+
+function escapeGlob(text: string): string {
+  return text.replace(/[*?[\]\\]/g, '\\$&')
+}
+
+function isChange(value: unknown): value is RevocationChange {
+  if (value === null || typeof value !== 'object') return false
+  const v = value as Record<string, unknown>
+  if (
+    (v.by !== undefined && typeof v.by !== 'string') ||
+    (v.seq !== undefined && typeof v.seq !== 'number')
+  ) {
+    return false
+  }
+  if (v.op === 'add') {
+    return (
+      typeof v.list === 'string' &&
+      typeof v.jti === 'string' &&
+      (v.ttl === undefined || (typeof v.ttl === 'number' && Number.isFinite(v.ttl) && v.ttl > 0))
+    )
+  }
+  if (v.op === 'remove') return typeof v.list === 'string' && typeof v.jti === 'string'
+  if (v.op === 'ping') return typeof v.id === 'string' && typeof v.n === 'number'
+  return false
+}
+
+/**
+ * The in-memory copy: jti → expiry (ms on this process's clock) or null. States: 'off' (not known to be
+ * complete: the store asks Redis), 'syncing' (loading the list; announcements received meanwhile are kept
+ * and replayed after it), 'on' (complete: answers). Every loss of the subscription, and every heartbeat
+ * that does not come back within `maxSilenceMs`, sets 'off' and starts a new load.
+ */
+class Mirror {
+  state: MirrorState = 'off'
+  readonly channel: RevocationMirrorChannel
+  private readonly entries = new Map<string, number | null>()
+  private readonly heartbeatMs: number
+  private readonly maxSilenceMs: number
+  private readonly id = Math.random().toString(36).slice(2) + Date.now().toString(36)
+  private readonly offs: (() => void)[] = []
+  private readonly timer: NodeJS.Timeout
+  /** Announcements received while syncing, replayed in order once the load is done. */
+  private pending: RevocationChange[] | undefined
+  /** Incremented on every loss: a load or heartbeat of an older generation counts for nothing. */
+  private generation = 0
+  private pingN = 0
+  /** Numbers this store's changes; the newest one applied locally per jti, until its announcement is back. */
+  private seq = 0
+  private readonly localSeq = new Map<string, number>()
+  private ownSeqBack = 0
+  /** Send times of heartbeats not yet back (by number), and when the newest returned one was sent. */
+  private readonly pings = new Map<number, { at: number; generation: number }>()
+  private lastPingBackSentAt = 0
+  private syncing = false
+  private closed = false
+  private readonly waiters = new Set<() => void>()
+  private readonly pingWaiters = new Set<() => void>()
+
+  constructor(
+    private readonly store: RedisRevocationStore,
+    private readonly client: RevocationRedisClient,
+    options: RevocationMirrorOptions,
+  ) {
+    const channel = options?.channel
+    if (
+      channel === null ||
+      typeof channel !== 'object' ||
+      typeof channel.channel !== 'string' ||
+      typeof channel.encode !== 'function' ||
+      typeof channel.subscribe !== 'function' ||
+      typeof channel.onSubscriptionLost !== 'function' ||
+      typeof channel.onResubscribed !== 'function'
+    ) {
+      throw new TypeError('@trivium/auth: mirror.channel must be a RedisChannel of @trivium/redis-bus')
+    }
+    for (const method of ['evalsha', 'eval', 'scan', 'pttl', 'publish'] as const) {
+      if (typeof client[method] !== 'function') {
+        throw new TypeError(`@trivium/auth: the mirror needs an ioredis client (missing ${method})`)
+      }
+    }
+    // A Cluster's SCAN covers one node only: the loaded copy could miss entries.
+    if (typeof (client as { nodes?: unknown }).nodes === 'function') {
+      throw new TypeError('@trivium/auth: the mirror needs a single Redis (an ioredis Redis, not a Cluster)')
+    }
+    this.heartbeatMs = options.heartbeatMs ?? 250
+    this.maxSilenceMs = options.maxSilenceMs ?? 1000
+    for (const [name, value] of [
+      ['heartbeatMs', this.heartbeatMs],
+      ['maxSilenceMs', this.maxSilenceMs],
+    ] as const) {
+      if (!Number.isSafeInteger(value) || value < 1) {
+        throw new TypeError(`@trivium/auth: mirror.${name} must be a positive integer (milliseconds)`)
+      }
+    }
+    if (this.maxSilenceMs < this.heartbeatMs) {
+      throw new TypeError('@trivium/auth: mirror.maxSilenceMs must be at least heartbeatMs')
+    }
+    this.channel = channel
+    this.offs.push(channel.subscribe((message) => this.receive(message)))
+    this.offs.push(channel.onSubscriptionLost(() => this.lose()))
+    this.offs.push(
+      channel.onResubscribed(() => {
+        this.lose()
+        void this.sync()
+      }),
+    )
+    this.timer = setInterval(() => this.tick(), this.heartbeatMs)
+    this.timer.unref()
+    void this.sync()
+  }
+
+  encode(change: RevocationChange): string {
+    return this.channel.encode(change)
+  }
+
+  /** EVALSHA of an add/remove script (EVAL once if Redis does not know it yet): one round trip. */
+  async script(sha: string, source: string, key: string, ...args: (string | number)[]): Promise<unknown> {
+    // The announcement is the last argument; the channel goes just before it.
+    const all = [...args.slice(0, -1), this.channel.channel, ...args.slice(-1)]
+    const client = this.client as Required<RevocationRedisClient>
+    try {
+      return await client.evalsha(sha, 1, key, ...all)
+    } catch (err) {
+      if (!String((err as Error)?.message).startsWith('NOSCRIPT')) throw err
+      return client.eval(source, 1, key, ...all)
+    }
+  }
+
+  has(jti: string): boolean {
+    const expiresAt = this.entries.get(jti)
+    if (expiresAt === undefined) return false
+    if (expiresAt !== null && expiresAt <= Date.now()) {
+      this.entries.delete(jti)
+      return false
+    }
+    return true
+  }
+
+  /** Numbers a change of this store (see `RevocationChange`). */
+  stamp<C extends RevocationChange & { op: 'add' | 'remove' }>(change: C): C {
+    return { ...change, by: this.id, seq: ++this.seq }
+  }
+
+  /** `local`: this store made the change (applied at once, before its announcement comes back). */
+  apply(change: RevocationChange, local = false): void {
+    if (change.op === 'ping' || change.list !== this.store.prefix) return
+    // Remembered until its announcement is back (announcements of one store arrive in `seq` order).
+    if (local && change.seq !== undefined && change.seq > this.ownSeqBack) {
+      this.localSeq.set(change.jti, change.seq)
+    }
+    if (change.op === 'add') {
+      this.entries.set(change.jti, change.ttl === undefined ? null : Date.now() + change.ttl * 1000)
+    } else if (change.op === 'remove') {
+      this.entries.delete(change.jti)
+    }
+  }
+
+  get size(): number {
+    return this.entries.size
+  }
+
+  whenOn(timeoutMs: number): Promise<void> {
+    if (this.state === 'on') return Promise.resolve()
+    return new Promise<void>((resolve, reject) => {
+      const done = () => {
+        clearTimeout(timer)
+        this.waiters.delete(done)
+        resolve()
+      }
+      const timer = setTimeout(() => {
+        this.waiters.delete(done)
+        reject(new ServiceUnavailableException(STORE_UNAVAILABLE))
+      }, timeoutMs)
+      timer.unref()
+      this.waiters.add(done)
+    })
+  }
+
+  close(): void {
+    if (this.closed) return
+    this.closed = true
+    this.lose()
+    clearInterval(this.timer)
+    for (const off of this.offs) off()
+  }
+
+  private receive(message: unknown): void {
+    if (!isChange(message)) return
+    if (message.op === 'ping') {
+      if (message.id !== this.id) return
+      const sent = this.pings.get(message.n)
+      if (sent === undefined) return
+      // Heartbeats travel in order: every older one still waiting is lost.
+      for (const n of this.pings.keys()) if (n <= message.n) this.pings.delete(n)
+      if (sent.generation === this.generation) {
+        this.lastPingBackSentAt = Math.max(this.lastPingBackSentAt, sent.at)
+        for (const waiter of [...this.pingWaiters]) waiter()
+      }
+      return
+    }
+    if (message.by === this.id && message.seq !== undefined) {
+      this.ownSeqBack = Math.max(this.ownSeqBack, message.seq)
+      const latest = this.localSeq.get(message.jti)
+      if (latest !== undefined && message.seq < latest) return // a newer change of ours is applied
+      if (latest === message.seq) this.localSeq.delete(message.jti)
+    }
+    if (this.pending !== undefined) this.pending.push(message)
+    else this.apply(message)
+  }
+
+  /** The copy may be missing announcements from now on: stop answering from it. */
+  private lose(): void {
+    this.generation++
+    this.state = 'off'
+    this.pending = undefined
+    this.pings.clear()
+    this.localSeq.clear()
+  }
+
+  private ping(): void {
+    const n = ++this.pingN
+    const at = Date.now()
+    // Heartbeats older than maxSilenceMs prove nothing any more (bounded map during an outage).
+    for (const [k, sent] of this.pings) {
+      if (sent.at >= at - this.maxSilenceMs) break
+      this.pings.delete(k)
+    }
+    this.pings.set(n, { at, generation: this.generation })
+    ;(this.client as Required<RevocationRedisClient>)
+      .publish(this.channel.channel, this.channel.encode({ op: 'ping', id: this.id, n }))
+      .catch(() => {})
+  }
+
+  private tick(): void {
+    if (this.closed) return
+    const now = Date.now()
+    if (this.state === 'on' && now - this.lastPingBackSentAt > this.maxSilenceMs) {
+      this.lose()
+    }
+    if (!this.channel.subscribed) return // nothing would come back; onResubscribed reloads
+    if (this.state === 'off' && !this.syncing) void this.sync()
+    // Drop expired copies (they already answer false); bounded work per tick.
+    if (this.pingN % 40 === 0) {
+      for (const [jti, expiresAt] of this.entries) {
+        if (expiresAt !== null && expiresAt <= now) this.entries.delete(jti)
+      }
+    }
+    this.ping()
+  }
+
+  /**
+   * Loads the whole list (SCAN + PTTL) while keeping the announcements received meanwhile, replays them,
+   * then waits for a heartbeat sent after the load began to come back (proof that the subscription
+   * delivers): only then 'on'. Any loss meanwhile abandons the load; the heartbeat tick starts another.
+   */
+  private async sync(): Promise<void> {
+    if (this.closed || this.syncing) return
+    this.syncing = true
+    try {
+      if (!this.channel.subscribed) return
+      const generation = this.generation
+      this.state = 'syncing'
+      this.pending = []
+      const startedAt = Date.now()
+      this.ping()
+      const loaded = await this.load()
+      if (generation !== this.generation || this.closed) return
+      this.entries.clear()
+      for (const [jti, expiresAt] of loaded) this.entries.set(jti, expiresAt)
+      for (const change of this.pending ?? []) this.apply(change)
+      this.pending = undefined
+      if (!(await this.pingBackSince(startedAt))) {
+        if (generation === this.generation) this.lose()
+        return
+      }
+      if (generation !== this.generation || this.closed || !this.channel.subscribed) return
+      this.state = 'on'
+      for (const waiter of [...this.waiters]) waiter()
+    } catch {
+      this.lose() // Redis unreachable: try again on a later tick
+    } finally {
+      this.syncing = false
+    }
+  }
+
+  /** Resolves true once a heartbeat sent at or after `since` came back, false after `maxSilenceMs`. */
+  private pingBackSince(since: number): Promise<boolean> {
+    if (this.lastPingBackSentAt >= since) return Promise.resolve(true)
+    return new Promise<boolean>((resolve) => {
+      const check = () => {
+        if (this.lastPingBackSentAt < since) return
+        clearTimeout(timer)
+        this.pingWaiters.delete(check)
+        resolve(true)
+      }
+      const timer = setTimeout(() => {
+        this.pingWaiters.delete(check)
+        resolve(false)
+      }, this.maxSilenceMs)
+      timer.unref()
+      this.pingWaiters.add(check)
+    })
+  }
+
+  private async load(): Promise<Map<string, number | null>> {
+    const client = this.client as Required<RevocationRedisClient>
+    const prefix = this.store.prefix
+    const pattern = `${escapeGlob(prefix)}*`
+    const loaded = new Map<string, number | null>()
+    let cursor = '0'
+    do {
+      const [next, keys] = await this.store.run(() => client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000))
+      cursor = next
+      const ttls = await this.store.run(() => Promise.all(keys.map((key) => client.pttl(key))))
+      const now = Date.now()
+      keys.forEach((key, i) => {
+        const ttl = ttls[i]!
+        if (ttl === -2) return // expired or deleted since SCAN
+        loaded.set(key.slice(prefix.length), ttl === -1 ? null : now + ttl)
+      })
+    } while (cursor !== '0')
+    return loaded
   }
 }

@@ -9,6 +9,7 @@ import {
 } from '@trivium/auth'
 import { SqlRevocationStore } from '@trivium/auth/sql'
 import { isTriviumError } from '@trivium/core'
+import { RedisChannel, RedisPubSub } from '@trivium/redis-bus'
 import { connectPglite, connectPostgres, type SqlClient } from '@trivium/sql'
 import { Redis } from 'ioredis'
 import t, { type Test } from 'tap'
@@ -263,4 +264,336 @@ t.test('redis unreachable: fail closed with 503, recover by itself', async (t) =
     }
   }
   t.equal(recovered, true, 'back up: answers again without intervention')
+})
+
+// ---- The mirror: RedisRevocationStore answering `contains` from memory (README "Revocation list") ----
+
+interface Instance {
+  client: Redis
+  pubsub: RedisPubSub
+  store: RedisRevocationStore
+  /** Redis commands the store's client sent, by name. */
+  sent: Record<string, number>
+}
+
+/** Counts the commands sent through `client` (ioredis `sendCommand` sees every one, pipelined or not). */
+function countCommands(client: Redis): Record<string, number> {
+  const sent: Record<string, number> = {}
+  const send = client.sendCommand.bind(client)
+  client.sendCommand = ((command: { name: string }, ...rest: unknown[]) => {
+    sent[command.name] = (sent[command.name] ?? 0) + 1
+    return (send as (...a: unknown[]) => unknown)(command, ...rest)
+  }) as typeof client.sendCommand
+  return sent
+}
+
+interface MirrorSetup {
+  redisPort?: number
+  pubsubPort?: number
+  /** Channel prefix (default: the list's prefix). */
+  channelPrefix?: string
+  heartbeatMs?: number
+  maxSilenceMs?: number
+}
+
+async function mirrored(t: Test, prefix: string, setup: MirrorSetup = {}): Promise<Instance> {
+  const client = new Redis({
+    host: '127.0.0.1',
+    port: setup.redisPort ?? 6379,
+    enableOfflineQueue: false,
+    retryStrategy: () => 50,
+  })
+  client.on('error', () => {})
+  const pubsub = new RedisPubSub({
+    redis: `redis://127.0.0.1:${setup.pubsubPort ?? 6379}`,
+    logger: { info() {}, warn() {}, error() {} },
+    retryMaxDelayMs: 50,
+  })
+  const channel = new RedisChannel<unknown>('revocation-list', {
+    pubsub,
+    prefix: setup.channelPrefix ?? prefix,
+  })
+  const sent = countCommands(client)
+  const store = new RedisRevocationStore({
+    client,
+    prefix,
+    commandTimeoutMs: 500,
+    mirror: { channel, heartbeatMs: setup.heartbeatMs, maxSilenceMs: setup.maxSilenceMs },
+  })
+  t.teardown(async () => {
+    await store.close()
+    await pubsub.close()
+    client.disconnect()
+  })
+  await new Promise<void>((resolve) =>
+    client.status === 'ready' ? resolve() : client.once('ready', () => resolve()),
+  )
+  return { client, pubsub, store, sent }
+}
+
+function newPrefix(): string {
+  return `test_${randomBytes(6).toString('hex')}:blacklist:token:`
+}
+
+async function dropKeys(prefix: string): Promise<void> {
+  const direct = new Redis(REDIS_URL)
+  const keys = await direct.keys(`${prefix}*`)
+  if (keys.length) await direct.del(...keys)
+  direct.disconnect()
+}
+
+/** Polls `check` until it resolves true; resolves with the ms it took, rejects after `timeoutMs`. */
+async function within(timeoutMs: number, check: () => Promise<boolean> | boolean, what: string) {
+  const start = performance.now()
+  while (!(await check())) {
+    if (performance.now() - start > timeoutMs) throw new Error(`not within ${timeoutMs} ms: ${what}`)
+    await new Promise((r) => setTimeout(r, 1))
+  }
+  return performance.now() - start
+}
+
+const since = (before: Record<string, number>, now: Record<string, number>) => {
+  const diff: Record<string, number> = {}
+  for (const [k, v] of Object.entries(now)) if (v !== (before[k] ?? 0)) diff[k] = v - (before[k] ?? 0)
+  delete diff.publish // heartbeats
+  return diff
+}
+
+t.test('redis store with mirror: same contract, answered from memory', async (t) => {
+  const prefix = newPrefix()
+  t.teardown(() => dropKeys(prefix))
+  const a = await mirrored(t, prefix)
+  t.not(a.store.mirrorState, 'on', 'not trusted before the first load')
+  t.equal(new RedisRevocationStore({ client: a.client }).mirrorState, undefined, 'no mirror by default')
+  await a.store.mirrorReady(5000)
+  t.equal(a.store.mirrorState, 'on')
+  await contract(t, a.store, (s) => new Promise((r) => setTimeout(r, s * 1000)), false)
+  t.equal(await a.client.exists(`${prefix}a`), 1, 'key is still <prefix><jti>')
+  const ttl = await a.client.ttl(`${prefix}c`)
+  t.ok(ttl > 90 && ttl <= 100, `expiry via TTL (${ttl})`)
+  const ttlA = await a.client.ttl(`${prefix}a`)
+  t.ok(ttlA > 95 && ttlA <= 100, `re-adding set the new ttl in Redis (${ttlA})`)
+
+  let before = { ...a.sent }
+  for (let i = 0; i < 100; i++) await a.store.contains(i % 2 ? 'a' : 'nope')
+  t.same(since(before, a.sent), {}, '100 lookups: no Redis command')
+  before = { ...a.sent }
+  await a.store.add('one-trip', 60)
+  t.same(since(before, a.sent), { evalsha: 1 }, 'an add is one EVALSHA (SET + PUBLISH in one script)')
+  t.equal(await a.store.contains('one-trip'), true, 'the adding instance refuses at once')
+  before = { ...a.sent }
+  await a.store.remove('one-trip')
+  t.same(since(before, a.sent), { evalsha: 1 }, 'a remove is one EVALSHA (DEL + PUBLISH)')
+  t.equal(await a.client.exists(`${prefix}one-trip`), 0)
+  t.equal(await a.store.contains('one-trip'), false)
+})
+
+t.test('mirror: loads the list at start; a change on A reaches B within 100 ms', async (t) => {
+  const prefix = newPrefix()
+  t.teardown(() => dropKeys(prefix))
+  const plain = new RedisRevocationStore({ client: new Redis(REDIS_URL), prefix, closeClient: true })
+  t.teardown(() => plain.close())
+  await plain.add('old-forever')
+  await plain.add('old-short', 1)
+  await plain.add('old-long', 600)
+  const a = await mirrored(t, prefix)
+  const b = await mirrored(t, prefix)
+  // Another list announcing on the same channel: its changes are not this list's.
+  const otherPrefix = newPrefix()
+  t.teardown(() => dropKeys(otherPrefix))
+  const other = await mirrored(t, otherPrefix, { channelPrefix: prefix })
+  await Promise.all([a.store.mirrorReady(5000), b.store.mirrorReady(5000), other.store.mirrorReady(5000)])
+  const before = { ...b.sent }
+  t.equal(await b.store.contains('old-forever'), true, 'loaded at start (no expiry)')
+  t.equal(await b.store.contains('old-long'), true, 'loaded at start (with expiry)')
+  await new Promise((r) => setTimeout(r, 1100))
+  t.equal(await b.store.contains('old-short'), false, 'a loaded entry expires with its Redis TTL')
+
+  const delays: number[] = []
+  for (let i = 0; i < 20; i++) {
+    const jti = `j${i}`
+    t.equal(await b.store.contains(jti), false)
+    await a.store.add(jti, 60)
+    delays.push(await within(100, () => b.store.contains(jti), `${jti} listed on B`))
+  }
+  t.comment(`add on A → listed on B: max ${Math.max(...delays).toFixed(2)} ms over 20`)
+  await other.store.add('j-other', 60)
+  await a.store.remove('j0')
+  await within(100, async () => !(await b.store.contains('j0')), 'j0 unlisted on B')
+  t.equal(await b.store.contains('j-other'), false, 'a change of another list is ignored')
+  t.equal(await other.store.contains('j1'), false, 'and the other way round')
+  t.same(since(before, b.sent), {}, 'B answered everything from its mirror')
+  t.equal(b.store.mirrorState, 'on')
+})
+
+t.test('mirror: subscription lost → asks Redis; back → reloads, including changes it missed', async (t) => {
+  const prefix = newPrefix()
+  t.teardown(() => dropKeys(prefix))
+  const proxy = await startProxy()
+  const a = await mirrored(t, prefix)
+  const b = await mirrored(t, prefix, { pubsubPort: proxy.port })
+  await Promise.all([a.store.mirrorReady(5000), b.store.mirrorReady(5000)])
+  await proxy.stop()
+  await within(1000, () => b.store.mirrorState === 'off', 'B notices the lost subscription')
+  await a.store.add('missed', 60) // B's subscription is down: this announcement never reaches B
+  let before = { ...b.sent }
+  t.equal(await b.store.contains('missed'), true, 'refused meanwhile: asked Redis')
+  t.same(since(before, b.sent), { exists: 1 }, 'one EXISTS, as without a mirror')
+  const again = await startProxy(proxy.port)
+  t.teardown(() => again.stop())
+  await b.store.mirrorReady(5000)
+  before = { ...b.sent }
+  t.equal(await b.store.contains('missed'), true, 'reloaded: the missed revocation is in the mirror')
+  t.equal(await b.store.contains('fine'), false)
+  t.same(since(before, b.sent), {}, 'from memory again')
+})
+
+/** A proxy to Redis that can go silent: it keeps the sockets open but drops what they carry. */
+async function silenceableProxy(): Promise<{ port: number; silence: () => void; stop: () => Promise<void> }> {
+  let silent = false
+  const sockets = new Set<net.Socket>()
+  const server = net.createServer((inbound) => {
+    const outbound = net.connect(6379, '127.0.0.1')
+    sockets.add(inbound).add(outbound)
+    inbound.on('data', (d) => silent || outbound.write(d))
+    outbound.on('data', (d) => silent || inbound.write(d))
+    const close = () => {
+      inbound.destroy()
+      outbound.destroy()
+    }
+    inbound.on('error', close).on('close', close)
+    outbound.on('error', close).on('close', close)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    silence: () => {
+      silent = true
+    },
+    stop: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy()
+        server.close(() => resolve())
+      }),
+  }
+}
+
+t.test('mirror: a subscription gone silent (no reset) stops being trusted after maxSilenceMs', async (t) => {
+  const prefix = newPrefix()
+  t.teardown(() => dropKeys(prefix))
+  const proxy = await silenceableProxy()
+  t.teardown(() => proxy.stop())
+  const a = await mirrored(t, prefix)
+  const b = await mirrored(t, prefix, { pubsubPort: proxy.port, heartbeatMs: 20, maxSilenceMs: 100 })
+  await Promise.all([a.store.mirrorReady(5000), b.store.mirrorReady(5000)])
+  proxy.silence()
+  const ms = await within(2000, () => b.store.mirrorState === 'off', 'B distrusts its mirror')
+  t.comment(`silent subscription distrusted after ${ms.toFixed(0)} ms (maxSilenceMs 100, heartbeat 20)`)
+  t.equal(b.pubsub.connected, true, 'the connection itself still looks up')
+  await a.store.add('unseen', 60)
+  const before = { ...b.sent }
+  t.equal(await b.store.contains('unseen'), true, 'refused: B asks Redis')
+  t.equal(since(before, b.sent).exists, 1)
+})
+
+t.test('mirror: Redis unreachable for the store → 503 exactly as without a mirror', async (t) => {
+  const prefix = newPrefix()
+  t.teardown(() => dropKeys(prefix))
+  const proxy = await startProxy()
+  const a = await mirrored(t, prefix, { redisPort: proxy.port })
+  await a.store.mirrorReady(5000)
+  await a.store.add('j', 60)
+  t.equal(await a.store.contains('j'), true)
+  await proxy.stop()
+  await within(1000, () => a.client.status !== 'ready', 'client notices')
+  for (const jti of ['j', 'other']) {
+    await t.rejects(a.store.contains(jti), { code: 'TRV_SERVICE_UNAVAILABLE', statusCode: 503 }, jti)
+  }
+  await t.rejects(a.store.add('k', 5), { code: 'TRV_SERVICE_UNAVAILABLE', statusCode: 503 })
+  const again = await startProxy(proxy.port)
+  t.teardown(() => again.stop())
+  await within(5000, () => a.client.status === 'ready', 'client back')
+  t.equal(await a.store.contains('j'), true, 'answers again without intervention')
+})
+
+t.test('mirror options are checked', async (t) => {
+  const client = new Redis(REDIS_URL, { lazyConnect: true })
+  const pubsub = new RedisPubSub({ redis: REDIS_URL, logger: { info() {}, warn() {}, error() {} } })
+  t.teardown(async () => {
+    await pubsub.close()
+    client.disconnect()
+  })
+  const channel = new RedisChannel<unknown>('revocation-list', { pubsub, prefix: newPrefix() })
+  t.throws(
+    () => new RedisRevocationStore({ client, mirror: { channel: {} as never } }),
+    /mirror.channel must be a RedisChannel/,
+  )
+  t.throws(
+    () => new RedisRevocationStore({ client, mirror: { channel, heartbeatMs: 0 } }),
+    /mirror.heartbeatMs must be a positive integer/,
+  )
+  t.throws(
+    () => new RedisRevocationStore({ client, mirror: { channel, heartbeatMs: 500, maxSilenceMs: 100 } }),
+    /maxSilenceMs must be at least heartbeatMs/,
+  )
+  t.throws(
+    () =>
+      new RedisRevocationStore({ client: Object.assign(client, { nodes: () => [] }), mirror: { channel } }),
+    /the mirror needs a single Redis \(an ioredis Redis, not a Cluster\)/,
+  )
+  const { evalsha: _, ...noScripts } = { evalsha: 1, status: 'ready', set() {}, exists() {}, del() {} }
+  t.throws(
+    () => new RedisRevocationStore({ client: noScripts as never, mirror: { channel } }),
+    /the mirror needs an ioredis client \(missing evalsha\)/,
+  )
+})
+
+t.test('mirror: the writer skips its own older announcements (remove then add at once)', async (t) => {
+  const prefix = newPrefix()
+  t.teardown(() => dropKeys(prefix))
+  const client = new Redis(REDIS_URL, { enableOfflineQueue: false })
+  const pubsub = new RedisPubSub({ redis: REDIS_URL, logger: { info() {}, warn() {}, error() {} } })
+  const inner = new RedisChannel<unknown>('revocation-list', { pubsub, prefix })
+  // Holds this store's list changes (heartbeats pass) until released, one by one.
+  const held: unknown[] = []
+  let deliver: (message: unknown) => void = () => {}
+  const channel = {
+    get channel() {
+      return inner.channel
+    },
+    get subscribed() {
+      return inner.subscribed
+    },
+    encode: (m: Parameters<typeof inner.encode>[0]) => inner.encode(m),
+    onSubscriptionLost: (l: () => void) => inner.onSubscriptionLost(l),
+    onResubscribed: (l: () => void) => inner.onResubscribed(l),
+    subscribe(handler: (message: unknown) => void) {
+      deliver = handler
+      return inner.subscribe((m) => ((m as { op?: string }).op === 'ping' ? handler(m) : held.push(m)))
+    },
+  }
+  const store = new RedisRevocationStore({ client, prefix, mirror: { channel } })
+  t.teardown(async () => {
+    await store.close()
+    await pubsub.close()
+    client.disconnect()
+  })
+  await store.mirrorReady(5000)
+  await store.add('j', 60)
+  await store.remove('j')
+  await store.add('j', 60)
+  await within(1000, () => held.length === 3, 'the three announcements')
+  t.same(
+    held.map((m) => (m as { op: string }).op),
+    ['add', 'remove', 'add'],
+  )
+  for (const message of held.splice(0)) {
+    deliver(message)
+    t.equal(await store.contains('j'), true, `still listed after its own ${(message as { op: string }).op}`)
+  }
+  await store.remove('j')
+  await within(1000, () => held.length === 1, 'the remove')
+  deliver(held.pop())
+  t.equal(await store.contains('j'), false, 'removed')
+  t.equal(await client.exists(`${prefix}j`), 0)
 })

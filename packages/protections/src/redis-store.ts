@@ -75,55 +75,81 @@ export class RedisStore implements RateLimitStore {
     this.timeoutMs = timeoutMs
   }
 
-  async hit(key: string, limit: RateLimit): Promise<RateLimitResult> {
-    if (this.client.status !== undefined && DOWN_STATUSES.has(this.client.status)) {
-      throw new StoreUnavailableError(`connection is ${this.client.status}`)
+  /**
+   * One EVALSHA per call (EVAL once if Redis does not know the script yet). Written with one promise and
+   * one timer per call (no Promise.race/catch/finally chain): this runs on every rate-limited request.
+   */
+  hit(key: string, limit: RateLimit): Promise<RateLimitResult> {
+    const status = this.client.status
+    if (status !== undefined && DOWN_STATUSES.has(status)) {
+      return Promise.reject(new StoreUnavailableError(`connection is ${status}`))
     }
-    const reply = await this.withTimeout(this.run(this.prefix + key, limit))
-    if (!Array.isArray(reply) || reply.length !== 4)
-      throw new StoreUnavailableError('unexpected script reply')
-    const [allowed, count, windowStart, now] = reply.map(Number) as [number, number, number, number]
-    const resetTime = windowStart + limit.windowMs
-    if (allowed === 1) {
-      return {
-        isAllowed: true,
-        remaining: limit.requests - count,
-        resetTime,
-        retryAfter: 0,
-        limit: limit.requests,
+    return new Promise<RateLimitResult>((resolve, reject) => {
+      let settled = false
+      const timer = setTimeout(() => {
+        settled = true
+        reject(new StoreUnavailableError(`no reply within ${this.timeoutMs} ms`))
+      }, this.timeoutMs)
+      const fail = (err: unknown) => {
+        if (settled) return
+        settled = true
+        clearTimeout(timer)
+        reject(
+          err instanceof StoreUnavailableError
+            ? err
+            : new StoreUnavailableError((err as Error)?.message ?? String(err), { cause: err }),
+        )
       }
-    }
+      const done = (reply: unknown) => {
+        if (settled) return
+        settled = true
+        clearTimeout(timer)
+        try {
+          resolve(toResult(reply, limit))
+        } catch (err) {
+          reject(err)
+        }
+      }
+      const redisKey = this.prefix + key
+      let call: Promise<unknown>
+      try {
+        call = this.client.evalsha(SCRIPT_SHA, 1, redisKey, limit.requests, limit.windowMs)
+      } catch (err) {
+        fail(err)
+        return
+      }
+      call.then(done, (err: unknown) => {
+        if (settled) return
+        if (!String((err as Error)?.message).startsWith('NOSCRIPT')) return fail(err)
+        try {
+          this.client.eval(FIXED_WINDOW_LUA, 1, redisKey, limit.requests, limit.windowMs).then(done, fail)
+        } catch (e) {
+          fail(e)
+        }
+      })
+    })
+  }
+}
+
+function toResult(reply: unknown, limit: RateLimit): RateLimitResult {
+  if (!Array.isArray(reply) || reply.length !== 4) throw new StoreUnavailableError('unexpected script reply')
+  const allowed = Number(reply[0])
+  const count = Number(reply[1])
+  const resetTime = Number(reply[2]) + limit.windowMs
+  if (allowed === 1) {
     return {
-      isAllowed: false,
-      remaining: 0,
+      isAllowed: true,
+      remaining: limit.requests - count,
       resetTime,
-      retryAfter: retryAfterSeconds(resetTime, now),
+      retryAfter: 0,
       limit: limit.requests,
     }
   }
-
-  private async run(key: string, limit: RateLimit): Promise<unknown> {
-    try {
-      return await this.client.evalsha(SCRIPT_SHA, 1, key, limit.requests, limit.windowMs)
-    } catch (err) {
-      if (!String((err as Error)?.message).startsWith('NOSCRIPT')) throw err
-      return this.client.eval(FIXED_WINDOW_LUA, 1, key, limit.requests, limit.windowMs)
-    }
-  }
-
-  private withTimeout<T>(promise: Promise<T>): Promise<T> {
-    let timer: NodeJS.Timeout | undefined
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new StoreUnavailableError(`no reply within ${this.timeoutMs} ms`)),
-        this.timeoutMs,
-      )
-    })
-    return Promise.race([promise, timeout])
-      .catch((err: unknown) => {
-        if (err instanceof StoreUnavailableError) throw err
-        throw new StoreUnavailableError((err as Error)?.message ?? String(err), { cause: err })
-      })
-      .finally(() => clearTimeout(timer))
+  return {
+    isAllowed: false,
+    remaining: 0,
+    resetTime,
+    retryAfter: retryAfterSeconds(resetTime, Number(reply[3])),
+    limit: limit.requests,
   }
 }

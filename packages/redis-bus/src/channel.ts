@@ -52,12 +52,32 @@ export class RedisChannel<T> {
    */
   publish(message: T): Promise<number> {
     if (this.#closed) return Promise.reject(new RedisBusUnavailableError('closed'))
+    let payload: string
+    try {
+      payload = this.encode(message)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    return this.#pubsub.publishRaw(this.channel, payload)
+  }
+
+  /**
+   * The exact payload `publish(message)` sends (the v1 envelope, sent now, from this instance), for a
+   * caller that publishes it itself, e.g. with `PUBLISH <channel> <payload>` inside a Lua script or
+   * MULTI so that the change and its announcement happen atomically. Throws TypeError if not JSON.
+   */
+  encode(message: T): string {
     const data = JSON.stringify(message)
-    if (data === undefined) return Promise.reject(new TypeError('@trivium/redis-bus: message is not JSON'))
-    return this.#pubsub.publishRaw(
-      this.channel,
-      `{"v":1,"from":${JSON.stringify(instanceId())}${sendTime()},"data":${data}}`,
-    )
+    if (data === undefined) throw new TypeError('@trivium/redis-bus: message is not JSON')
+    return `{"v":1,"from":${JSON.stringify(instanceId())}${sendTime()},"data":${data}}`
+  }
+
+  /**
+   * True while this channel is subscribed on a live connection (Redis acknowledged the SUBSCRIBE on the
+   * subscriber's current connection); false before, during an outage, until resubscribed, and after close.
+   */
+  get subscribed(): boolean {
+    return !this.#closed && this.#pubsub.isSubscribed(this.channel)
   }
 
   /** Calls `handler` for every message received; returns the unsubscribe function. */
@@ -101,6 +121,16 @@ export class RedisChannel<T> {
   /** See `RedisPubSub.onResubscribed`: messages may have been missed while the connection was down. */
   onResubscribed(listener: () => void): () => void {
     const off = this.#pubsub.onResubscribed(listener)
+    const remove = () => {
+      if (this.#unsubscribes.delete(remove)) off()
+    }
+    this.#unsubscribes.add(remove)
+    return remove
+  }
+
+  /** See `RedisPubSub.onSubscriptionLost`: from then on messages are missed until `onResubscribed`. */
+  onSubscriptionLost(listener: () => void): () => void {
+    const off = this.#pubsub.onSubscriptionLost(listener)
     const remove = () => {
       if (this.#unsubscribes.delete(remove)) off()
     }

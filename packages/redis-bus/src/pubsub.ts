@@ -41,6 +41,13 @@ export class RedisPubSub {
   readonly #timeoutMs: number
   readonly #handlers = new Map<string, Set<RawHandler>>()
   readonly #resubscribeListeners = new Set<() => void>()
+  readonly #lostListeners = new Set<() => void>()
+  /** Channels whose SUBSCRIBE Redis acknowledged on the subscriber's current connection. */
+  readonly #active = new Set<string>()
+  /** Incremented each time the subscriber's connection is lost: acknowledgements of older ones are void. */
+  #subEpoch = 0
+  /** The subscriber's connection has been ready since it was last lost. */
+  #subUp = false
   readonly #pendingSubscribes = new Set<Promise<unknown>>()
   #subWasReady = false
   #downSince: number | undefined
@@ -102,6 +109,7 @@ export class RedisPubSub {
       conn.on('close', () => this.#markDown(name, undefined))
       conn.on('ready', () => this.#markUp())
     }
+    this.#sub.on('close', () => this.#onSubscriberLost())
     this.#sub.on('ready', () => this.#onSubscriberReady())
     this.#sub.on('message', (channel: string, payload: string) => this.#dispatch(channel, payload))
   }
@@ -136,7 +144,7 @@ export class RedisPubSub {
     if (!set) {
       set = new Set()
       this.#handlers.set(channel, set)
-      this.#track(this.#sub.subscribe(channel))
+      this.#track(this.#sub.subscribe(channel), [channel])
     }
     // Wrapped so the same function may be subscribed twice and removed once per subscription.
     const entry: RawHandler = (payload) => handler(payload)
@@ -145,6 +153,7 @@ export class RedisPubSub {
       const current = this.#handlers.get(channel)
       if (!current?.delete(entry) || current.size > 0) return
       this.#handlers.delete(channel)
+      this.#active.delete(channel)
       if (!this.#closed) this.#track(this.#sub.unsubscribe(channel))
     }
   }
@@ -159,6 +168,25 @@ export class RedisPubSub {
     return () => {
       this.#resubscribeListeners.delete(listener)
     }
+  }
+
+  /**
+   * Calls `listener` each time the subscriber's connection is lost (at once, before any reconnect
+   * attempt): from then on messages are missed until `onResubscribed` fires. Returns the removal function.
+   */
+  onSubscriptionLost(listener: () => void): () => void {
+    this.#lostListeners.add(listener)
+    return () => {
+      this.#lostListeners.delete(listener)
+    }
+  }
+
+  /**
+   * True while `channel` is subscribed on a live connection: Redis acknowledged its SUBSCRIBE on the
+   * subscriber's current connection, and that connection has not been lost since.
+   */
+  isSubscribed(channel: string): boolean {
+    return !this.#closed && this.#sub.status === 'ready' && this.#active.has(channel)
   }
 
   /**
@@ -192,7 +220,9 @@ export class RedisPubSub {
     if (this.#closing) return this.#closing
     this.#closed = true
     this.#handlers.clear()
+    this.#active.clear()
     this.#resubscribeListeners.clear()
+    this.#lostListeners.clear()
     const ended = (conn: Redis) => {
       const end = new Promise<void>((resolve) => conn.once('end', resolve))
       conn.disconnect()
@@ -205,9 +235,14 @@ export class RedisPubSub {
     return done
   }
 
-  #track(promise: Promise<unknown>): void {
+  /** Waits for a SUBSCRIBE/UNSUBSCRIBE; `channels`: mark them active once acknowledged (same connection). */
+  #track(promise: Promise<unknown>, channels?: string[]): void {
+    const epoch = this.#subEpoch
     const tracked = promise.then(
-      () => undefined,
+      () => {
+        if (channels === undefined || epoch !== this.#subEpoch || this.#closed) return
+        for (const channel of channels) if (this.#handlers.has(channel)) this.#active.add(channel)
+      },
       (err: Error) => {
         // Only when closed (flushed queue) or Redis refused the command; logged, never thrown.
         if (!this.#closed) this.logger.error({ err }, '@trivium/redis-bus: SUBSCRIBE/UNSUBSCRIBE failed')
@@ -218,6 +253,7 @@ export class RedisPubSub {
   }
 
   #onSubscriberReady(): void {
+    this.#subUp = true
     const reconnect = this.#subWasReady
     this.#subWasReady = true
     const channels = [...this.#handlers.keys()]
@@ -226,12 +262,28 @@ export class RedisPubSub {
       return
     }
     const done = this.#sub.subscribe(...channels)
-    this.#track(done)
+    this.#track(done, channels)
     if (reconnect) {
       done.then(
         () => this.#notifyResubscribed(),
         () => {},
       )
+    }
+  }
+
+  #onSubscriberLost(): void {
+    this.#subEpoch++
+    this.#active.clear()
+    // Failed reconnect attempts also emit 'close': only the loss of a working connection is reported.
+    const wasUp = this.#subUp
+    this.#subUp = false
+    if (this.#closed || !wasUp) return
+    for (const listener of [...this.#lostListeners]) {
+      try {
+        listener()
+      } catch (err) {
+        this.logger.error({ err }, '@trivium/redis-bus: onSubscriptionLost listener threw')
+      }
     }
   }
 

@@ -42,6 +42,46 @@ t.test('publish on A reaches subscribers on A and B once, with who sent it', asy
   t.match(instanceId(), /^[0-9a-f-]{36}$/)
 })
 
+t.test(
+  'encode: the payload publish sends, for a PUBLISH made elsewhere (e.g. in a Lua script)',
+  async (t) => {
+    const prefix = `${uniq('enc')}:`
+    const channel = new RedisChannel<Revocation>('list', {
+      redis: REDIS_URL,
+      prefix,
+      logger: captureLogger(),
+    })
+    const raw = new Redis(REDIS_URL)
+    t.teardown(async () => {
+      await channel.close()
+      raw.disconnect()
+    })
+    const got: unknown[] = []
+    channel.subscribe((m, meta) => got.push([m, meta]))
+    await channel.ready()
+    t.equal(channel.subscribed, true)
+    const before = Date.now()
+    const payload = channel.encode({ jti: 'j9', exp: 7 })
+    const envelope = JSON.parse(payload)
+    t.same(Object.keys(envelope), ['v', 'from', 'at', 'data'])
+    t.equal(envelope.v, 1)
+    t.equal(envelope.from, instanceId())
+    t.ok(envelope.at >= before && envelope.at <= Date.now(), 'send time')
+    t.same(envelope.data, { jti: 'j9', exp: 7 })
+    t.equal(await raw.eval("return redis.call('PUBLISH', ARGV[1], ARGV[2])", 0, channel.channel, payload), 1)
+    await until(() => got.length === 1)
+    t.same(got, [
+      [
+        { jti: 'j9', exp: 7 },
+        { from: instanceId(), local: true },
+      ],
+    ])
+    t.throws(() => channel.encode(undefined as never), TypeError)
+    await channel.close()
+    t.equal(channel.subscribed, false, 'not subscribed after close')
+  },
+)
+
 t.test('validate drops messages of the wrong shape; unsubscribe stops delivery', async (t) => {
   const prefix = `${uniq('ch')}:`
   const log = captureLogger()

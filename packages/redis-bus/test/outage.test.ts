@@ -103,7 +103,11 @@ t.test('Redis stopped and restarted: fail fast, log once, resubscribe, deliver a
   revB.subscribe((jti) => revoked.push(jti))
   let resubscribedB = 0
   revB.onResubscribed(() => resubscribedB++)
+  let lostB = 0
+  revB.onSubscriptionLost(() => lostB++)
+  t.equal(revB.subscribed, false, 'not subscribed before Redis acknowledged it')
   await Promise.all([pubsubA.ready(), pubsubB.ready()])
+  t.equal(revB.subscribed, true, 'subscribed once acknowledged')
 
   await hubA.toTopic('news', 'before')
   await revA.publish('j-before')
@@ -111,6 +115,8 @@ t.test('Redis stopped and restarted: fail fast, log once, resubscribe, deliver a
 
   await redis.stop()
   await until(() => !pubsubA.connected && !pubsubB.connected, 5000, 'clients to notice')
+  t.equal(lostB, 1, 'onSubscriptionLost fired once when the connection was lost')
+  t.equal(revB.subscribed, false, 'not subscribed during the outage')
   let rejected = 0
   let slowest = 0
   for (let i = 0; i < 100; i++) {
@@ -130,6 +136,8 @@ t.test('Redis stopped and restarted: fail fast, log once, resubscribe, deliver a
   const restartedAt = performance.now()
   await redis.start()
   await until(() => resubscribedB === 1, 10_000, 'resubscription on B')
+  t.equal(revB.subscribed, true, 'subscribed again when onResubscribed fires')
+  t.equal(lostB, 1, 'reconnect attempts during the outage are not further losses')
   t.comment(`restart → B resubscribed in ${(performance.now() - restartedAt).toFixed(0)} ms`)
   await until(() => pubsubA.connected, 10_000, 'A back')
   await hubA.toTopic('news', 'after')

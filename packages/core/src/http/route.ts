@@ -89,6 +89,15 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
   )
 }
 
+/**
+ * What the handler's promise resolves to once the reply is sent: nothing when the response is written
+ * (no thenable to adopt), else the reply (a thenable Fastify waits on: a stream, an async onSend hook),
+ * so that Fastify never sends a second answer.
+ */
+function pending(reply: FastifyReply): FastifyReply | undefined {
+  return reply.sent ? undefined : reply
+}
+
 const JSON_REPLY_TYPE = 'application/json; charset=utf-8'
 
 export function registerHttpRoute(
@@ -132,7 +141,10 @@ export function registerHttpRoute(
   // returns a value), the reply is sent in this turn and Fastify gets `undefined` (no promise, no
   // microtask hops). A promise from the pipeline is returned to Fastify, which sends its rejection to
   // the route's error handler, as it does for an error thrown here.
-  function handler(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> | undefined {
+  function handler(
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): FastifyReply | Promise<FastifyReply | undefined> | undefined {
     let requestFormat: WireFormat | undefined
     if (mapping.hasBody && request.body !== undefined) {
       requestFormat = formats.forContentType(request.headers['content-type'])
@@ -165,11 +177,14 @@ export function registerHttpRoute(
     ;(request as unknown as Record<symbol, unknown>)[CALL] = call
     const result = pipeline.run(call, routeToHandler)
     if (isThenable(result)) {
-      return Promise.resolve(result).then((value) => respond(request, reply, call, requestFormat, value))
+      return Promise.resolve(result).then((value) =>
+        pending(respond(request, reply, call, requestFormat, value)),
+      )
     }
     const sent = respond(request, reply, call, requestFormat, result)
-    // A stream is still being written: Fastify waits for the reply (a thenable) as it did before.
-    return definition.streaming ? (sent as unknown as Promise<FastifyReply>) : undefined
+    // Sent in this turn: Fastify needs nothing more (an async onSend hook finishes the reply itself),
+    // except for a stream, which Fastify waits on.
+    return definition.streaming ? pending(sent) : undefined
   }
 
   fastify.route({

@@ -156,7 +156,7 @@ export function registerHttpRoute(
     ]
     const call = new TriviumCall({
       definition,
-      protocol: transport === undefined ? 'http' : transport.protocol,
+      protocol: transport?.protocol ?? 'http',
       metadata: transport?.metadata,
       connection: transport?.connection,
       requestId: request.id,
@@ -164,7 +164,7 @@ export function registerHttpRoute(
       headers: request.headers,
       method: request.method,
       query: request.query as Record<string, unknown>,
-      clientIp: transport === undefined ? request.ip : transport.clientIp,
+      clientIp: transport ? transport.clientIp : request.ip,
       raw: request,
       // No `credential`: the protocol's default place (HTTP: the Authorization header, then `token` in
       // the query; a bridged frame: its metadata).

@@ -34,8 +34,11 @@ export interface CallInit<Req = unknown> {
   query?: Record<string, unknown>
   metadata?: Record<string, string>
   clientIp?: string
-  /** Decodes the request model; called at most once, on first access of `call.body`. */
-  decodeBody: () => Req
+  /**
+   * Decodes the request model; called at most once, on first access of `call.body`, with the call as
+   * `this` (so that one function per route can serve every request).
+   */
+  decodeBody: (this: TriviumCall<Req>) => Req
   /** The transport's cancellation signal, or a function that makes one on first use. */
   signal?: AbortSignal | (() => AbortSignal)
   /** The Fastify request, on HTTP (and on TCP frames bridged through inject). */
@@ -87,7 +90,7 @@ export class TriviumCall<Req = unknown> {
   identity: TriviumIdentity | undefined = undefined
 
   private bodyValue: Req | typeof UNSET = UNSET
-  private readonly decodeBody: () => Req
+  private readonly decodeBody: (this: TriviumCall<Req>) => Req
   private signalValue: AbortSignal | undefined
   private readonly signalSource: AbortSignal | (() => AbortSignal) | undefined
   private credentialValue: string | undefined | typeof UNSET = UNSET
@@ -129,7 +132,7 @@ export class TriviumCall<Req = unknown> {
    * examined; a bad body throws ValidationException here.
    */
   get body(): Req {
-    if (this.bodyValue === UNSET) this.bodyValue = this.decodeBody()
+    if (this.bodyValue === UNSET) this.bodyValue = this.decodeBody.call(this)
     return this.bodyValue
   }
 

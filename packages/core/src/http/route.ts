@@ -2,7 +2,6 @@
 // file is the parser (Fastify request → common request form) and the sender (value → reply).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { TriviumCall } from '../call.js'
-import { httpCredential } from '../credential.js'
 import { UnsupportedMediaTypeException, ValidationException } from '../errors.js'
 import { decodePayload, type FormatRegistry, jsonFormat, type WireFormat } from '../formats.js'
 import type { Pipeline } from '../middleware.js'
@@ -26,25 +25,34 @@ export interface HttpRouteContext {
   bodyLimit: number
 }
 
-/** Decodes the request model from path, query and body, by the registry's HTTP mapping. */
-function bodyDecoder(
+/**
+ * Decodes the request model of a JSON (or bodiless) request from path, query and parsed body, by the
+ * registry's HTTP mapping. One function per route, called with the call as `this` (TriviumCall.body):
+ * no closure per request.
+ */
+function jsonDecoder(definition: EndpointDefinition): (this: TriviumCall) => unknown {
+  const mapping = definition.http
+  const model = definition.request
+  return function decodeJson(this: TriviumCall): unknown {
+    const request = this.raw as FastifyRequest
+    return model.fromJSON(
+      mapping.fromHttp(
+        request.params as Record<string, string> | undefined,
+        request.query as Record<string, unknown>,
+        mapping.hasBody ? request.body : undefined,
+      ),
+    )
+  }
+}
+
+/** Decodes a request body in a format other than JSON (raw bytes, e.g. the binary format). */
+function bytesDecoder(
   definition: EndpointDefinition,
   request: FastifyRequest,
-  format: WireFormat | undefined,
+  format: WireFormat,
 ): () => unknown {
   const mapping = definition.http
   const model = definition.request
-  const params = request.params as Record<string, string> | undefined
-  if (!mapping.hasBody || format === undefined || format === jsonFormat) {
-    return () =>
-      model.fromJSON(
-        mapping.fromHttp(
-          params,
-          request.query as Record<string, unknown>,
-          mapping.hasBody ? request.body : undefined,
-        ),
-      )
-  }
   return () => {
     const raw = request.body
     if (!(raw instanceof Uint8Array)) throw new ValidationException('Request body is missing')
@@ -55,7 +63,9 @@ function bodyDecoder(
     }
     const value = decodePayload(format, model, raw)
     if (mapping.pathParams.length === 0) return value
-    return model.fromJSON(mapping.withPathParams(model.toJSON(value), params))
+    return model.fromJSON(
+      mapping.withPathParams(model.toJSON(value), request.params as Record<string, string> | undefined),
+    )
   }
 }
 
@@ -71,6 +81,25 @@ function lazyAbortSignal(reply: FastifyReply): () => AbortSignal {
   }
 }
 
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    value !== null &&
+    (typeof value === 'object' || typeof value === 'function') &&
+    typeof (value as { then?: unknown }).then === 'function'
+  )
+}
+
+/**
+ * What the handler's promise resolves to once the reply is sent: nothing when the response is written
+ * (no thenable to adopt), else the reply (a thenable Fastify waits on: a stream, an async onSend hook),
+ * so that Fastify never sends a second answer.
+ */
+function pending(reply: FastifyReply): FastifyReply | undefined {
+  return reply.sent ? undefined : reply
+}
+
+const JSON_REPLY_TYPE = 'application/json; charset=utf-8'
+
 export function registerHttpRoute(
   fastify: FastifyInstance,
   definition: EndpointDefinition,
@@ -80,8 +109,42 @@ export function registerHttpRoute(
 ): void {
   const { pipeline, formats } = ctx
   const mapping = definition.http
+  const decodeJson = jsonDecoder(definition)
+  const status = definition.status
 
-  async function handler(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  /** Sender: the handler's value (or stream) as the reply. */
+  function respond(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    call: TriviumCall,
+    requestFormat: WireFormat | undefined,
+    result: unknown,
+  ): FastifyReply {
+    if (call.responseHeaders) reply.headers(call.responseHeaders)
+    if (definition.streaming) {
+      return sendEventStream(request, reply, definition, jsonFormat, result as AsyncIterable<unknown>)
+    }
+    let responseFormat = formats.forAccept(request.headers.accept, requestFormat)
+    if (responseFormat !== jsonFormat && !definition.response.encode) responseFormat = jsonFormat
+    const payload = responseFormat.encode(definition.response, result)
+    return reply
+      .code(status)
+      .type(responseFormat === jsonFormat ? JSON_REPLY_TYPE : responseFormat.contentType)
+      .send(
+        typeof payload === 'string'
+          ? payload
+          : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength),
+      )
+  }
+
+  // Not async: when the middleware and the handler answer synchronously (no middleware, a handler that
+  // returns a value), the reply is sent in this turn and Fastify gets `undefined` (no promise, no
+  // microtask hops). A promise from the pipeline is returned to Fastify, which sends its rejection to
+  // the route's error handler, as it does for an error thrown here.
+  function handler(
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): FastifyReply | Promise<FastifyReply | undefined> | undefined {
     let requestFormat: WireFormat | undefined
     if (mapping.hasBody && request.body !== undefined) {
       requestFormat = formats.forContentType(request.headers['content-type'])
@@ -103,29 +166,25 @@ export function registerHttpRoute(
       query: request.query as Record<string, unknown>,
       clientIp: transport ? transport.clientIp : request.ip,
       raw: request,
-      credential: transport
-        ? undefined
-        : () => httpCredential(request.headers, request.query as Record<string, unknown>),
-      decodeBody: bodyDecoder(definition, request, requestFormat),
+      // No `credential`: the protocol's default place (HTTP: the Authorization header, then `token` in
+      // the query; a bridged frame: its metadata).
+      decodeBody:
+        requestFormat === undefined || requestFormat === jsonFormat
+          ? decodeJson
+          : bytesDecoder(definition, request, requestFormat),
       signal: lazyAbortSignal(reply),
     })
     ;(request as unknown as Record<symbol, unknown>)[CALL] = call
-    const result = await pipeline.run(call, routeToHandler)
-    if (call.responseHeaders) reply.headers(call.responseHeaders)
-    if (definition.streaming) {
-      return sendEventStream(request, reply, definition, jsonFormat, result as AsyncIterable<unknown>)
-    }
-    let responseFormat = formats.forAccept(request.headers.accept, requestFormat)
-    if (responseFormat !== jsonFormat && !definition.response.encode) responseFormat = jsonFormat
-    const payload = responseFormat.encode(definition.response, result)
-    return reply
-      .code(definition.status)
-      .type(responseFormat === jsonFormat ? 'application/json; charset=utf-8' : responseFormat.contentType)
-      .send(
-        typeof payload === 'string'
-          ? payload
-          : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength),
+    const result = pipeline.run(call, routeToHandler)
+    if (isThenable(result)) {
+      return Promise.resolve(result).then((value) =>
+        pending(respond(request, reply, call, requestFormat, value)),
       )
+    }
+    const sent = respond(request, reply, call, requestFormat, result)
+    // Sent in this turn: Fastify needs nothing more (an async onSend hook finishes the reply itself),
+    // except for a stream, which Fastify waits on.
+    return definition.streaming ? pending(sent) : undefined
   }
 
   fastify.route({

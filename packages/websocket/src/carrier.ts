@@ -40,7 +40,8 @@ export class WebSocketCarrier implements FrameCarrier {
   readonly #raw: RawSocket | undefined
   /** Frames are written by the carrier (the raw socket exists, the server side, no extension). */
   readonly #direct: boolean
-  readonly #maxPayload: number
+  /** decodeWsFrame's options, made once. */
+  readonly #decodeOptions: { maxFrameBytes: number }
   readonly #pingIntervalMs: number
   #corked = false
   #alive = true
@@ -52,7 +53,7 @@ export class WebSocketCarrier implements FrameCarrier {
 
   constructor(socket: WebSocket, options: { maxPayload: number; pingIntervalMs: number }) {
     this.#socket = socket
-    this.#maxPayload = options.maxPayload
+    this.#decodeOptions = { maxFrameBytes: options.maxPayload }
     this.#pingIntervalMs = options.pingIntervalMs
     const raw = (socket as unknown as { _socket?: Partial<RawSocket> })._socket
     this.#raw =
@@ -182,7 +183,7 @@ export class WebSocketCarrier implements FrameCarrier {
     }
     let frame: Frame
     try {
-      frame = decodeWsFrame(data, { maxFrameBytes: this.#maxPayload })
+      frame = decodeWsFrame(data, this.#decodeOptions)
     } catch (err) {
       // Message boundaries keep the stream in sync: ERROR for the frame, the connection stays open.
       session.rejectFrame(err, false)

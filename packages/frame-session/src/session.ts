@@ -104,7 +104,15 @@ export class FrameSession implements Session {
   readonly inFlight = new Map<number, Cancellation>()
   /** Handlers still running, cancelled ones included: `maxInFlight` bounds this. */
   running = 0
+  /**
+   * When the connection was last active (a frame received, a call ended), to the precision of the
+   * server's tick: activity only sets a flag, the next tick stamps it with its own clock reading. A
+   * clock reading per frame cost as much as a frame's decoding; the idle close still never comes before
+   * `idleTimeoutMs` has passed since the activity, and at most one tick later than with exact stamps.
+   */
   lastActivity = Date.now()
+  /** Activity since the last tick (see lastActivity). */
+  #active = false
   closed = false
   /** Earliest token expiry (ms) seen on the session; it ends then. */
   expiresAt: number | undefined = undefined
@@ -132,7 +140,7 @@ export class FrameSession implements Session {
 
   /** Something arrived: the connection is not idle. */
   touch(): void {
-    this.lastActivity = Date.now()
+    this.#active = true
   }
 
   /** One decoded frame. Never throws. */
@@ -246,6 +254,10 @@ export class FrameSession implements Session {
 
   tick(now: number): void {
     if (this.closed) return
+    if (this.#active) {
+      this.#active = false
+      this.lastActivity = now
+    }
     this.#carrier.tick?.(now)
     if (this.closed) return
     if (this.running === 0 && now - this.lastActivity >= this.#ctx.options.idleTimeoutMs) {
@@ -426,7 +438,7 @@ export class FrameSession implements Session {
       // A CANCEL may have freed the id and a new call taken it: only remove this call's own entry.
       if (this.inFlight.get(id) === entry) this.inFlight.delete(id)
       this.running--
-      this.lastActivity = Date.now()
+      this.#active = true
       if (this.running === 0) this.#drained?.()
     }
   }

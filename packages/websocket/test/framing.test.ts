@@ -11,8 +11,13 @@ import triviumWebSocket from '@trivium/websocket'
 import { encodeWsFrame, FrameType } from '@trivium/wire'
 import Fastify from 'fastify'
 import t from 'tap'
-import { Sender } from 'ws'
+import * as wsModule from 'ws'
 import { writeWsBinaryHeader, wsHeaderSize } from '../dist/ws-frame.js'
+
+/** ws's frame builder (exported by ws, not declared by @types/ws). */
+const { Sender } = wsModule as unknown as {
+  Sender: { frame(data: { length: number }, options: object): Buffer[] }
+}
 
 /** ws's own framing of a final, unmasked binary message (what the server wrote before). */
 function wsFraming(data: { length: number }): Buffer {
@@ -90,7 +95,7 @@ function clientFrame(message: Uint8Array): Buffer {
     mask: true,
     readOnly: false,
     rsv1: false,
-  } as never) as Buffer[]
+  })
   return Buffer.concat(data ? [header as Buffer, data] : [header as Buffer])
 }
 

@@ -347,38 +347,47 @@ export class FrameSession implements Session {
       this.#reject(id, refusal[0], refusal[1])
       return
     }
-    let parts: RequestParts = { metadata: undefined, formatName: undefined, payload: frame.payload }
-    if (this.#init.splitRequest) {
+    let payload = frame.payload
+    let metadata: Record<string, string> | undefined
+    let format = this.#init.format
+    const split = this.#init.splitRequest
+    if (split !== undefined) {
+      let parts: RequestParts
       try {
-        parts = this.#init.splitRequest(frame.payload)
+        parts = split(frame.payload)
       } catch (err) {
         this.#reject(id, new ValidationException((err as Error).message), 'bad_metadata')
         return
       }
-    }
-    const format =
-      parts.formatName === undefined ? this.#init.format : this.#ctx.trivium.formats.get(parts.formatName)
-    if (format === undefined) {
-      this.#reject(
-        id,
-        new UnsupportedMediaTypeException(`Unsupported format: ${parts.formatName}`),
-        'bad_format',
-      )
-      return
+      payload = parts.payload
+      metadata = parts.metadata
+      if (parts.formatName !== undefined) {
+        const named = this.#ctx.trivium.formats.get(parts.formatName)
+        if (named === undefined) {
+          this.#reject(
+            id,
+            new UnsupportedMediaTypeException(`Unsupported format: ${parts.formatName}`),
+            'bad_format',
+          )
+          return
+        }
+        format = named
+      }
     }
     const endpoint = frame.endpoint as string
     const definition = this.#ctx.trivium.registry.get(endpoint)
     const entry = new Cancellation(definition?.streaming === true)
     this.inFlight.set(id, entry)
     this.running++
-    void this.#run(endpoint, definition, id, parts, format, entry)
+    void this.#run(endpoint, definition, id, payload, metadata, format, entry)
   }
 
   async #run(
     endpoint: string,
     known: EndpointDefinition | undefined,
     id: number,
-    parts: RequestParts,
+    payload: Uint8Array,
+    metadata: Record<string, string> | undefined,
     format: WireFormat,
     entry: Cancellation,
   ): Promise<void> {
@@ -391,12 +400,12 @@ export class FrameSession implements Session {
           clientIp: this.clientIp,
           connection: this.state,
         }
-        if (parts.metadata !== undefined) override.metadata = parts.metadata
+        if (metadata !== undefined) override.metadata = metadata
         const out = await bridge.call(
           known,
           format,
           responseFormat(known, format),
-          parts.payload,
+          payload,
           override,
           entry,
         )
@@ -406,13 +415,12 @@ export class FrameSession implements Session {
         else this.#carrier.sendBody(FrameType.ERROR, id, withRequestId(out.body, requestId))
         return
       }
-      const metadata = parts.metadata
       // Metadata travels per frame (TCP): its credential is read now (a map lookup, never throws).
       const credential = metadata === undefined ? this.#connectionCredential : this.#init.credential(metadata)
       const { definition, call, result } = await this.#ctx.trivium.invoke({
         endpoint,
         protocol: this.protocol,
-        payload: parts.payload,
+        payload,
         format,
         requestId,
         log: this.log,
@@ -436,7 +444,8 @@ export class FrameSession implements Session {
       else if (entry.reason === this.#ctx.shutdownError) this.sendError(id, entry.reason)
     } finally {
       // A CANCEL may have freed the id and a new call taken it: only remove this call's own entry.
-      if (this.inFlight.get(id) === entry) this.inFlight.delete(id)
+      // Only an aborted entry can have left the map (CANCEL, close), so the lookup is for those.
+      if (!entry.aborted || this.inFlight.get(id) === entry) this.inFlight.delete(id)
       this.running--
       this.#active = true
       if (this.running === 0) this.#drained?.()

@@ -1,6 +1,14 @@
 // Endpoint names and topics are cached by their bytes (an FNV-1a hash, then a byte comparison): the
 // cache must never return another name, whatever the hashes do, and must never skip validation.
-import { decodeWsFrame, encodeTcpFrame, encodeWsFrame, FrameType, TcpFrameReader } from '@trivium/wire'
+import {
+  decodeMetadata,
+  decodeWsFrame,
+  encodeMetadata,
+  encodeTcpFrame,
+  encodeWsFrame,
+  FrameType,
+  TcpFrameReader,
+} from '@trivium/wire'
 import t from 'tap'
 
 const utf8 = new TextEncoder()
@@ -87,5 +95,33 @@ t.test(
         message: /endpoint name is not valid UTF-8/,
       })
     }
+  },
+)
+
+t.test(
+  'metadata keys are cached the same way: colliding keys stay distinct, values are decoded each time',
+  async (t) => {
+    const [a, b] = collidingNames()
+    const meta = { [a]: 'one', [b]: 'two', auth_token: 'x'.repeat(200) }
+    for (let i = 0; i < 3; i++) {
+      const bytes = encodeMetadata(meta)
+      const { metadata, rest } = decodeMetadata(Buffer.concat([bytes, Buffer.from('{}')]))
+      t.same({ ...metadata }, meta, `round ${i}`)
+      t.equal(Object.getPrototypeOf(metadata), null)
+      t.same([...rest], [0x7b, 0x7d])
+    }
+    // A repeated key is still refused when it comes from the cache.
+    const twice = new Uint8Array([
+      2, 0, 0, 0, 1, 0, 0, 0, 0x6b, 1, 0, 0, 0, 0x31, 1, 0, 0, 0, 0x6b, 1, 0, 0, 0, 0x32,
+    ])
+    for (let i = 0; i < 2; i++) {
+      t.throws(() => decodeMetadata(twice), {
+        code: 'TRV_FRAME_MALFORMED',
+        message: 'Malformed metadata: repeated key "k"',
+      })
+    }
+    // Long keys (over the cached size) decode too.
+    const long = 'k'.repeat(100)
+    t.same({ ...decodeMetadata(encodeMetadata({ [long]: 'v' })).metadata }, { [long]: 'v' })
   },
 )

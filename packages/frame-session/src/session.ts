@@ -401,14 +401,7 @@ export class FrameSession implements Session {
           connection: this.state,
         }
         if (metadata !== undefined) override.metadata = metadata
-        const out = await bridge.call(
-          known,
-          format,
-          responseFormat(known, format),
-          payload,
-          override,
-          entry,
-        )
+        const out = await bridge.call(known, format, responseFormat(known, format), payload, override, entry)
         if (out.call) this.#learnIdentity(out.call)
         if (entry.aborted || !this.#carrier.open) return
         if (out.ok) this.#carrier.sendBody(FrameType.RESPONSE, id, out.body)

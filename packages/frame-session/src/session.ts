@@ -104,7 +104,15 @@ export class FrameSession implements Session {
   readonly inFlight = new Map<number, Cancellation>()
   /** Handlers still running, cancelled ones included: `maxInFlight` bounds this. */
   running = 0
+  /**
+   * When the connection was last active (a frame received, a call ended), to the precision of the
+   * server's tick: activity only sets a flag, the next tick stamps it with its own clock reading. A
+   * clock reading per frame cost as much as a frame's decoding; the idle close still never comes before
+   * `idleTimeoutMs` has passed since the activity, and at most one tick later than with exact stamps.
+   */
   lastActivity = Date.now()
+  /** Activity since the last tick (see lastActivity). */
+  #active = false
   closed = false
   /** Earliest token expiry (ms) seen on the session; it ends then. */
   expiresAt: number | undefined = undefined
@@ -132,7 +140,7 @@ export class FrameSession implements Session {
 
   /** Something arrived: the connection is not idle. */
   touch(): void {
-    this.lastActivity = Date.now()
+    this.#active = true
   }
 
   /** One decoded frame. Never throws. */
@@ -246,6 +254,10 @@ export class FrameSession implements Session {
 
   tick(now: number): void {
     if (this.closed) return
+    if (this.#active) {
+      this.#active = false
+      this.lastActivity = now
+    }
     this.#carrier.tick?.(now)
     if (this.closed) return
     if (this.running === 0 && now - this.lastActivity >= this.#ctx.options.idleTimeoutMs) {
@@ -335,38 +347,47 @@ export class FrameSession implements Session {
       this.#reject(id, refusal[0], refusal[1])
       return
     }
-    let parts: RequestParts = { metadata: undefined, formatName: undefined, payload: frame.payload }
-    if (this.#init.splitRequest) {
+    let payload = frame.payload
+    let metadata: Record<string, string> | undefined
+    let format = this.#init.format
+    const split = this.#init.splitRequest
+    if (split !== undefined) {
+      let parts: RequestParts
       try {
-        parts = this.#init.splitRequest(frame.payload)
+        parts = split(frame.payload)
       } catch (err) {
         this.#reject(id, new ValidationException((err as Error).message), 'bad_metadata')
         return
       }
-    }
-    const format =
-      parts.formatName === undefined ? this.#init.format : this.#ctx.trivium.formats.get(parts.formatName)
-    if (format === undefined) {
-      this.#reject(
-        id,
-        new UnsupportedMediaTypeException(`Unsupported format: ${parts.formatName}`),
-        'bad_format',
-      )
-      return
+      payload = parts.payload
+      metadata = parts.metadata
+      if (parts.formatName !== undefined) {
+        const named = this.#ctx.trivium.formats.get(parts.formatName)
+        if (named === undefined) {
+          this.#reject(
+            id,
+            new UnsupportedMediaTypeException(`Unsupported format: ${parts.formatName}`),
+            'bad_format',
+          )
+          return
+        }
+        format = named
+      }
     }
     const endpoint = frame.endpoint as string
     const definition = this.#ctx.trivium.registry.get(endpoint)
     const entry = new Cancellation(definition?.streaming === true)
     this.inFlight.set(id, entry)
     this.running++
-    void this.#run(endpoint, definition, id, parts, format, entry)
+    void this.#run(endpoint, definition, id, payload, metadata, format, entry)
   }
 
   async #run(
     endpoint: string,
     known: EndpointDefinition | undefined,
     id: number,
-    parts: RequestParts,
+    payload: Uint8Array,
+    metadata: Record<string, string> | undefined,
     format: WireFormat,
     entry: Cancellation,
   ): Promise<void> {
@@ -379,28 +400,20 @@ export class FrameSession implements Session {
           clientIp: this.clientIp,
           connection: this.state,
         }
-        if (parts.metadata !== undefined) override.metadata = parts.metadata
-        const out = await bridge.call(
-          known,
-          format,
-          responseFormat(known, format),
-          parts.payload,
-          override,
-          entry,
-        )
+        if (metadata !== undefined) override.metadata = metadata
+        const out = await bridge.call(known, format, responseFormat(known, format), payload, override, entry)
         if (out.call) this.#learnIdentity(out.call)
         if (entry.aborted || !this.#carrier.open) return
         if (out.ok) this.#carrier.sendBody(FrameType.RESPONSE, id, out.body)
         else this.#carrier.sendBody(FrameType.ERROR, id, withRequestId(out.body, requestId))
         return
       }
-      const metadata = parts.metadata
       // Metadata travels per frame (TCP): its credential is read now (a map lookup, never throws).
       const credential = metadata === undefined ? this.#connectionCredential : this.#init.credential(metadata)
       const { definition, call, result } = await this.#ctx.trivium.invoke({
         endpoint,
         protocol: this.protocol,
-        payload: parts.payload,
+        payload,
         format,
         requestId,
         log: this.log,
@@ -424,9 +437,10 @@ export class FrameSession implements Session {
       else if (entry.reason === this.#ctx.shutdownError) this.sendError(id, entry.reason)
     } finally {
       // A CANCEL may have freed the id and a new call taken it: only remove this call's own entry.
-      if (this.inFlight.get(id) === entry) this.inFlight.delete(id)
+      // Only an aborted entry can have left the map (CANCEL, close), so the lookup is for those.
+      if (!entry.aborted || this.inFlight.get(id) === entry) this.inFlight.delete(id)
       this.running--
-      this.lastActivity = Date.now()
+      this.#active = true
       if (this.running === 0) this.#drained?.()
     }
   }

@@ -130,7 +130,7 @@ export class TcpCarrier implements FrameCarrier {
       return
     }
     if (this.#reader.bufferedBytes === 0) this.#partialSince = 0
-    else if (!wasPartial || frames.length > 0) this.#partialSince = session.lastActivity
+    else if (!wasPartial || frames.length > 0) this.#partialSince = Date.now()
     for (const frame of frames) {
       if (session.closed) return
       session.receive(frame)

@@ -1,10 +1,13 @@
 // One WebSocket connection as a frame carrier: one binary message is one frame. Decodes messages for
 // the session, corks the socket so every frame of one event-loop turn leaves in one write, keeps the
 // connection alive with protocol pings, and maps the session's closes to WebSocket close codes.
+// Without a negotiated extension, a reply is framed here (ws-frame.ts: the bytes ws would write) and
+// written to the socket as one buffer; with one (permessage-deflate), it goes through `ws.send`.
 import { type CloseKind, type FrameCarrier, type FrameSession, waitForDrain } from '@trivium/frame-session'
 import { decodeWsFrame, encodeWsFrame, type Frame } from '@trivium/wire'
 import type { WebSocket } from 'ws'
 import { CloseCode } from './close-codes.js'
+import { writeWsBinaryHeader, wsHeaderSize } from './ws-frame.js'
 
 const OPEN = 1
 const noop = (): void => {}
@@ -23,6 +26,8 @@ const CLOSE_CODES: Record<CloseKind, number> = {
 interface RawSocket {
   cork(): void
   uncork(): void
+  write(chunk: Uint8Array): boolean
+  readonly writable: boolean
   readonly writableNeedDrain: boolean
   readonly destroyed: boolean
   on(event: string, fn: () => void): unknown
@@ -33,7 +38,10 @@ export class WebSocketCarrier implements FrameCarrier {
   session!: FrameSession
   readonly #socket: WebSocket
   readonly #raw: RawSocket | undefined
-  readonly #maxPayload: number
+  /** Frames are written by the carrier (the raw socket exists, the server side, no extension). */
+  readonly #direct: boolean
+  /** decodeWsFrame's options, made once. */
+  readonly #decodeOptions: { maxFrameBytes: number }
   readonly #pingIntervalMs: number
   #corked = false
   #alive = true
@@ -45,10 +53,16 @@ export class WebSocketCarrier implements FrameCarrier {
 
   constructor(socket: WebSocket, options: { maxPayload: number; pingIntervalMs: number }) {
     this.#socket = socket
-    this.#maxPayload = options.maxPayload
+    this.#decodeOptions = { maxFrameBytes: options.maxPayload }
     this.#pingIntervalMs = options.pingIntervalMs
     const raw = (socket as unknown as { _socket?: Partial<RawSocket> })._socket
-    this.#raw = typeof raw?.cork === 'function' ? (raw as RawSocket) : undefined
+    this.#raw =
+      typeof raw?.cork === 'function' && typeof raw.write === 'function' ? (raw as RawSocket) : undefined
+    // Extensions are negotiated in the upgrade, before the carrier exists: this holds for the connection.
+    this.#direct =
+      this.#raw !== undefined &&
+      socket.extensions === '' &&
+      (socket as unknown as { _isServer?: boolean })._isServer === true
   }
 
   /** Starts reading: call once the session exists. */
@@ -74,17 +88,28 @@ export class WebSocketCarrier implements FrameCarrier {
 
   sendBody(type: number, requestId: number, body: Uint8Array | string): void {
     if (!this.open) return
-    const size = typeof body === 'string' ? Buffer.byteLength(body) : body.length
-    const bytes = Buffer.allocUnsafe(5 + size)
-    bytes[0] = type
-    bytes.writeUInt32BE(requestId, 1)
-    if (typeof body === 'string') bytes.write(body, 5, 'utf8')
-    else bytes.set(body, 5)
-    this.#send(bytes)
+    const size = 5 + (typeof body === 'string' ? Buffer.byteLength(body) : body.length)
+    const head = this.#direct ? wsHeaderSize(size) : 0
+    const bytes = Buffer.allocUnsafe(head + size)
+    if (head > 0) writeWsBinaryHeader(bytes, size)
+    bytes[head] = type
+    bytes.writeUInt32BE(requestId, head + 1)
+    if (typeof body === 'string') bytes.write(body, head + 5, 'utf8')
+    else bytes.set(body, head + 5)
+    if (this.#direct) this.#write(bytes)
+    else this.#send(bytes)
   }
 
   sendFrame(frame: Frame): void {
-    if (this.open) this.#send(encodeWsFrame(frame))
+    if (!this.open) return
+    const message = encodeWsFrame(frame)
+    if (!this.#direct) {
+      this.#send(message)
+      return
+    }
+    const bytes = Buffer.allocUnsafe(wsHeaderSize(message.length) + message.length)
+    bytes.set(message, writeWsBinaryHeader(bytes, message.length))
+    this.#write(bytes)
   }
 
   drain(signal: AbortSignal): Promise<void> {
@@ -128,6 +153,21 @@ export class WebSocketCarrier implements FrameCarrier {
     this.#socket.send(bytes, BINARY, noop)
   }
 
+  /**
+   * A whole WebSocket frame (header included) straight to the corked socket. Written at once, not
+   * queued: frames ws writes itself (pong, close) stay in call order with ours, as with `ws.send`.
+   */
+  #write(bytes: Uint8Array): void {
+    const raw = this.#raw as RawSocket
+    if (!raw.writable) return
+    if (!this.#corked) {
+      this.#corked = true
+      raw.cork()
+      setImmediate(this.#uncork)
+    }
+    raw.write(bytes)
+  }
+
   #onMessage(data: Buffer, isBinary: boolean): void {
     const session = this.session
     session.touch()
@@ -143,7 +183,7 @@ export class WebSocketCarrier implements FrameCarrier {
     }
     let frame: Frame
     try {
-      frame = decodeWsFrame(data, { maxFrameBytes: this.#maxPayload })
+      frame = decodeWsFrame(data, this.#decodeOptions)
     } catch (err) {
       // Message boundaries keep the stream in sync: ERROR for the frame, the connection stays open.
       session.rejectFrame(err, false)

@@ -131,10 +131,55 @@ function decodeName(kind: string, bytes: Uint8Array, requestId: number): string 
 }
 
 /**
+ * Endpoint names and topics decoded before, by their bytes: a connection sends the same few names over
+ * and over, and a UTF-8 decode per frame was the largest cost of decoding one. Keyed by an FNV-1a hash
+ * of the bytes; a hit compares the bytes (a collision is a miss). At most {@link NAME_CACHE_SIZE} names
+ * (emptied when full), each at most MAX_NAME_BYTES: a client sending many names only makes misses.
+ * Names and topics are not secrets (no constant-time concern).
+ */
+const nameCache = new Map<number, { bytes: Uint8Array; name: string }>()
+const NAME_CACHE_SIZE = 512
+
+/** The name in `bytes[start, end)`, which holds no 0x00 (the caller found the terminator at `end`). */
+function nameAt(kind: string, bytes: Uint8Array, start: number, end: number, requestId: number): string {
+  const length = end - start
+  if (length === 0) throw malformed(`Empty ${kind}`, requestId)
+  if (length > MAX_NAME_BYTES) throw malformed(`${kind} is longer than ${MAX_NAME_BYTES} bytes`, requestId)
+  let hash = 0x811c9dc5
+  for (let i = start; i < end; i++) hash = Math.imul(hash ^ (bytes[i] as number), 0x01000193)
+  const cached = nameCache.get(hash)
+  if (cached !== undefined && cached.bytes.length === length) {
+    const known = cached.bytes
+    let i = 0
+    while (i < length && known[i] === bytes[start + i]) i++
+    if (i === length) return cached.name
+  }
+  const view = bytes.subarray(start, end)
+  const name = decodeName(kind, view, requestId)
+  if (nameCache.size >= NAME_CACHE_SIZE) nameCache.clear()
+  nameCache.set(hash, { bytes: Uint8Array.from(view), name })
+  return name
+}
+
+/**
  * Builds a frame from its type, request id and body (a view; the payload is a subarray of it, not a
  * copy). Shared by the WebSocket and TCP decoders.
  */
 export function parseFrameBody(type: number, requestId: number, body: Uint8Array): Frame {
+  return parseFrameAt(type, requestId, body, 0, body.length)
+}
+
+/**
+ * {@link parseFrameBody} for the body at `bytes[start, end)`, without a view per step: the payload is
+ * the one subarray made.
+ */
+export function parseFrameAt(
+  type: number,
+  requestId: number,
+  bytes: Uint8Array,
+  start: number,
+  end: number,
+): Frame {
   if (!isKnownFrameType(type)) {
     throw new FrameError(FrameErrorCode.UNKNOWN_TYPE, `Unknown frame type ${frameTypeName(type)}`, requestId)
   }
@@ -145,21 +190,28 @@ export function parseFrameBody(type: number, requestId: number, body: Uint8Array
     case FrameType.PUSH: {
       const kind = type === FrameType.REQUEST ? 'endpoint name' : 'topic'
       // Search the terminator only where a valid name can end: never scan a whole large payload.
-      const end = body.subarray(0, MAX_NAME_BYTES + 1).indexOf(0)
-      if (end < 0) throw malformed(`Missing 0x00 terminator after the ${kind}`, requestId)
-      const name = decodeName(kind, body.subarray(0, end), requestId)
-      const payload = body.subarray(end + 1)
+      const limit = Math.min(end, start + MAX_NAME_BYTES + 1)
+      let zero = start
+      while (zero < limit && bytes[zero] !== 0) zero++
+      if (zero === limit) throw malformed(`Missing 0x00 terminator after the ${kind}`, requestId)
+      const name = nameAt(kind, bytes, start, zero, requestId)
+      const payload = bytes.subarray(zero + 1, end)
       return type === FrameType.REQUEST
         ? { type, requestId, endpoint: name, payload }
         : { type, requestId, topic: name, payload }
     }
     case FrameType.SUBSCRIBE:
     case FrameType.UNSUBSCRIBE:
-      return { type, requestId, topic: decodeName('topic', body, requestId), payload: EMPTY }
+      return {
+        type,
+        requestId,
+        topic: decodeName('topic', bytes.subarray(start, end), requestId),
+        payload: EMPTY,
+      }
     default:
-      if (hasEmptyBody(type) && body.length > 0)
+      if (hasEmptyBody(type) && end > start)
         throw malformed(`${frameTypeName(type)} has no payload`, requestId)
-      return { type, requestId, payload: body }
+      return { type, requestId, payload: bytes.subarray(start, end) }
   }
 }
 
@@ -179,7 +231,11 @@ export function decodeWsFrame(bytes: Uint8Array, opts?: { maxFrameBytes?: number
   if (!(bytes instanceof Uint8Array)) throw malformed('A frame must be binary')
   const max = opts?.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES
   if (bytes.length < 5) throw malformed(`Frame of ${bytes.length} bytes is shorter than its 5-byte header`)
-  const requestId = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(1)
+  const requestId =
+    (((bytes[1] as number) << 24) >>> 0) +
+    ((bytes[2] as number) << 16) +
+    ((bytes[3] as number) << 8) +
+    (bytes[4] as number)
   if (bytes.length > max) {
     throw new FrameError(
       FrameErrorCode.TOO_LARGE,
@@ -187,5 +243,5 @@ export function decodeWsFrame(bytes: Uint8Array, opts?: { maxFrameBytes?: number
       requestId,
     )
   }
-  return parseFrameBody(bytes[0] as number, requestId, bytes.subarray(5))
+  return parseFrameAt(bytes[0] as number, requestId, bytes, 5, bytes.length)
 }

@@ -38,37 +38,80 @@ export function encodeMetadata(meta: Record<string, string>): Uint8Array {
 }
 
 /**
+ * Keys decoded before, by their bytes (an FNV-1a hash, then a byte comparison; a collision is a miss):
+ * every request repeats the same few keys (`format`, `auth_token`). Keys only — values (tokens) are
+ * never cached nor compared. At most {@link KEY_CACHE_SIZE} keys of at most {@link KEY_CACHE_MAX_BYTES}.
+ */
+const keyCache = new Map<number, { bytes: Uint8Array; key: string }>()
+const KEY_CACHE_SIZE = 256
+const KEY_CACHE_MAX_BYTES = 64
+
+function malformedMetadata(message: string): FrameError {
+  return new FrameError(FrameErrorCode.MALFORMED, `Malformed metadata: ${message}`)
+}
+
+function readU32LE(bytes: Uint8Array, offset: number): number {
+  return (
+    ((bytes[offset] as number) |
+      ((bytes[offset + 1] as number) << 8) |
+      ((bytes[offset + 2] as number) << 16) |
+      ((bytes[offset + 3] as number) << 24)) >>>
+    0
+  )
+}
+
+function utf8At(bytes: Uint8Array, start: number, end: number, what: string): string {
+  try {
+    return decoder.decode(bytes.subarray(start, end))
+  } catch {
+    throw malformedMetadata(`${what} is not valid UTF-8`)
+  }
+}
+
+function keyAt(bytes: Uint8Array, start: number, end: number): string {
+  const length = end - start
+  if (length > KEY_CACHE_MAX_BYTES) return utf8At(bytes, start, end, 'key')
+  let hash = 0x811c9dc5
+  for (let i = start; i < end; i++) hash = Math.imul(hash ^ (bytes[i] as number), 0x01000193)
+  const cached = keyCache.get(hash)
+  if (cached !== undefined && cached.bytes.length === length) {
+    const known = cached.bytes
+    let i = 0
+    while (i < length && known[i] === bytes[start + i]) i++
+    if (i === length) return cached.key
+  }
+  const key = utf8At(bytes, start, end, 'key')
+  if (keyCache.size >= KEY_CACHE_SIZE) keyCache.clear()
+  keyCache.set(hash, { bytes: bytes.slice(start, end), key })
+  return key
+}
+
+/**
  * Splits a TCP REQUEST payload into its metadata and the model bytes after it (a view). An empty
  * payload is empty metadata and no model bytes. The map has no prototype; a repeated key, a length
  * past the end or invalid UTF-8 throws {@link FrameError} `TRV_FRAME_MALFORMED`.
  */
 export function decodeMetadata(bytes: Uint8Array): { metadata: Record<string, string>; rest: Uint8Array } {
   const metadata: Record<string, string> = Object.create(null)
-  if (bytes.length === 0) return { metadata, rest: bytes }
-  const fail = (message: string): never => {
-    throw new FrameError(FrameErrorCode.MALFORMED, `Malformed metadata: ${message}`)
-  }
-  if (bytes.length < 4) fail('truncated entry count')
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
-  const count = view.getUint32(0, true)
-  if (count > MAX_METADATA_ENTRIES) fail(`more than ${MAX_METADATA_ENTRIES} entries`)
+  const size = bytes.length
+  if (size === 0) return { metadata, rest: bytes }
+  if (size < 4) throw malformedMetadata('truncated entry count')
+  const count = readU32LE(bytes, 0)
+  if (count > MAX_METADATA_ENTRIES) throw malformedMetadata(`more than ${MAX_METADATA_ENTRIES} entries`)
   let offset = 4
-  const readString = (what: string): string => {
-    if (bytes.length - offset < 4) return fail(`truncated ${what} length`)
-    const length = view.getUint32(offset, true)
-    if (length > bytes.length - offset - 4) return fail(`${what} length ${length} runs past the end`)
-    const start = offset + 4
-    offset = start + length
-    try {
-      return decoder.decode(bytes.subarray(start, start + length))
-    } catch {
-      return fail(`${what} is not valid UTF-8`)
-    }
-  }
   for (let i = 0; i < count; i++) {
-    const key = readString('key')
-    const value = readString('value')
-    if (Object.hasOwn(metadata, key)) fail(`repeated key ${JSON.stringify(key)}`)
+    if (size - offset < 4) throw malformedMetadata('truncated key length')
+    const keyLength = readU32LE(bytes, offset)
+    if (keyLength > size - offset - 4) throw malformedMetadata(`key length ${keyLength} runs past the end`)
+    const key = keyAt(bytes, offset + 4, offset + 4 + keyLength)
+    offset += 4 + keyLength
+    if (size - offset < 4) throw malformedMetadata('truncated value length')
+    const valueLength = readU32LE(bytes, offset)
+    if (valueLength > size - offset - 4)
+      throw malformedMetadata(`value length ${valueLength} runs past the end`)
+    const value = utf8At(bytes, offset + 4, offset + 4 + valueLength, 'value')
+    offset += 4 + valueLength
+    if (Object.hasOwn(metadata, key)) throw malformedMetadata(`repeated key ${JSON.stringify(key)}`)
     metadata[key] = value
   }
   return { metadata, rest: bytes.subarray(offset) }

@@ -5,7 +5,7 @@ import {
   frameBodyParts,
   frameTypeName,
   isKnownFrameType,
-  parseFrameBody,
+  parseFrameAt,
 } from './frame.js'
 
 /** Bytes of the TCP length field. */
@@ -87,8 +87,15 @@ export class TcpFrameReader {
         const type = available >= 9 ? (data[offset + 8] as number) : undefined
         this.#check(length, requestId, type)
         if (available < TCP_LENGTH_BYTES + length) break
-        const body = data.subarray(offset + 9, offset + TCP_LENGTH_BYTES + length)
-        frames.push(parseFrameBody(type as number, requestId as number, body))
+        frames.push(
+          parseFrameAt(
+            type as number,
+            requestId as number,
+            data,
+            offset + 9,
+            offset + TCP_LENGTH_BYTES + length,
+          ),
+        )
         offset += TCP_LENGTH_BYTES + length
       }
     } catch (err) {

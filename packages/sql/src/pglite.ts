@@ -235,22 +235,38 @@ class Engine {
     return out
   }
 
-  /** Through PGlite's own `query` (statements the fast path does not prepare). */
-  async fallbackQuery<R>(text: string, params: unknown[] | undefined): Promise<QueryResult<R>> {
-    try {
-      const result = await this.db.query<R>(text, params)
-      return { rows: result.rows, rowCount: result.affectedRows || result.rows.length }
-    } finally {
+  /** A PGlite call in flight: its exchanges are separate awaits, nothing else may run between them. */
+  private busy: Promise<unknown> | undefined
+
+  /** True while a PGlite call is in flight (the fast path then waits for `idle()`). */
+  get isBusy(): boolean {
+    return this.busy !== undefined
+  }
+
+  async idle(): Promise<void> {
+    while (this.busy !== undefined) await this.busy.then(noop, noop)
+  }
+
+  private viaPglite<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.busy !== undefined) return this.idle().then(() => this.viaPglite(fn))
+    const call = fn()
+    this.busy = call
+    const done = (): void => {
+      this.busy = undefined
       this.invalidate()
     }
+    call.then(done, done)
+    return call
+  }
+
+  /** Through PGlite's own `query` (statements the fast path does not prepare). */
+  async fallbackQuery<R>(text: string, params: unknown[] | undefined): Promise<QueryResult<R>> {
+    const result = await this.viaPglite(() => this.db.query<R>(text, params))
+    return { rows: result.rows, rowCount: result.affectedRows || result.rows.length }
   }
 
   async fallbackExec(sql: string): Promise<void> {
-    try {
-      await this.db.exec(sql)
-    } finally {
-      this.invalidate()
-    }
+    await this.viaPglite(() => this.db.exec(sql))
   }
 }
 
@@ -280,25 +296,28 @@ function startParams(lib: PgliteModule, settings: Record<string, string> | undef
 }
 
 /**
- * A new data directory is initialised (initdb) in a worker thread that then exits: PGlite runs initdb
- * in a second WASM instance plus a temporary engine, and in the main thread their hundreds of MB
- * would stay in the process's RSS long after they are dropped.
+ * A new data directory is initialised (initdb) in a short-lived child process: PGlite runs initdb in a
+ * second WASM instance plus a temporary engine, and in this process their hundreds of MB would stay
+ * in the RSS long after they are dropped (a worker thread's memory is not all given back either).
  */
-async function initialiseInWorker(dataDir: string, params: string[]): Promise<void> {
+async function initialiseApart(dataDir: string, params: string[]): Promise<void> {
   if (existsSync(join(dataDir, 'PG_VERSION'))) return
-  const { Worker } = await import('node:worker_threads')
+  const { execFile } = await import('node:child_process')
   const url = import.meta.resolve('@electric-sql/pglite')
-  const code = `
-    const { workerData } = require('node:worker_threads')
-    import(workerData.url).then(async ({ PGlite }) => {
-      const db = await PGlite.create(workerData.dataDir, { startParams: workerData.params })
-      await db.close()
-    })`
-  const worker = new Worker(code, { eval: true, workerData: { url, dataDir, params } })
+  const code = `const [url, dataDir, params] = process.argv.slice(1)
+    const { PGlite } = await import(url)
+    const db = await PGlite.create(dataDir, { startParams: JSON.parse(params) })
+    await db.close()`
   await new Promise<void>((resolve, reject) => {
-    worker.once('error', reject)
-    worker.once('exit', (code) =>
-      code === 0 ? resolve() : reject(new Error(`@trivium/sql: PGlite initdb worker exited with ${code}`)),
+    execFile(
+      process.execPath,
+      ['--input-type=module', '-e', code, url, dataDir, JSON.stringify(params)],
+      (err, _stdout, stderr) =>
+        err
+          ? reject(
+              new Error(`@trivium/sql: PGlite could not initialise ${dataDir}: ${stderr || err.message}`),
+            )
+          : resolve(),
     )
   })
 }
@@ -313,7 +332,7 @@ export async function connectPglite(opts: PgliteOptions = {}): Promise<SqlClient
   }
   const lib = await import('@electric-sql/pglite')
   const params = startParams(lib, opts.settings)
-  if (opts.dataDir !== undefined) await initialiseInWorker(opts.dataDir, params)
+  if (opts.dataDir !== undefined) await initialiseApart(opts.dataDir, params)
   const db =
     opts.dataDir === undefined
       ? await lib.PGlite.create({ startParams: params })
@@ -348,7 +367,19 @@ export async function connectPglite(opts: PgliteOptions = {}): Promise<SqlClient
   }
 
   /** A query on whatever the engine's current state is (inside `transaction()` for its client). */
-  function runQuery<R>(text: string, params: unknown[] | undefined): Promise<QueryResult<R>> {
+  function runQuery<R>(
+    text: string,
+    params: unknown[] | undefined,
+    topLevel = false,
+  ): Promise<QueryResult<R>> {
+    if (engine.isBusy)
+      return engine
+        .idle()
+        .then(() =>
+          topLevel && queued > 0
+            ? exclusive(() => runQuery<R>(text, params))
+            : runQuery<R>(text, params, topLevel),
+        )
     let result: QueryResult<R> | undefined
     try {
       result = engine.query<R>(text, params)
@@ -356,7 +387,19 @@ export async function connectPglite(opts: PgliteOptions = {}): Promise<SqlClient
       return Promise.reject(mapConnectionError(err))
     }
     if (result !== undefined) return Promise.resolve(result)
-    return withMappedErrors(() => engine.fallbackQuery<R>(text, params))
+    // Outside a transaction, through the queue: no transaction may begin in the middle of it.
+    const fallback = () => withMappedErrors(() => engine.fallbackQuery<R>(text, params))
+    return topLevel && queued === 0 ? exclusive(fallback) : fallback()
+  }
+
+  /** BEGIN, COMMIT, SAVEPOINT …: after any PGlite call in flight. */
+  async function simple(sql: string): Promise<string[]> {
+    if (engine.isBusy) await engine.idle()
+    try {
+      return engine.simple(sql)
+    } catch (err) {
+      throw mapConnectionError(err)
+    }
   }
 
   function transactionClient(isOpen: () => boolean): SqlClient {
@@ -382,15 +425,13 @@ export async function connectPglite(opts: PgliteOptions = {}): Promise<SqlClient
       async transaction(fn) {
         check()
         const name = `trivium_sp_${++savepoints}`
-        await withMappedErrors(() => engine.simple(`SAVEPOINT ${name}`))
+        await simple(`SAVEPOINT ${name}`)
         try {
           const value = await fn(client)
-          await withMappedErrors(() => engine.simple(`RELEASE SAVEPOINT ${name}`))
+          await simple(`RELEASE SAVEPOINT ${name}`)
           return value
         } catch (err) {
-          try {
-            engine.simple(`ROLLBACK TO SAVEPOINT ${name}`)
-          } catch {}
+          await simple(`ROLLBACK TO SAVEPOINT ${name}`).catch(noop)
           throw err
         }
       },
@@ -406,7 +447,7 @@ export async function connectPglite(opts: PgliteOptions = {}): Promise<SqlClient
     query(text, params) {
       if (closed) return Promise.reject(closedError())
       if (queued > 0) return exclusive(() => runQuery(text, params))
-      return runQuery(text, params)
+      return runQuery(text, params, true)
     },
     exec(sql) {
       return exclusive(() => withMappedErrors(() => engine.fallbackExec(sql)))
@@ -414,7 +455,7 @@ export async function connectPglite(opts: PgliteOptions = {}): Promise<SqlClient
     transaction(fn) {
       return exclusive(async () => {
         let open = true
-        await withMappedErrors(() => engine.simple('BEGIN'))
+        await simple('BEGIN')
         engine.inTransaction = true
         try {
           let value: Awaited<ReturnType<typeof fn>>
@@ -422,13 +463,11 @@ export async function connectPglite(opts: PgliteOptions = {}): Promise<SqlClient
             value = await fn(transactionClient(() => open))
           } catch (err) {
             open = false
-            try {
-              engine.simple('ROLLBACK')
-            } catch {}
+            await simple('ROLLBACK').catch(noop)
             throw err
           }
           open = false
-          const tags = await withMappedErrors(() => engine.simple('COMMIT'))
+          const tags = await simple('COMMIT')
           // A failed statement the callback swallowed left the transaction aborted: COMMIT rolled back.
           if (tags[tags.length - 1] === 'ROLLBACK') throw new lib.TransactionAbortedError()
           return value

@@ -29,6 +29,13 @@ export interface PgliteOptions {
    * most of the process's memory). E.g. `{ shared_buffers: '64MB', work_mem: '8MB' }`.
    */
   settings?: Record<string, string>
+  /**
+   * A new `dataDir` is initialised (initdb) in a short-lived child process instead of this one: PGlite
+   * runs initdb in a second WASM instance plus a temporary engine, whose hundreds of MB would otherwise
+   * stay in this process's RSS long after they are dropped. Costs a second WASM compilation (about a
+   * second) on the first start only. Default false.
+   */
+  initdbInChildProcess?: boolean
 }
 
 /** The settings `connectPglite` starts PGlite with unless `settings` overrides them. */
@@ -332,7 +339,8 @@ export async function connectPglite(opts: PgliteOptions = {}): Promise<SqlClient
   }
   const lib = await import('@electric-sql/pglite')
   const params = startParams(lib, opts.settings)
-  if (opts.dataDir !== undefined) await initialiseApart(opts.dataDir, params)
+  if (opts.dataDir !== undefined && opts.initdbInChildProcess === true)
+    await initialiseApart(opts.dataDir, params)
   const db =
     opts.dataDir === undefined
       ? await lib.PGlite.create({ startParams: params })

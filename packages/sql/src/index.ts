@@ -16,7 +16,7 @@ export {
   MigrationError,
   runMigrations,
 } from './migrations.js'
-export { connectPglite, type PgliteOptions } from './pglite.js'
+export { connectPglite, PGLITE_SETTINGS, type PgliteOptions } from './pglite.js'
 export { connectPostgres, type PostgresOptions } from './postgres.js'
 export {
   type QueryResult,

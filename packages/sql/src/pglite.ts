@@ -1,7 +1,21 @@
-// PGlite engine: PostgreSQL compiled to WASM, in-process. One connection; PGlite queues queries and
-// its transaction() holds the connection until the callback settles.
-import type { PGlite, Transaction } from '@electric-sql/pglite'
-import { mapConnectionError } from './errors.js'
+// PGlite engine: PostgreSQL compiled to WASM, in-process. One connection.
+//
+// Queries take a fast path: a SELECT/INSERT/UPDATE/DELETE/WITH text is prepared once as a named
+// statement (its parameter types and result columns kept), then every call is one exchange with the
+// engine — Bind + Execute + Sync — decoded in one pass (./pglite-wire.ts). PGlite's own `query` costs
+// five exchanges (Parse, Describe, Bind, Describe, Execute) plus Sync, each through its general
+// protocol classes. Values are serialized and parsed with PGlite's own serializers/parsers, so rows
+// and errors are the same. Other statements (DDL, SET, LOCK …) and `exec` go through PGlite and drop
+// the prepared statements (a table they change may change a statement's columns).
+//
+// One exchange runs synchronously inside the engine, so queries outside a transaction need no lock;
+// `transaction()` (and the PGlite calls, which await) run one at a time, and a query arriving while one
+// is queued or open waits for it, as with PGlite's own transaction().
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
+import type { PGlite } from '@electric-sql/pglite'
+import { DatabaseUnavailableError, mapConnectionError } from './errors.js'
+import { type ExchangeResult, type FieldInfo, MessageWriter, ResponseReader } from './pglite-wire.js'
 import { checkSchema, type QueryResult, quoteIdent, type SqlClient } from './types.js'
 
 export interface PgliteOptions {
@@ -9,50 +23,310 @@ export interface PgliteOptions {
   dataDir?: string
   /** Schema to work in: created if missing and set as search_path. */
   schema?: string
+  /**
+   * PostgreSQL settings given at start (`-c name=value`), over the defaults of `PGLITE_SETTINGS`
+   * (`shared_buffers=16MB`: the buffer cache lives in the WASM heap, and PGlite's 128 MB default is
+   * most of the process's memory). E.g. `{ shared_buffers: '64MB', work_mem: '8MB' }`.
+   */
+  settings?: Record<string, string>
+  /**
+   * A new `dataDir` is initialised (initdb) in a short-lived child process instead of this one: PGlite
+   * runs initdb in a second WASM instance plus a temporary engine, whose hundreds of MB would otherwise
+   * stay in this process's RSS long after they are dropped. Costs a second WASM compilation (about a
+   * second) on the first start only. Default false.
+   */
+  initdbInChildProcess?: boolean
 }
 
-type Target = Pick<PGlite | Transaction, 'query' | 'exec'>
+/** The settings `connectPglite` starts PGlite with unless `settings` overrides them. */
+export const PGLITE_SETTINGS: Readonly<Record<string, string>> = Object.freeze({ shared_buffers: '16MB' })
 
-async function run<R>(target: Target, text: string, params?: unknown[]): Promise<QueryResult<R>> {
-  try {
-    const result = await target.query<R>(text, params as unknown[] | undefined)
-    return { rows: result.rows, rowCount: result.affectedRows || result.rows.length }
-  } catch (err) {
-    throw mapConnectionError(err)
-  }
+const SETTING_NAME = /^[a-z][a-z0-9_.]*$/
+
+/** Statements worth preparing: their result columns depend only on the tables they read. */
+const PREPARABLE = /^\s*(?:select|insert|update|delete|with)\b/i
+/** Distinct texts kept prepared; past this, further texts run through PGlite's own query. */
+const MAX_PREPARED = 500
+
+interface Prepared {
+  name: string
+  paramTypes: number[]
+  fields: FieldInfo[] | null
 }
 
-async function runSimple(target: Target, sql: string): Promise<void> {
-  try {
-    await target.exec(sql)
-  } catch (err) {
-    throw mapConnectionError(err)
-  }
+type PgliteModule = typeof import('@electric-sql/pglite')
+type Parser = (text: string, typeId: number) => unknown
+type Serializer = (value: unknown) => string
+
+function noop(): void {}
+
+/** The Error PGlite would throw for this ErrorResponse (same class and fields). */
+function databaseError(
+  lib: PgliteModule,
+  r: ExchangeResult,
+  query: string,
+  params: unknown[] | undefined,
+): Error {
+  const fields = r.error ?? {}
+  const message = fields.M ?? 'unknown error'
+  const err = new lib.messages.DatabaseError(message, r.errorLength ?? 0, 'error') as unknown as Record<
+    string,
+    unknown
+  >
+  err.severity = fields.S
+  err.code = fields.C
+  err.detail = fields.D
+  err.hint = fields.H
+  err.position = fields.P
+  err.internalPosition = fields.p
+  err.internalQuery = fields.q
+  err.where = fields.W
+  err.schema = fields.s
+  err.table = fields.t
+  err.column = fields.c
+  err.dataType = fields.d
+  err.constraint = fields.n
+  err.file = fields.F
+  err.line = fields.L
+  err.routine = fields.R
+  err.query = query
+  err.params = params
+  err.queryOptions = undefined
+  return err as unknown as Error
 }
 
-function transactionClient(tx: Transaction): SqlClient {
-  let savepoints = 0
-  const client: SqlClient = {
-    dialect: 'pglite',
-    query: (text, params) => run(tx, text, params),
-    exec: (sql) => runSimple(tx, sql),
-    async transaction(fn) {
-      const name = `trivium_sp_${++savepoints}`
-      await runSimple(tx, `SAVEPOINT ${name}`)
-      try {
-        const value = await fn(client)
-        await runSimple(tx, `RELEASE SAVEPOINT ${name}`)
-        return value
-      } catch (err) {
-        await runSimple(tx, `ROLLBACK TO SAVEPOINT ${name}`).catch(() => {})
-        throw err
+/** Rows changed, as PGlite counts them (INSERT/UPDATE/DELETE/COPY/MERGE tags). */
+function affected(tags: readonly string[]): number {
+  let n = 0
+  for (const tag of tags) {
+    const words = tag.split(' ')
+    switch (words[0]) {
+      case 'INSERT':
+      case 'UPDATE':
+      case 'DELETE':
+      case 'COPY':
+      case 'MERGE': {
+        const count = Number.parseInt(words[words.length - 1] ?? '', 10)
+        if (!Number.isNaN(count)) n += count
       }
-    },
-    async close() {
-      throw new Error('@trivium/sql: close() cannot be called on a transaction client')
-    },
+    }
   }
-  return client
+  return n
+}
+
+/** The embedded engine with its prepared statements; every method but `fallback*` is synchronous. */
+class Engine {
+  private readonly writer = new MessageWriter()
+  private readonly reader = new ResponseReader()
+  private readonly statements = new Map<string, Prepared>()
+  private stale: string[] = []
+  private seq = 0
+  /** True between BEGIN and COMMIT/ROLLBACK of `transaction()`. */
+  inTransaction = false
+
+  constructor(
+    private readonly db: PGlite,
+    private readonly lib: PgliteModule,
+  ) {}
+
+  /** One round trip: the messages in, every answer up to ReadyForQuery out. */
+  private exchange(message: Uint8Array): ExchangeResult {
+    this.reader.reset()
+    // Runs to completion before returning (no syncToFs: the data directory is written through).
+    const done = this.db.execProtocolRawStream(message, { syncToFs: false, onRawData: this.reader.push })
+    const result = this.reader.read()
+    if (result.status !== undefined) {
+      done.catch(noop)
+      return result
+    }
+    const failure = new DatabaseUnavailableError()
+    done.then(noop, (err: unknown) => {
+      ;(failure as { cause?: unknown }).cause = err
+    })
+    throw failure
+  }
+
+  /** A simple-protocol statement (BEGIN, COMMIT, SAVEPOINT …): its command tags. */
+  simple(sql: string): string[] {
+    const r = this.exchange(this.writer.query(sql).take())
+    if (r.error) throw databaseError(this.lib, r, sql, undefined)
+    return r.tags
+  }
+
+  /** The query on the fast path, or undefined when it must go through PGlite (`fallbackQuery`). */
+  query<R>(text: string, params: unknown[] | undefined): QueryResult<R> | undefined {
+    let st = this.statements.get(text)
+    if (st === undefined) {
+      if (this.statements.size >= MAX_PREPARED || !PREPARABLE.test(text)) return undefined
+      st = this.prepare(text, params)
+    }
+    const values = this.serialize(params, st.paramTypes)
+    let r = this.exchange(this.writer.bind(st.name, values).execute().sync().take())
+    if (r.error?.C === '0A000' && !this.inTransaction && r.error.M?.startsWith('cached plan')) {
+      // The statement's columns changed under it (DDL not seen here): prepare it again, once.
+      this.forget(text, st)
+      st = this.prepare(text, params)
+      r = this.exchange(this.writer.bind(st.name, values).execute().sync().take())
+    }
+    if (r.error) throw databaseError(this.lib, r, text, params)
+    return { rows: this.rows<R>(r, st.fields), rowCount: affected(r.tags) || r.rows.length }
+  }
+
+  private prepare(text: string, params: unknown[] | undefined): Prepared {
+    if (this.stale.length > 0 && !this.inTransaction) this.closeStale()
+    const name = `trivium_${++this.seq}`
+    const r = this.exchange(this.writer.parse(name, text).describeStatement(name).sync().take())
+    if (r.error) throw databaseError(this.lib, r, text, params)
+    const st: Prepared = { name, paramTypes: r.paramTypes ?? [], fields: r.fields ?? null }
+    this.statements.set(text, st)
+    return st
+  }
+
+  private forget(text: string, st: Prepared): void {
+    this.statements.delete(text)
+    this.stale.push(st.name)
+  }
+
+  /** Statements dropped from the cache are closed in the engine (outside a transaction). */
+  private closeStale(): void {
+    for (const name of this.stale) this.writer.closeStatement(name)
+    this.stale = []
+    this.exchange(this.writer.sync().take()) // closing is never an error worth failing a query for
+  }
+
+  /** After anything that may change tables: prepared statements are made again on next use. */
+  invalidate(): void {
+    for (const st of this.statements.values()) this.stale.push(st.name)
+    this.statements.clear()
+  }
+
+  /** PGlite's serialization: its serializer for the parameter's type, else `toString()`. */
+  private serialize(params: unknown[] | undefined, types: readonly number[]): (string | Uint8Array | null)[] {
+    if (params === undefined || params.length === 0) return []
+    const serializers = this.db.serializers as Record<number, Serializer | undefined>
+    const out: (string | Uint8Array | null)[] = new Array(params.length)
+    for (let i = 0; i < params.length; i++) {
+      const v = params[i]
+      if (v === null || v === undefined) {
+        out[i] = null
+        continue
+      }
+      const serializer = serializers[types[i] as number]
+      const s: unknown = serializer ? serializer(v) : (v as { toString(): string }).toString()
+      if (s instanceof ArrayBuffer) out[i] = new Uint8Array(s)
+      else if (ArrayBuffer.isView(s)) out[i] = new Uint8Array(s.buffer, s.byteOffset, s.byteLength)
+      else out[i] = s as string
+    }
+    return out
+  }
+
+  /** Rows as PGlite builds them: one object per row, each value through PGlite's parser for its type. */
+  private rows<R>(r: ExchangeResult, fields: FieldInfo[] | null): R[] {
+    if (r.rows.length === 0 || fields === null) return []
+    const parsers = this.db.parsers as Record<number, Parser | undefined>
+    const n = fields.length
+    const names = fields.map((f) => f.name)
+    const types = fields.map((f) => f.typeId)
+    const parse = types.map((t) => parsers[t])
+    const out: R[] = new Array(r.rows.length)
+    for (let i = 0; i < r.rows.length; i++) {
+      const values = r.rows[i] as (string | null)[]
+      const row: Record<string, unknown> = {}
+      for (let c = 0; c < n; c++) {
+        const v = values[c] as string | null
+        const p = parse[c]
+        row[names[c] as string] = v === null ? null : p ? p(v, types[c] as number) : v
+      }
+      out[i] = row as R
+    }
+    return out
+  }
+
+  /** A PGlite call in flight: its exchanges are separate awaits, nothing else may run between them. */
+  private busy: Promise<unknown> | undefined
+
+  /** True while a PGlite call is in flight (the fast path then waits for `idle()`). */
+  get isBusy(): boolean {
+    return this.busy !== undefined
+  }
+
+  async idle(): Promise<void> {
+    while (this.busy !== undefined) await this.busy.then(noop, noop)
+  }
+
+  private viaPglite<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.busy !== undefined) return this.idle().then(() => this.viaPglite(fn))
+    const call = fn()
+    this.busy = call
+    const done = (): void => {
+      this.busy = undefined
+      this.invalidate()
+    }
+    call.then(done, done)
+    return call
+  }
+
+  /** Through PGlite's own `query` (statements the fast path does not prepare). */
+  async fallbackQuery<R>(text: string, params: unknown[] | undefined): Promise<QueryResult<R>> {
+    const result = await this.viaPglite(() => this.db.query<R>(text, params))
+    return { rows: result.rows, rowCount: result.affectedRows || result.rows.length }
+  }
+
+  async fallbackExec(sql: string): Promise<void> {
+    await this.viaPglite(() => this.db.exec(sql))
+  }
+}
+
+async function withMappedErrors<T>(fn: () => T | Promise<T>): Promise<T> {
+  try {
+    return await fn()
+  } catch (err) {
+    throw mapConnectionError(err)
+  }
+}
+
+function closedError(): DatabaseUnavailableError {
+  return new DatabaseUnavailableError(new Error('PGlite is closed'))
+}
+
+function startParams(lib: PgliteModule, settings: Record<string, string> | undefined): string[] {
+  if (settings !== undefined && (typeof settings !== 'object' || settings === null))
+    throw new TypeError('@trivium/sql: settings must be an object of PostgreSQL setting names to values')
+  const merged: Record<string, string> = { ...PGLITE_SETTINGS, ...settings }
+  const params = [...lib.PGlite.defaultStartParams]
+  for (const [name, value] of Object.entries(merged)) {
+    if (!SETTING_NAME.test(name) || typeof value !== 'string' || value.includes('\0'))
+      throw new TypeError(`@trivium/sql: invalid PostgreSQL setting ${JSON.stringify(name)}`)
+    params.push('-c', `${name}=${value}`)
+  }
+  return params
+}
+
+/**
+ * A new data directory is initialised (initdb) in a short-lived child process: PGlite runs initdb in a
+ * second WASM instance plus a temporary engine, and in this process their hundreds of MB would stay
+ * in the RSS long after they are dropped (a worker thread's memory is not all given back either).
+ */
+async function initialiseApart(dataDir: string, params: string[]): Promise<void> {
+  if (existsSync(join(dataDir, 'PG_VERSION'))) return
+  const { execFile } = await import('node:child_process')
+  const url = import.meta.resolve('@electric-sql/pglite')
+  const code = `const [url, dataDir, params] = process.argv.slice(1)
+    const { PGlite } = await import(url)
+    const db = await PGlite.create(dataDir, { startParams: JSON.parse(params) })
+    await db.close()`
+  await new Promise<void>((resolve, reject) => {
+    execFile(
+      process.execPath,
+      ['--input-type=module', '-e', code, url, dataDir, JSON.stringify(params)],
+      (err, _stdout, stderr) =>
+        err
+          ? reject(
+              new Error(`@trivium/sql: PGlite could not initialise ${dataDir}: ${stderr || err.message}`),
+            )
+          : resolve(),
+    )
+  })
 }
 
 /** Starts an embedded PGlite database (in memory unless `dataDir` is given). */
@@ -63,29 +337,161 @@ export async function connectPglite(opts: PgliteOptions = {}): Promise<SqlClient
   if (opts.dataDir !== undefined && (typeof opts.dataDir !== 'string' || opts.dataDir === '')) {
     throw new TypeError('@trivium/sql: dataDir must be a non-empty string')
   }
-  const { PGlite } = await import('@electric-sql/pglite')
-  const db = opts.dataDir === undefined ? await PGlite.create() : await PGlite.create(opts.dataDir)
+  const lib = await import('@electric-sql/pglite')
+  const params = startParams(lib, opts.settings)
+  if (opts.dataDir !== undefined && opts.initdbInChildProcess === true)
+    await initialiseApart(opts.dataDir, params)
+  const db =
+    opts.dataDir === undefined
+      ? await lib.PGlite.create({ startParams: params })
+      : await lib.PGlite.create(opts.dataDir, { startParams: params })
   if (schema) {
     await db.exec(
       `CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}; SET search_path TO ${quoteIdent(schema)};`,
     )
   }
+  const engine = new Engine(db, lib)
   let closed = false
+
+  // Transactions, PGlite calls and close() run one at a time, in arrival order.
+  let chain: Promise<unknown> = Promise.resolve()
+  let queued = 0
+  function exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    queued++
+    const run = chain.then(() => {
+      if (closed) throw closedError()
+      return fn()
+    })
+    const settled = run.then(
+      () => {
+        queued--
+      },
+      () => {
+        queued--
+      },
+    )
+    chain = settled
+    return run
+  }
+
+  /** A query on whatever the engine's current state is (inside `transaction()` for its client). */
+  function runQuery<R>(
+    text: string,
+    params: unknown[] | undefined,
+    topLevel = false,
+  ): Promise<QueryResult<R>> {
+    if (engine.isBusy)
+      return engine
+        .idle()
+        .then(() =>
+          topLevel && queued > 0
+            ? exclusive(() => runQuery<R>(text, params))
+            : runQuery<R>(text, params, topLevel),
+        )
+    let result: QueryResult<R> | undefined
+    try {
+      result = engine.query<R>(text, params)
+    } catch (err) {
+      return Promise.reject(mapConnectionError(err))
+    }
+    if (result !== undefined) return Promise.resolve(result)
+    // Outside a transaction, through the queue: no transaction may begin in the middle of it.
+    const fallback = () => withMappedErrors(() => engine.fallbackQuery<R>(text, params))
+    return topLevel && queued === 0 ? exclusive(fallback) : fallback()
+  }
+
+  /** BEGIN, COMMIT, SAVEPOINT …: after any PGlite call in flight. */
+  async function simple(sql: string): Promise<string[]> {
+    if (engine.isBusy) await engine.idle()
+    try {
+      return engine.simple(sql)
+    } catch (err) {
+      throw mapConnectionError(err)
+    }
+  }
+
+  function transactionClient(isOpen: () => boolean): SqlClient {
+    let savepoints = 0
+    const check = (): void => {
+      if (!isOpen()) throw new Error('Transaction is closed')
+    }
+    const client: SqlClient = {
+      dialect: 'pglite',
+      query(text, params) {
+        try {
+          check()
+        } catch (err) {
+          return Promise.reject(err)
+        }
+        return runQuery(text, params)
+      },
+      exec: (sql) =>
+        withMappedErrors(() => {
+          check()
+          return engine.fallbackExec(sql)
+        }),
+      async transaction(fn) {
+        check()
+        const name = `trivium_sp_${++savepoints}`
+        await simple(`SAVEPOINT ${name}`)
+        try {
+          const value = await fn(client)
+          await simple(`RELEASE SAVEPOINT ${name}`)
+          return value
+        } catch (err) {
+          await simple(`ROLLBACK TO SAVEPOINT ${name}`).catch(noop)
+          throw err
+        }
+      },
+      async close() {
+        throw new Error('@trivium/sql: close() cannot be called on a transaction client')
+      },
+    }
+    return client
+  }
+
   return {
     dialect: 'pglite',
-    query: (text, params) => run(db, text, params),
-    exec: (sql) => runSimple(db, sql),
-    async transaction(fn) {
-      try {
-        return await db.transaction((tx) => fn(transactionClient(tx)))
-      } catch (err) {
-        throw mapConnectionError(err)
-      }
+    query(text, params) {
+      if (closed) return Promise.reject(closedError())
+      if (queued > 0) return exclusive(() => runQuery(text, params))
+      return runQuery(text, params, true)
+    },
+    exec(sql) {
+      return exclusive(() => withMappedErrors(() => engine.fallbackExec(sql)))
+    },
+    transaction(fn) {
+      return exclusive(async () => {
+        let open = true
+        await simple('BEGIN')
+        engine.inTransaction = true
+        try {
+          let value: Awaited<ReturnType<typeof fn>>
+          try {
+            value = await fn(transactionClient(() => open))
+          } catch (err) {
+            open = false
+            await simple('ROLLBACK').catch(noop)
+            throw err
+          }
+          open = false
+          const tags = await simple('COMMIT')
+          // A failed statement the callback swallowed left the transaction aborted: COMMIT rolled back.
+          if (tags[tags.length - 1] === 'ROLLBACK') throw new lib.TransactionAbortedError()
+          return value
+        } finally {
+          engine.inTransaction = false
+        }
+      })
     },
     async close() {
       if (closed) return
-      closed = true
-      await db.close()
+      await exclusive(async () => {
+        closed = true
+        await db.close()
+      }).catch((err: unknown) => {
+        if (!(err instanceof DatabaseUnavailableError)) throw err
+      })
     },
   }
 }

@@ -106,6 +106,8 @@ type Payload = Record<string, unknown>
 interface CacheEntry {
   /** The whole token: the cache key is only a fold of its end, so a hit is confirmed by comparing this. */
   token: string
+  /** Where the token's signature starts (after its last dot): the part compared in constant time. */
+  signatureStart: number
   result: ValidationResult
   exp: number
   nbf: number | undefined
@@ -142,18 +144,17 @@ export function cacheKey(token: string): number | undefined {
 }
 
 /**
- * Whether a request's token is the cached one. The signature (after the last dot) is the credential: it is
- * compared in time that depends only on its length, so an attacker cannot learn it a character at a time.
- * The signed part before it (header and claims, readable by anyone holding the token) is compared natively.
+ * Whether a request's token is the cached one. The signature (from `signatureStart`, after the last dot)
+ * is the credential: it is compared in time that depends only on its length, so an attacker cannot learn
+ * it a character at a time. Only when it matches in full is the rest compared natively (an early exit
+ * there can only tell what a holder of the signature already knows).
  */
-export function sameToken(cached: string, token: string): boolean {
+export function sameToken(cached: string, token: string, signatureStart: number): boolean {
   const length = cached.length
   if (token.length !== length) return false
-  const signatureStart = cached.lastIndexOf('.') + 1
   let diff = 0
   for (let i = signatureStart; i < length; i++) diff |= cached.charCodeAt(i) ^ token.charCodeAt(i)
-  // The signature in full first; the signed part's own comparison may stop at a difference.
-  return diff === 0 && token.startsWith(cached.slice(0, signatureStart))
+  return diff === 0 && cached === token
 }
 
 function libraryMessage(err: unknown): string {
@@ -286,7 +287,7 @@ export class TokenService {
     const key = this.cacheSize > 0 && typeof token === 'string' ? cacheKey(token) : undefined
     if (key !== undefined) {
       const hit = this.cache.get(key)
-      if (hit !== undefined && sameToken(hit.token, token as string)) {
+      if (hit !== undefined && sameToken(hit.token, token as string, hit.signatureStart)) {
         const now = Math.floor(this.clock() / 1000)
         if (now < hit.exp && (hit.nbf === undefined || now >= hit.nbf)) return hit.result
         this.cache.delete(key)
@@ -301,6 +302,7 @@ export class TokenService {
       }
       this.cache.set(key, {
         token: token as string,
+        signatureStart: (token as string).lastIndexOf('.') + 1,
         result: outcome.result,
         exp: payload.exp as number,
         nbf: typeof payload.nbf === 'number' ? payload.nbf : undefined,

@@ -255,14 +255,24 @@ export async function compare({
   rounds = 5,
   duration = 3,
   connections = 50,
+  beforeRound,
 }) {
   const samples = Object.fromEntries(cases.map((c) => [c.name, []]))
   const cpu = Object.fromEntries(cases.map((c) => [c.name, []]))
   const p99 = Object.fromEntries(cases.map((c) => [c.name, []]))
   const refused = Object.fromEntries(cases.map((c) => [c.name, { non2xx: 0, errors: 0 }]))
   // Warm-up: JIT and connection pools.
-  for (const c of cases) load({ ...c, duration: 1, connections })
+  const warmUp = () => {
+    for (const c of cases) load({ ...c, duration: 1, connections })
+  }
+  // beforeRound (optional) may start fresh server processes and update the cases' url/pid: a process's
+  // own luck (hash seeds, heap layout, JIT timing) then varies across rounds instead of biasing a case.
+  if (!beforeRound) warmUp()
   for (let r = 0; r < rounds; r++) {
+    if (beforeRound) {
+      await beforeRound(r)
+      warmUp()
+    }
     for (const c of cases) {
       const before = c.pid ? cpuMs(c.pid) : Number.NaN
       const { rps, total, non2xx, errors, latency } = load({ ...c, duration, connections })

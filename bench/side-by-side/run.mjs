@@ -4,6 +4,7 @@
 // NestJS, each server in its own process on CPU 0, wrk (-t1 -c50) on CPU 1, interleaved rounds, medians,
 // ratios within this run. First a headroom check: the generator must not be the limit.
 // env: BENCH_ROUNDS (default 3), BENCH_DURATION (s, default 8), BENCH_CONNECTIONS (default 50),
+//      BENCH_RESTART=0 (keep one process per server for every round; default: fresh ones each round),
 //      BENCH_HEADROOM=0 (skip the headroom check), BENCH_NEST=0 (leave NestJS out),
 //      BENCH_BEFORE=<checkout> (another built checkout, e.g. an older commit in a git worktree: its
 //      bench/core and bench/stack servers run as "(before)" cases in the same run, for before/after ratios).
@@ -17,10 +18,33 @@ const token = (s) => s.lines.find((l) => l.startsWith('TOKEN ')).slice(6)
 const ORIGIN = 'https://app.example.com'
 
 const servers = []
+const specs = new Map() // server → how it was started, to start it again
 async function start(script, env) {
   const s = await startServer(script, env)
   servers.push(s)
+  specs.set(s, { script, env })
   return s
+}
+
+/**
+ * Every round after the first runs against fresh server processes (BENCH_RESTART=0: the same ones): one
+ * process's luck (hash seeds, heap layout, JIT timing) moved a case by up to ±15 % between runs here.
+ * Each case follows its server: new port, new pid, and the new process's token.
+ */
+async function restartServers(cases) {
+  const old = servers.splice(0)
+  await Promise.all(old.map((s) => s.stop()))
+  const byPid = new Map()
+  for (const s of old) {
+    const { script, env } = specs.get(s)
+    byPid.set(s.pid, { old: s, fresh: await start(script, env) })
+  }
+  for (const c of cases) {
+    const { old: o, fresh } = byPid.get(c.pid)
+    c.url = c.url.replace(`:${o.port}/`, `:${fresh.port}/`)
+    c.pid = fresh.pid
+    if (c.headers?.authorization) c.headers.authorization = `Bearer ${token(fresh)}`
+  }
 }
 
 try {
@@ -145,6 +169,7 @@ try {
     duration: DURATION,
     connections: CONNECTIONS,
     cases,
+    beforeRound: process.env.BENCH_RESTART === '0' ? undefined : (r) => r > 0 && restartServers(cases),
   })
   const row = Object.fromEntries(rows.map((r) => [r.name, r]))
   let refused = false

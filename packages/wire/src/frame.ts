@@ -1,4 +1,5 @@
 import { FrameError, FrameErrorCode } from './errors.js'
+import { DecodedTextCache } from './text-cache.js'
 
 export const FrameType = {
   REQUEST: 0x01,
@@ -131,33 +132,20 @@ function decodeName(kind: string, bytes: Uint8Array, requestId: number): string 
 }
 
 /**
- * Endpoint names and topics decoded before, by their bytes: a connection sends the same few names over
- * and over, and a UTF-8 decode per frame was the largest cost of decoding one. Keyed by an FNV-1a hash
- * of the bytes; a hit compares the bytes (a collision is a miss). At most {@link NAME_CACHE_SIZE} names
- * (emptied when full), each at most MAX_NAME_BYTES: a client sending many names only makes misses.
- * Names and topics are not secrets (no constant-time concern).
+ * Endpoint names and topics decoded before (at most 512 names, each at most MAX_NAME_BYTES: a client
+ * sending many names only makes misses).
  */
-const nameCache = new Map<number, { bytes: Uint8Array; name: string }>()
-const NAME_CACHE_SIZE = 512
+const names = new DecodedTextCache(512)
 
 /** The name in `bytes[start, end)`, which holds no 0x00 (the caller found the terminator at `end`). */
 function nameAt(kind: string, bytes: Uint8Array, start: number, end: number, requestId: number): string {
   const length = end - start
   if (length === 0) throw malformed(`Empty ${kind}`, requestId)
   if (length > MAX_NAME_BYTES) throw malformed(`${kind} is longer than ${MAX_NAME_BYTES} bytes`, requestId)
-  let hash = 0x811c9dc5
-  for (let i = start; i < end; i++) hash = Math.imul(hash ^ (bytes[i] as number), 0x01000193)
-  const cached = nameCache.get(hash)
-  if (cached !== undefined && cached.bytes.length === length) {
-    const known = cached.bytes
-    let i = 0
-    while (i < length && known[i] === bytes[start + i]) i++
-    if (i === length) return cached.name
-  }
-  const view = bytes.subarray(start, end)
-  const name = decodeName(kind, view, requestId)
-  if (nameCache.size >= NAME_CACHE_SIZE) nameCache.clear()
-  nameCache.set(hash, { bytes: Uint8Array.from(view), name })
+  const cached = names.find(bytes, start, end)
+  if (cached !== undefined) return cached
+  const name = decodeName(kind, bytes.subarray(start, end), requestId)
+  names.remember(bytes, start, end, name)
   return name
 }
 

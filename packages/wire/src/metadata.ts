@@ -1,4 +1,5 @@
 import { FrameError, FrameErrorCode } from './errors.js'
+import { DecodedTextCache } from './text-cache.js'
 
 const encoder = new TextEncoder()
 const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
@@ -38,12 +39,10 @@ export function encodeMetadata(meta: Record<string, string>): Uint8Array {
 }
 
 /**
- * Keys decoded before, by their bytes (an FNV-1a hash, then a byte comparison; a collision is a miss):
- * every request repeats the same few keys (`format`, `auth_token`). Keys only — values (tokens) are
- * never cached nor compared. At most {@link KEY_CACHE_SIZE} keys of at most {@link KEY_CACHE_MAX_BYTES}.
+ * Keys decoded before: every request repeats the same few keys (`format`, `auth_token`). Keys only —
+ * values (tokens) are never cached nor compared. At most 256 keys of at most {@link KEY_CACHE_MAX_BYTES}.
  */
-const keyCache = new Map<number, { bytes: Uint8Array; key: string }>()
-const KEY_CACHE_SIZE = 256
+const keys = new DecodedTextCache(256)
 const KEY_CACHE_MAX_BYTES = 64
 
 function malformedMetadata(message: string): FrameError {
@@ -71,18 +70,10 @@ function utf8At(bytes: Uint8Array, start: number, end: number, what: string): st
 function keyAt(bytes: Uint8Array, start: number, end: number): string {
   const length = end - start
   if (length > KEY_CACHE_MAX_BYTES) return utf8At(bytes, start, end, 'key')
-  let hash = 0x811c9dc5
-  for (let i = start; i < end; i++) hash = Math.imul(hash ^ (bytes[i] as number), 0x01000193)
-  const cached = keyCache.get(hash)
-  if (cached !== undefined && cached.bytes.length === length) {
-    const known = cached.bytes
-    let i = 0
-    while (i < length && known[i] === bytes[start + i]) i++
-    if (i === length) return cached.key
-  }
+  const cached = keys.find(bytes, start, end)
+  if (cached !== undefined) return cached
   const key = utf8At(bytes, start, end, 'key')
-  if (keyCache.size >= KEY_CACHE_SIZE) keyCache.clear()
-  keyCache.set(hash, { bytes: bytes.slice(start, end), key })
+  keys.remember(bytes, start, end, key)
   return key
 }
 

@@ -125,3 +125,25 @@ t.test(
     t.same({ ...decodeMetadata(encodeMetadata({ [long]: 'v' })).metadata }, { [long]: 'v' })
   },
 )
+
+t.test(
+  'a cached key keeps its own bytes: a socket buffer reused in place is not read as the old key',
+  async (t) => {
+    // Two keys of one length with one hash: the second arrives in the very bytes the first came in.
+    const seen = new Map<number, string>()
+    let pair: [string, string] | undefined
+    for (let i = 36 ** 3; pair === undefined; i++) {
+      const key = `k.${i.toString(36)}`
+      const h = fnv1a(utf8.encode(key))
+      const other = seen.get(h)
+      if (other !== undefined) pair = [other, key]
+      else seen.set(h, key)
+    }
+    const [a, b] = pair
+    t.equal(a.length, b.length)
+    const buffer = Buffer.from(encodeMetadata({ [a]: 'v' }))
+    t.same({ ...decodeMetadata(buffer).metadata }, { [a]: 'v' })
+    buffer.set(encodeMetadata({ [b]: 'v' })) // the same Buffer, overwritten (as a pooled read buffer is)
+    t.same({ ...decodeMetadata(buffer).metadata }, { [b]: 'v' })
+  },
+)

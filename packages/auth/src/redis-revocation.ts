@@ -9,6 +9,7 @@
 // a mirror.
 import { createHash } from 'node:crypto'
 import { ServiceUnavailableException } from '@trivium/core'
+import { ExpiringSet } from './expiring-set.js'
 import { checkJti, checkTtl, type RevocationStore, STORE_UNAVAILABLE } from './revocation.js'
 
 /** The part of an ioredis client the store uses (an ioredis `Redis` or `Cluster` fits). */
@@ -257,7 +258,7 @@ function isChange(value: unknown): value is RevocationChange {
 class Mirror {
   state: MirrorState = 'off'
   readonly channel: RevocationMirrorChannel
-  private readonly entries = new Map<string, number | null>()
+  private readonly entries = new ExpiringSet()
   private readonly heartbeatMs: number
   private readonly maxSilenceMs: number
   private readonly id = Math.random().toString(36).slice(2) + Date.now().toString(36)
@@ -351,13 +352,7 @@ class Mirror {
   }
 
   has(jti: string): boolean {
-    const expiresAt = this.entries.get(jti)
-    if (expiresAt === undefined) return false
-    if (expiresAt !== null && expiresAt <= Date.now()) {
-      this.entries.delete(jti)
-      return false
-    }
-    return true
+    return this.entries.has(jti, Date.now())
   }
 
   /** Numbers a change of this store (see `RevocationChange`). */
@@ -465,9 +460,7 @@ class Mirror {
     if (this.state === 'off' && !this.syncing) void this.sync()
     // Drop expired copies (they already answer false); bounded work per tick.
     if (this.pingN % 40 === 0) {
-      for (const [jti, expiresAt] of this.entries) {
-        if (expiresAt !== null && expiresAt <= now) this.entries.delete(jti)
-      }
+      this.entries.sweep(now)
     }
     this.ping()
   }
@@ -489,8 +482,7 @@ class Mirror {
       this.ping()
       const loaded = await this.load()
       if (generation !== this.generation || this.closed) return
-      this.entries.clear()
-      for (const [jti, expiresAt] of loaded) this.entries.set(jti, expiresAt)
+      this.entries.replace(loaded)
       for (const change of this.pending ?? []) this.apply(change)
       this.pending = undefined
       if (!(await this.pingBackSince(startedAt))) {

@@ -4,6 +4,8 @@
 // Failure policy: a store that cannot answer never lets a revoked token through. Every operation of
 // the Redis and SQL stores rejects with ServiceUnavailableException (503, TRV_SERVICE_UNAVAILABLE)
 // when the store is unreachable; the next request tries again, so service recovers by itself.
+
+import { ExpiringSet } from './expiring-set.js'
 import type { Clock } from './tokens.js'
 
 export interface RevocationStore {
@@ -44,7 +46,7 @@ export interface MemoryRevocationStoreOptions {
 
 /** In-process list: a Map of jti → expiry (ms) or null. For one instance; use Redis or SQL for several. */
 export class MemoryRevocationStore implements RevocationStore {
-  private readonly entries = new Map<string, number | null>()
+  private readonly entries = new ExpiringSet()
   private readonly clock: Clock
   private readonly timer: NodeJS.Timeout | undefined
 
@@ -68,13 +70,7 @@ export class MemoryRevocationStore implements RevocationStore {
 
   /** Synchronous lookup (the middleware's fast path for this store). */
   containsSync(jti: string): boolean {
-    const expiresAt = this.entries.get(jti)
-    if (expiresAt === undefined) return false
-    if (expiresAt !== null && expiresAt <= this.clock()) {
-      this.entries.delete(jti)
-      return false
-    }
-    return true
+    return this.entries.has(jti, this.clock())
   }
 
   async remove(jti: string): Promise<void> {
@@ -82,15 +78,7 @@ export class MemoryRevocationStore implements RevocationStore {
   }
 
   async cleanup(): Promise<number> {
-    const now = this.clock()
-    let removed = 0
-    for (const [jti, expiresAt] of this.entries) {
-      if (expiresAt !== null && expiresAt <= now) {
-        this.entries.delete(jti)
-        removed++
-      }
-    }
-    return removed
+    return this.entries.sweep(this.clock())
   }
 
   get size(): number {

@@ -11,11 +11,13 @@
 // N-instance scaling on a bigger machine (BENCH_SERVER_CPUS, BENCH_LOAD_CPUS).
 // BENCH_ROUNDS (default 3), BENCH_DURATION (s, default 3), BENCH_CONNECTIONS (default 50, split over
 // the instances of a case) as the other suites.
+
+import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { loadParallel, median, startServer } from '../lib/harness.mjs'
+import { cpuMs, loadParallel, median, startServer } from '../lib/harness.mjs'
 
 const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
@@ -45,8 +47,20 @@ async function load(urls, headers, duration) {
       connections: Math.floor(CONNECTIONS / urls.length) + (i < CONNECTIONS % urls.length ? 1 : 0),
     })),
   )
-  return { rps: r.rps, non2xx: r.non2xx, errors: r.errors, p99: r.latency.p99 }
+  return { rps: r.rps, total: r.total, non2xx: r.non2xx, errors: r.errors, p99: r.latency.p99 }
 }
+
+// Server CPU per request (the instances' own processes) next to Redis's CPU per request: the 1/rps
+// difference also holds whatever Redis and PostgreSQL took from the shared cores.
+const pidOf = new Map() // base URL → server pid
+const redisPid = (() => {
+  try {
+    return Number(execFileSync('pgrep', ['-o', 'redis-server'], { encoding: 'utf8' }).trim()) || undefined
+  } catch {
+    return undefined
+  }
+})()
+const cpuOf = (pids) => pids.reduce((sum, pid) => sum + cpuMs(pid), 0)
 
 const id = randomBytes(5).toString('hex')
 const schema = `bench_scale_${id}`
@@ -70,7 +84,9 @@ async function start(env, instance = 0) {
     { cpus: instanceCpus[instance] ?? SERVER_CPUS[0] },
   )
   servers.push(s)
-  return `http://127.0.0.1:${s.port}`
+  const base = `http://127.0.0.1:${s.port}`
+  pidOf.set(base, s.pid)
+  return base
 }
 
 async function tokenFor(base) {
@@ -123,16 +139,23 @@ try {
   const shared = await tokenFor(a) // signed by A, accepted by the others (same secret, shared revocation list)
   for (const c of cases) c.token ??= shared
 
+  for (const c of cases) c.pids = c.urls.map((u) => pidOf.get(new URL(u).origin))
   const samples = Object.fromEntries(cases.map((c) => [c.name, []]))
+  const serverCpu = Object.fromEntries(cases.map((c) => [c.name, []]))
+  const redisCpu = Object.fromEntries(cases.map((c) => [c.name, []]))
   const p99s = Object.fromEntries(cases.map((c) => [c.name, []]))
   for (const c of cases) await load(c.urls, { authorization: `Bearer ${c.token}` }, 1) // warm-up
   for (let r = 0; r < ROUNDS; r++) {
     for (const c of cases) {
-      const { rps, non2xx, errors, p99 } = await load(
+      const cpu0 = cpuOf(c.pids)
+      const redis0 = redisPid ? cpuMs(redisPid) : Number.NaN
+      const { rps, total, non2xx, errors, p99 } = await load(
         c.urls,
         { authorization: `Bearer ${c.token}` },
         DURATION,
       )
+      serverCpu[c.name].push(((cpuOf(c.pids) - cpu0) * 1000) / total)
+      redisCpu[c.name].push((((redisPid ? cpuMs(redisPid) : Number.NaN) - redis0) * 1000) / total)
       if (non2xx > 0 || errors > 0) console.warn(`  ! ${c.name}: ${non2xx} non-2xx, ${errors} errors`)
       samples[c.name].push(rps)
       p99s[c.name].push(p99)
@@ -142,7 +165,14 @@ try {
   console.log(
     `\nscale: GET ${path} with a Bearer token (${ROUNDS} interleaved rounds × ${DURATION}s, ${CONNECTIONS} connections, medians; servers on CPU ${sharedCpu ? `${SERVER_CPUS[0]}, shared` : instanceCpus.join(' / ')}, wrk on ${LOAD_CPUS})`,
   )
-  console.log('case'.padEnd(40), 'req/s'.padStart(8), 'p99 ms'.padStart(8), 'ratio'.padStart(7))
+  console.log(
+    'case'.padEnd(40),
+    'req/s'.padStart(8),
+    'p99 ms'.padStart(8),
+    'ratio'.padStart(7),
+    'server CPU µs/req'.padStart(18),
+    'Redis CPU µs/req'.padStart(17),
+  )
   for (const c of cases) {
     const m = median(samples[c.name])
     console.log(
@@ -150,12 +180,18 @@ try {
       String(Math.round(m)).padStart(8),
       median(p99s[c.name]).toFixed(2).padStart(8),
       (m / base).toFixed(2).padStart(7),
+      median(serverCpu[c.name]).toFixed(1).padStart(18),
+      median(redisCpu[c.name]).toFixed(1).padStart(17),
     )
   }
   const us = (x, y) => (1e6 / median(samples[y]) - 1e6 / median(samples[x])).toFixed(1)
   console.log(`\ncost per request on one core (1/rps difference):`)
   console.log(`  PostgreSQL instead of PGlite:      ${us(cases[0].name, cases[1].name)} µs`)
   console.log(`  Redis revocation + rate limit:     ${us(cases[1].name, cases[2].name)} µs`)
+  const cpu = (x, y, of) => (median(of[y]) - median(of[x])).toFixed(1)
+  console.log(
+    `    of which server CPU ${cpu(cases[1].name, cases[2].name, serverCpu)} µs, Redis CPU ${cpu(cases[1].name, cases[2].name, redisCpu)} µs`,
+  )
   if (sharedCpu)
     console.log(
       `  ${INSTANCES - 1} more instance(s) on the same core: ${us(cases[2].name, cases[3].name)} µs`,

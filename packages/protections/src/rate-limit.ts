@@ -12,7 +12,7 @@ import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { RateLimiter, type WhenStoreDown } from './limiter.js'
 import { DEFAULT_SWEEP_INTERVAL_MS, MemoryStore, type RateLimitStore } from './memory-store.js'
-import { type RedisClientLike, RedisStore } from './redis-store.js'
+import { type RedisClientLike, RedisStore, type RedisStoreOptions } from './redis-store.js'
 import { assertRateLimit, DEFAULT_LIMIT, type RateLimit, type RateLimitResult } from './window.js'
 
 declare module '@trivium/core' {
@@ -36,6 +36,8 @@ export interface RateLimitPluginOptions {
   redisPrefix?: string
   /** A Redis call slower than this counts as Redis down (default 500 ms). */
   redisTimeoutMs?: number
+  /** Most rate-limit hits sent to Redis in one script call (default 64; 1 with an ioredis Cluster). */
+  redisMaxBatch?: number
   /** Policy while the store fails (default `memory`, see README). */
   whenStoreDown?: WhenStoreDown
   /** Sweep period of the memory store, in ms (default 300 000 = 5 minutes). */
@@ -151,9 +153,10 @@ const rateLimitPlugin: FastifyPluginAsync<RateLimitPluginOptions> = async (
       throw new TypeError('@trivium/protections: store must have a hit(key, limit) method')
     store = options.store
   } else if (options.redis !== undefined) {
-    const redisOptions: { prefix?: string; timeoutMs?: number } = {}
+    const redisOptions: RedisStoreOptions = {}
     if (options.redisPrefix !== undefined) redisOptions.prefix = options.redisPrefix
     if (options.redisTimeoutMs !== undefined) redisOptions.timeoutMs = options.redisTimeoutMs
+    if (options.redisMaxBatch !== undefined) redisOptions.maxBatch = options.redisMaxBatch
     store = new RedisStore(options.redis, redisOptions)
   } else {
     store = new MemoryStore({ sweepIntervalMs })

@@ -1,6 +1,9 @@
-// Counters in Redis, shared by every instance. One Lua script per request does the whole fixed-window
-// rule atomically (check before increment, as the README says), with Redis's own clock so instances with
+// Counters in Redis, shared by every instance. One Lua script does the whole fixed-window rule
+// atomically (check before increment, as the README says), with Redis's own clock so instances with
 // skewed clocks still agree on windows, and PEXPIREAT at the window end so no key lives without expiry.
+// The hits of one event-loop turn go to Redis as one script call (issue 19: one round trip and one
+// command for many requests); the script takes them in arrival order, so each verdict is exactly the one
+// a call of its own would get.
 import { createHash } from 'node:crypto'
 import type { RateLimitStore } from './memory-store.js'
 import { type RateLimit, type RateLimitResult, retryAfterSeconds } from './window.js'
@@ -11,6 +14,8 @@ export interface RedisClientLike {
   eval(script: string, numkeys: number, ...args: (string | number)[]): Promise<unknown>
   /** ioredis connection status; when it says the connection is down, calls fail at once. */
   readonly status?: string
+  /** ioredis `Cluster`: keys of one script call must share a slot, so hits are not batched. */
+  readonly isCluster?: boolean
 }
 
 export interface RedisStoreOptions {
@@ -18,6 +23,11 @@ export interface RedisStoreOptions {
   prefix?: string
   /** A call slower than this (ms) counts as Redis being unreachable (default 500). */
   timeoutMs?: number
+  /**
+   * Most hits sent in one script call (default 64; 1 with an ioredis `Cluster`). Hits of one event-loop
+   * turn are batched; 1 sends each hit as its own call.
+   */
+  maxBatch?: number
 }
 
 /** Redis could not answer; the limiter then applies its `whenStoreDown` policy. */
@@ -29,36 +39,59 @@ export class StoreUnavailableError extends Error {
   }
 }
 
-// KEYS[1] counter key; ARGV[1] requests; ARGV[2] window ms.
-// Returns { allowed (0|1), count, windowStart ms, now ms }.
+// KEYS[i] counter key of hit i; ARGV[2i-1] its requests, ARGV[2i] its window ms. Hits run in order, so
+// two hits on one key see each other's increment. Returns { now ms, then allowed (0|1), count,
+// windowStart ms for each hit }.
 export const FIXED_WINDOW_LUA = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local requests = tonumber(ARGV[1])
-local window = tonumber(ARGV[2])
-local v = redis.call('HMGET', KEYS[1], 'c', 's')
-local count = tonumber(v[1]) or 0
-local start = tonumber(v[2])
-if start == nil or now - start >= window then
-  count = 0
-  start = now
+local out = {now}
+for i = 1, #KEYS do
+  local requests = tonumber(ARGV[2 * i - 1])
+  local window = tonumber(ARGV[2 * i])
+  local v = redis.call('HMGET', KEYS[i], 'c', 's')
+  local count = tonumber(v[1]) or 0
+  local start = tonumber(v[2])
+  if start == nil or now - start >= window then
+    count = 0
+    start = now
+  end
+  local allowed = 0
+  if count < requests then
+    allowed = 1
+    count = count + 1
+    redis.call('HSET', KEYS[i], 'c', count, 's', start)
+    -- HSET keeps a key's expiry: set it once, when the window starts.
+    if count == 1 then redis.call('PEXPIREAT', KEYS[i], start + window) end
+  end
+  out[#out + 1] = allowed
+  out[#out + 1] = count
+  out[#out + 1] = start
 end
-if count >= requests then
-  return {0, count, start, now}
-end
-count = count + 1
-redis.call('HSET', KEYS[1], 'c', count, 's', start)
-redis.call('PEXPIREAT', KEYS[1], start + window)
-return {1, count, start, now}
+return out
 `
 
 const SCRIPT_SHA = createHash('sha1').update(FIXED_WINDOW_LUA).digest('hex')
 const DOWN_STATUSES = new Set(['close', 'reconnecting', 'end'])
+const DEFAULT_MAX_BATCH = 64
+
+/** A hit waiting for its batch's reply. */
+interface PendingHit {
+  limit: RateLimit
+  resolve(result: RateLimitResult): void
+  reject(err: unknown): void
+}
 
 export class RedisStore implements RateLimitStore {
   private readonly client: RedisClientLike
   private readonly prefix: string
   private readonly timeoutMs: number
+  private readonly maxBatch: number
+  // The batch being gathered: keys and ARGV as the script takes them, and who waits for each verdict.
+  private keys: string[] = []
+  private args: number[] = []
+  private waiting: PendingHit[] = []
+  private scheduled = false
 
   constructor(client: RedisClientLike, options: RedisStoreOptions = {}) {
     if (typeof client?.evalsha !== 'function' || typeof client.eval !== 'function') {
@@ -70,73 +103,109 @@ export class RedisStore implements RateLimitStore {
     if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) {
       throw new TypeError('@trivium/protections: redisTimeoutMs must be a positive integer (milliseconds)')
     }
+    const maxBatch = options.maxBatch ?? (client.isCluster === true ? 1 : DEFAULT_MAX_BATCH)
+    if (!Number.isSafeInteger(maxBatch) || maxBatch < 1 || maxBatch > 1000) {
+      throw new TypeError('@trivium/protections: redisMaxBatch must be an integer from 1 to 1000')
+    }
     this.client = client
     this.prefix = prefix
     this.timeoutMs = timeoutMs
+    this.maxBatch = maxBatch
   }
 
-  /**
-   * One EVALSHA per call (EVAL once if Redis does not know the script yet). Written with one promise and
-   * one timer per call (no Promise.race/catch/finally chain): this runs on every rate-limited request.
-   */
+  /** Queues the hit for this turn's script call (sent at once when the batch is full). */
   hit(key: string, limit: RateLimit): Promise<RateLimitResult> {
     const status = this.client.status
     if (status !== undefined && DOWN_STATUSES.has(status)) {
       return Promise.reject(new StoreUnavailableError(`connection is ${status}`))
     }
     return new Promise<RateLimitResult>((resolve, reject) => {
-      let settled = false
-      const timer = setTimeout(() => {
-        settled = true
-        reject(new StoreUnavailableError(`no reply within ${this.timeoutMs} ms`))
-      }, this.timeoutMs)
-      const fail = (err: unknown) => {
-        if (settled) return
-        settled = true
-        clearTimeout(timer)
-        reject(
-          err instanceof StoreUnavailableError
-            ? err
-            : new StoreUnavailableError((err as Error)?.message ?? String(err), { cause: err }),
-        )
+      this.keys.push(this.prefix + key)
+      this.args.push(limit.requests, limit.windowMs)
+      this.waiting.push({ limit, resolve, reject })
+      if (this.waiting.length >= this.maxBatch) this.flush()
+      else if (!this.scheduled) {
+        this.scheduled = true
+        // setImmediate, not nextTick: the hits of every request read in this poll phase join the batch.
+        setImmediate(this.flushScheduled)
       }
-      const done = (reply: unknown) => {
-        if (settled) return
-        settled = true
-        clearTimeout(timer)
-        try {
-          resolve(toResult(reply, limit))
-        } catch (err) {
-          reject(err)
-        }
-      }
-      const redisKey = this.prefix + key
-      let call: Promise<unknown>
-      try {
-        call = this.client.evalsha(SCRIPT_SHA, 1, redisKey, limit.requests, limit.windowMs)
-      } catch (err) {
-        fail(err)
+    })
+  }
+
+  private readonly flushScheduled = (): void => {
+    this.scheduled = false
+    if (this.waiting.length > 0) this.flush()
+  }
+
+  /**
+   * One EVALSHA for the batch (EVAL once if Redis does not know the script yet), one timer for all of
+   * its hits; a failure or a timeout fails every hit of the batch.
+   */
+  private flush(): void {
+    const keys = this.keys
+    const args = this.args
+    const waiting = this.waiting
+    this.keys = []
+    this.args = []
+    this.waiting = []
+    let settled = false
+    const timer = setTimeout(() => {
+      settled = true
+      failAll(waiting, new StoreUnavailableError(`no reply within ${this.timeoutMs} ms`))
+    }, this.timeoutMs)
+    const fail = (err: unknown) => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      failAll(
+        waiting,
+        err instanceof StoreUnavailableError
+          ? err
+          : new StoreUnavailableError((err as Error)?.message ?? String(err), { cause: err }),
+      )
+    }
+    const done = (reply: unknown) => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      if (!Array.isArray(reply) || reply.length !== 1 + 3 * waiting.length) {
+        failAll(waiting, new StoreUnavailableError('unexpected script reply'))
         return
       }
-      call.then(done, (err: unknown) => {
-        if (settled) return
-        if (!String((err as Error)?.message).startsWith('NOSCRIPT')) return fail(err)
-        try {
-          this.client.eval(FIXED_WINDOW_LUA, 1, redisKey, limit.requests, limit.windowMs).then(done, fail)
-        } catch (e) {
-          fail(e)
-        }
-      })
+      const now = Number(reply[0])
+      for (let i = 0; i < waiting.length; i++) {
+        const hit = waiting[i] as PendingHit
+        hit.resolve(toResult(reply, 1 + 3 * i, now, hit.limit))
+      }
+    }
+    let call: Promise<unknown>
+    try {
+      call = this.client.evalsha(SCRIPT_SHA, keys.length, ...keys, ...args)
+    } catch (err) {
+      fail(err)
+      return
+    }
+    call.then(done, (err: unknown) => {
+      if (settled) return
+      if (!String((err as Error)?.message).startsWith('NOSCRIPT')) return fail(err)
+      try {
+        this.client.eval(FIXED_WINDOW_LUA, keys.length, ...keys, ...args).then(done, fail)
+      } catch (e) {
+        fail(e)
+      }
     })
   }
 }
 
-function toResult(reply: unknown, limit: RateLimit): RateLimitResult {
-  if (!Array.isArray(reply) || reply.length !== 4) throw new StoreUnavailableError('unexpected script reply')
-  const allowed = Number(reply[0])
-  const count = Number(reply[1])
-  const resetTime = Number(reply[2]) + limit.windowMs
-  if (allowed === 1) {
+function failAll(waiting: PendingHit[], err: unknown): void {
+  for (const hit of waiting) hit.reject(err)
+}
+
+/** The verdict of the hit whose three values start at `at` in the script's reply. */
+function toResult(reply: unknown[], at: number, now: number, limit: RateLimit): RateLimitResult {
+  const count = Number(reply[at + 1])
+  const resetTime = Number(reply[at + 2]) + limit.windowMs
+  if (Number(reply[at]) === 1) {
     return {
       isAllowed: true,
       remaining: limit.requests - count,
@@ -149,7 +218,7 @@ function toResult(reply: unknown, limit: RateLimit): RateLimitResult {
     isAllowed: false,
     remaining: 0,
     resetTime,
-    retryAfter: retryAfterSeconds(resetTime, Number(reply[3])),
+    retryAfter: retryAfterSeconds(resetTime, now),
     limit: limit.requests,
   }
 }

@@ -5,6 +5,7 @@ import { createServer } from 'node:net'
 import { Writable } from 'node:stream'
 import trivium from '@trivium/core'
 import {
+  FIXED_WINDOW_LUA,
   RateLimiter,
   type RateLimitPluginOptions,
   type RateLimitResult,
@@ -14,7 +15,7 @@ import {
 } from '@trivium/protections'
 import Fastify from 'fastify'
 import { Redis } from 'ioredis'
-import t from 'tap'
+import t, { type Test } from 'tap'
 
 const REDIS_URL = 'redis://127.0.0.1:6379'
 
@@ -25,6 +26,17 @@ function prefix(): string {
 async function cleanup(client: Redis, keyPrefix: string): Promise<void> {
   const keys = await client.keys(`${keyPrefix}*`)
   if (keys.length > 0) await client.del(...keys)
+}
+
+/** A client on the real Redis and a key prefix of the test's own, both cleaned up at its end. */
+function redisWithPrefix(t: Test) {
+  const client = new Redis(REDIS_URL)
+  const keyPrefix = prefix()
+  t.teardown(async () => {
+    await cleanup(client, keyPrefix)
+    client.disconnect()
+  })
+  return { client, keyPrefix }
 }
 
 function logCapture() {
@@ -56,12 +68,7 @@ async function closedPort(): Promise<number> {
 }
 
 t.test('fixed window in Redis: exact results, key has a PEXPIRE at the window end', async (t) => {
-  const client = new Redis(REDIS_URL)
-  const keyPrefix = prefix()
-  t.teardown(async () => {
-    await cleanup(client, keyPrefix)
-    client.disconnect()
-  })
+  const { client, keyPrefix } = redisWithPrefix(t)
   const store = new RedisStore(client, { prefix: keyPrefix })
   const limit = { requests: 2, windowMs: 60_000 }
   const r1 = await store.hit('ip:1.2.3.4:ping', limit)
@@ -86,12 +93,7 @@ t.test('fixed window in Redis: exact results, key has a PEXPIRE at the window en
 })
 
 t.test('a new window after windowMs; the key expires by itself', async (t) => {
-  const client = new Redis(REDIS_URL)
-  const keyPrefix = prefix()
-  t.teardown(async () => {
-    await cleanup(client, keyPrefix)
-    client.disconnect()
-  })
+  const { client, keyPrefix } = redisWithPrefix(t)
   const store = new RedisStore(client, { prefix: keyPrefix })
   const limit = { requests: 1, windowMs: 60 }
   t.equal((await store.hit('k', limit)).isAllowed, true)
@@ -140,13 +142,106 @@ t.test('two app instances sharing one Redis never allow more than `requests` per
   t.equal(await clientA.hget(`${keyPrefix}ip:127.0.0.1:ping`, 'c'), '25')
 })
 
-t.test('NOSCRIPT (script cache flushed): falls back to EVAL with the script text', async (t) => {
-  const client = new Redis(REDIS_URL)
-  const keyPrefix = prefix()
-  t.teardown(async () => {
-    await cleanup(client, keyPrefix)
-    client.disconnect()
+/** The real client, counting the script calls and the hits (keys) in each. */
+function counting(client: Redis, extra: { isCluster?: boolean } = {}) {
+  const calls: number[] = []
+  const counted = {
+    ...extra,
+    evalsha: (sha: string, numkeys: number, ...args: (string | number)[]) => {
+      calls.push(numkeys)
+      return client.evalsha(sha, numkeys, ...args)
+    },
+    eval: (script: string, numkeys: number, ...args: (string | number)[]) => {
+      calls.push(numkeys)
+      return client.eval(script, numkeys, ...args)
+    },
+  }
+  return { calls, counted }
+}
+
+const verdicts = (results: RateLimitResult[]) => results.map((r) => [r.isAllowed, r.remaining, r.retryAfter])
+
+t.test('the hits of one event-loop turn go to Redis as one script call, each verdict exact', async (t) => {
+  const { client, keyPrefix } = redisWithPrefix(t)
+  await client.script('LOAD', FIXED_WINDOW_LUA)
+  const { calls, counted } = counting(client)
+  const store = new RedisStore(counted, { prefix: keyPrefix })
+  // 8 hits on k (limit 5) interleaved with 3 on j (limit 2), all in this turn.
+  const k: Promise<RateLimitResult>[] = []
+  const j: Promise<RateLimitResult>[] = []
+  for (let i = 0; i < 8; i++) {
+    k.push(store.hit('k', { requests: 5, windowMs: 60_000 }))
+    if (i < 3) j.push(store.hit('j', { requests: 2, windowMs: 30_000 }))
+  }
+  const kResults = await Promise.all(k)
+  const jResults = await Promise.all(j)
+  t.same(calls, [11], 'one EVALSHA carrying the 11 hits')
+  t.same(verdicts(kResults), [
+    [true, 4, 0],
+    [true, 3, 0],
+    [true, 2, 0],
+    [true, 1, 0],
+    [true, 0, 0],
+    [false, 0, 60],
+    [false, 0, 60],
+    [false, 0, 60],
+  ])
+  t.same(verdicts(jResults), [
+    [true, 1, 0],
+    [true, 0, 0],
+    [false, 0, 30],
+  ])
+  t.equal(await client.hget(`${keyPrefix}k`, 'c'), '5', 'denied hits are not counted')
+  t.equal(await client.hget(`${keyPrefix}j`, 'c'), '2')
+  const next = await store.hit('k', { requests: 5, windowMs: 60_000 })
+  t.same(verdicts([next]), [[false, 0, 60]], 'the next turn sees the batch')
+  t.same(calls, [11, 1])
+})
+
+t.test('maxBatch bounds a script call; an ioredis Cluster gets one call per hit', async (t) => {
+  const { client, keyPrefix } = redisWithPrefix(t)
+  await client.script('LOAD', FIXED_WINDOW_LUA)
+  const limit = { requests: 100, windowMs: 60_000 }
+  const batched = counting(client)
+  const store = new RedisStore(batched.counted, { prefix: keyPrefix, maxBatch: 10 })
+  const results = await Promise.all(Array.from({ length: 23 }, () => store.hit('a', limit)))
+  t.same(batched.calls, [10, 10, 3])
+  t.same(
+    results.map((r) => r.remaining),
+    Array.from({ length: 23 }, (_, i) => 99 - i),
+  )
+  const cluster = counting(client, { isCluster: true })
+  const clusterStore = new RedisStore(cluster.counted, { prefix: keyPrefix })
+  await Promise.all([
+    clusterStore.hit('b', limit),
+    clusterStore.hit('c', limit),
+    clusterStore.hit('d', limit),
+  ])
+  t.same(cluster.calls, [1, 1, 1], 'keys of one call must share a slot in a Cluster')
+  t.throws(() => new RedisStore(client, { maxBatch: 0 }), {
+    message: '@trivium/protections: redisMaxBatch must be an integer from 1 to 1000',
   })
+})
+
+t.test('a batch without a reply within timeoutMs fails every hit in it', async (t) => {
+  const silent = {
+    evalsha: () => new Promise<unknown>(() => {}),
+    eval: () => new Promise<unknown>(() => {}),
+  }
+  const store = new RedisStore(silent, { timeoutMs: 50 })
+  const limit = { requests: 5, windowMs: 1000 }
+  const outcomes = await Promise.allSettled([store.hit('a', limit), store.hit('b', limit)])
+  t.same(
+    outcomes.map((o) => (o.status === 'rejected' ? (o.reason as Error).message : 'fulfilled')),
+    [
+      '@trivium/protections: rate-limit store unavailable: no reply within 50 ms',
+      '@trivium/protections: rate-limit store unavailable: no reply within 50 ms',
+    ],
+  )
+})
+
+t.test('NOSCRIPT (script cache flushed): falls back to EVAL with the script text', async (t) => {
+  const { client, keyPrefix } = redisWithPrefix(t)
   const used: string[] = []
   const flushed = {
     evalsha: async () => {

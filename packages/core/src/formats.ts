@@ -1,5 +1,6 @@
 // Serializer step of the lifecycle: the wire formats a payload can be in, and how one is chosen.
 // JSON is built in; @trivium/codec adds `application/x-platform-binary` with `addFormat`.
+import { shortAscii } from '@trivium/wire'
 import { ValidationException } from './errors.js'
 import type { Model } from './model.js'
 
@@ -21,6 +22,8 @@ const strictUtf8 = new TextDecoder('utf-8', { fatal: true })
 
 /** Strict UTF-8 decode: invalid bytes are a ValidationException, never a TypeError. */
 export function decodeUtf8(bytes: Uint8Array, what = 'Payload'): string {
+  const ascii = shortAscii(bytes)
+  if (ascii !== undefined) return ascii
   try {
     return strictUtf8.decode(bytes)
   } catch {

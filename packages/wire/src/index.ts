@@ -1,6 +1,7 @@
 // @trivium/wire — the error vocabulary and the frame codec shared by @trivium/websocket, @trivium/tcp and the client. Browser-safe:
 // Uint8Array, DataView, TextEncoder and TextDecoder only. Layouts: PROTOCOL.md, "Frames".
 
+export { SHORT_ASCII_BYTES, shortAscii } from './ascii.js'
 export { Cancellation } from './cancellation.js'
 export { FrameError, FrameErrorCode, type FrameErrorCodeValue } from './errors.js'
 export * from './errors-vocabulary.js'

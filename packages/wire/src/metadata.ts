@@ -1,3 +1,4 @@
+import { shortAscii } from './ascii.js'
 import { FrameError, FrameErrorCode } from './errors.js'
 import { DecodedTextCache } from './text-cache.js'
 
@@ -60,6 +61,8 @@ function readU32LE(bytes: Uint8Array, offset: number): number {
 }
 
 function utf8At(bytes: Uint8Array, start: number, end: number, what: string): string {
+  const ascii = shortAscii(bytes, start, end)
+  if (ascii !== undefined) return ascii
   try {
     return decoder.decode(bytes.subarray(start, end))
   } catch {

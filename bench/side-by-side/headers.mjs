@@ -3,7 +3,8 @@
 // packages/protections/src/security-headers.ts), the CORS headers of a non-preflight request with an
 // allowed Origin (SPEC.md "CORS" rule 3, the stack's defaults) and the three rate-limit headers (SPEC.md
 // "Limits" rule 6; values fixed here, computed per request by the stack). Names in lower case, as Fastify
-// stores them.
+// stores them. Spelled out rather than imported from @trivium/protections: the bare Fastify processes
+// must not load any Trivium module (module evaluation order alone moves a process by ~20 %, bench/README.md).
 export const SPEC_HEADERS = Object.freeze({
   'x-content-type-options': 'nosniff',
   'x-frame-options': 'DENY',

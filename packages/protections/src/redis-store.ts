@@ -6,7 +6,7 @@
 // a call of its own would get.
 import { createHash } from 'node:crypto'
 import type { RateLimitStore } from './memory-store.js'
-import { type RateLimit, type RateLimitResult, retryAfterSeconds } from './window.js'
+import { allowedResult, deniedResult, type RateLimit, type RateLimitResult } from './window.js'
 
 /** The part of an ioredis client this store uses (ioredis `Redis` and `Cluster` fit). */
 export interface RedisClientLike {
@@ -203,22 +203,8 @@ function failAll(waiting: PendingHit[], err: unknown): void {
 
 /** The verdict of the hit whose three values start at `at` in the script's reply. */
 function toResult(reply: unknown[], at: number, now: number, limit: RateLimit): RateLimitResult {
-  const count = Number(reply[at + 1])
   const resetTime = Number(reply[at + 2]) + limit.windowMs
-  if (Number(reply[at]) === 1) {
-    return {
-      isAllowed: true,
-      remaining: limit.requests - count,
-      resetTime,
-      retryAfter: 0,
-      limit: limit.requests,
-    }
-  }
-  return {
-    isAllowed: false,
-    remaining: 0,
-    resetTime,
-    retryAfter: retryAfterSeconds(resetTime, now),
-    limit: limit.requests,
-  }
+  return Number(reply[at]) === 1
+    ? allowedResult(limit, Number(reply[at + 1]), resetTime)
+    : deniedResult(limit, resetTime, now)
 }

@@ -40,21 +40,29 @@ export function evaluateWindow(state: WindowState, limit: RateLimit, now: number
   }
   state.windowMs = limit.windowMs
   const resetTime = state.windowStart + limit.windowMs
-  if (state.count >= limit.requests) {
-    return {
-      isAllowed: false,
-      remaining: 0,
-      resetTime,
-      retryAfter: retryAfterSeconds(resetTime, now),
-      limit: limit.requests,
-    }
-  }
+  if (state.count >= limit.requests) return deniedResult(limit, resetTime, now)
   state.count += 1
+  return allowedResult(limit, state.count, resetTime)
+}
+
+/** The verdict for an allowed request that made the window's count `count`. */
+export function allowedResult(limit: RateLimit, count: number, resetTime: number): RateLimitResult {
   return {
     isAllowed: true,
-    remaining: limit.requests - state.count,
+    remaining: limit.requests - count,
     resetTime,
     retryAfter: 0,
+    limit: limit.requests,
+  }
+}
+
+/** The verdict for a refused request (the count is not increased). */
+export function deniedResult(limit: RateLimit, resetTime: number, now: number): RateLimitResult {
+  return {
+    isAllowed: false,
+    remaining: 0,
+    resetTime,
+    retryAfter: retryAfterSeconds(resetTime, now),
     limit: limit.requests,
   }
 }

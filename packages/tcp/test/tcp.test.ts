@@ -1,4 +1,4 @@
-import { encodeTcpFrame, FrameType } from '@trivium/wire'
+import { encodeMetadata, encodeTcpFrame, FrameType } from '@trivium/wire'
 import t from 'tap'
 import { buildApp, dec, requestFrame, sleep, TcpClient } from './helpers.ts'
 
@@ -172,6 +172,45 @@ t.test('malformed frames: ERROR frame, then close, without allocating the claime
   await c.closed
   t.ok(Date.now() - started >= 100)
   t.match(dec(c.frames[0]?.payload as Uint8Array), { statusCode: 400, message: 'Incomplete frame timed out' })
+})
+
+t.test('payload and metadata text: short and long, valid and invalid UTF-8, as on WebSocket', async (t) => {
+  const { app, port } = await buildApp()
+  t.teardown(() => app.close())
+  const c = await TcpClient.open(port)
+  t.teardown(() => c.socket.destroy())
+  // Short text (≤ 64 bytes) is decoded without TextDecoder, longer text with it: both sides of that line.
+  const frame = (id: number, meta: Uint8Array, body: Uint8Array) => {
+    const payload = new Uint8Array(meta.length + body.length)
+    payload.set(meta)
+    payload.set(body, meta.length)
+    return encodeTcpFrame({ type: FrameType.REQUEST, requestId: id, endpoint: 'echo', payload })
+  }
+  const json = encodeMetadata({ format: 'json' })
+  const text = (s: string) => new TextEncoder().encode(s)
+  const long = 'x'.repeat(100)
+  const invalid = (s: string, at: number) => {
+    const b = text(s)
+    b[at] = 0xff
+    return b
+  }
+  c.write(frame(1, json, text('{"a":"b"}')))
+  c.write(frame(2, json, text(`{"a":"${long}"}`)))
+  c.write(frame(3, json, text('{"a":"é"}')))
+  c.write(frame(4, json, invalid('{"a":"bc"}', 7)))
+  c.write(frame(5, json, invalid(`{"a":"${long}"}`, 50)))
+  c.write(frame(6, encodeMetadata({ format: 'json', note: long }), text('{}')))
+  t.same(dec((await c.reply(1, FrameType.RESPONSE))?.payload as Uint8Array), { a: 'b' })
+  t.same(dec((await c.reply(2, FrameType.RESPONSE))?.payload as Uint8Array), { a: long })
+  t.same(dec((await c.reply(3, FrameType.RESPONSE))?.payload as Uint8Array), { a: 'é' })
+  for (const id of [4, 5]) {
+    const body = dec((await c.reply(id, FrameType.ERROR))?.payload as Uint8Array)
+    t.same(
+      [body.statusCode, body.code, body.error, body.message, body.requestId.endsWith(`:${id}`)],
+      [400, 'TRV_VALIDATION', 'ValidationException', 'Payload is not valid UTF-8', true],
+    )
+  }
+  t.same(dec((await c.reply(6, FrameType.RESPONSE))?.payload as Uint8Array), {})
 })
 
 t.test('a frame dribbled in one byte at a time still completes', async (t) => {

@@ -71,7 +71,10 @@ export const jsonFormat: WireFormat = {
   name: 'json',
   contentType: JSON_CONTENT_TYPE,
   decode(model, bytes) {
-    if (bytes.length === 0) return model.fromJSON({})
+    // No bytes, or `{}` (what clients send for a call without parameters): the empty model, unparsed.
+    if (bytes.length === 0 || (bytes.length === 2 && bytes[0] === 0x7b && bytes[1] === 0x7d)) {
+      return model.fromJSON({})
+    }
     return model.fromJSON(parseJson(decodeUtf8(bytes)))
   },
   encode(model, value) {

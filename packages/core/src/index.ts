@@ -7,7 +7,7 @@ import { FormatRegistry, type WireFormat } from './formats.js'
 import { replyWithError } from './http/error-reply.js'
 import { type ErrorHeaders, frameworkErrorHandler, installFrameworkErrors } from './http/framework-errors.js'
 import { registerHttpRoute } from './http/route.js'
-import { type InvokeInit, type InvokeResult, Invoker } from './invoke.js'
+import { type InvokeInit, type InvokeResult, Invoker, type StartedCall } from './invoke.js'
 import { type Middleware, type MiddlewareOptions, Pipeline } from './middleware.js'
 import {
   type EndpointDefinition,
@@ -28,7 +28,7 @@ export * from './formats.js'
 export type { ErrorHeaders } from './http/framework-errors.js'
 export { TRANSPORT_OVERRIDE, type TransportOverride } from './http/symbols.js'
 export { HttpMapping, type HttpRequestParts } from './http-mapping.js'
-export { encodePayload, type InvokeInit, type InvokeResult } from './invoke.js'
+export { encodePayload, type InvokeInit, type InvokeResult, type StartedCall } from './invoke.js'
 export * from './log-redaction.js'
 export * from './middleware.js'
 export * from './model.js'
@@ -66,6 +66,12 @@ export interface Trivium {
   addFormat(format: WireFormat): void
   /** Runs a call from a frame-based transport through the pipeline to its handler. */
   invoke(init: InvokeInit): Promise<InvokeResult>
+  /**
+   * `invoke` without its promise: parses the call (throwing NotFoundException for an unknown endpoint)
+   * and starts the pipeline; `result` is the handler's value or a promise of it. For transports that
+   * count every microtask.
+   */
+  start(init: InvokeInit): StartedCall
   readonly registry: EndpointRegistry
   readonly formats: FormatRegistry
   readonly pipeline: Pipeline
@@ -175,6 +181,9 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
     },
     invoke(init) {
       return invoker.invoke(init)
+    },
+    start(init) {
+      return invoker.start(init)
     },
     registry,
     formats,

@@ -34,6 +34,12 @@ export interface InvokeResult {
   result: unknown
 }
 
+export interface StartedCall {
+  call: TriviumCall<any>
+  /** The handler's value (unary) or AsyncIterable (streaming), or a promise of it. */
+  result: unknown
+}
+
 export class Invoker {
   constructor(
     private readonly registry: EndpointRegistry,
@@ -68,10 +74,19 @@ export class Invoker {
     })
   }
 
-  async invoke(init: InvokeInit): Promise<InvokeResult> {
+  /**
+   * Parses and starts a call: the pipeline runs as far as it can synchronously. `result` is the
+   * handler's value or a promise of it; parse errors throw here. Frame transports await only `result`
+   * (one promise and one microtask fewer per call than `invoke`).
+   */
+  start(init: InvokeInit): StartedCall {
     const call = this.parse(init)
-    const result = await this.pipeline.run(call, routeToHandler)
-    return { definition: call.definition, call, result }
+    return { call, result: this.pipeline.run(call, routeToHandler) }
+  }
+
+  async invoke(init: InvokeInit): Promise<InvokeResult> {
+    const { call, result } = this.start(init)
+    return { definition: call.definition, call, result: await result }
   }
 }
 

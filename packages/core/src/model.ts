@@ -1,6 +1,7 @@
 // What core needs to know about a request or response type. Generated models (@trivium/codec's
 // generator) implement this; `jsonSchemaModel` builds one by hand from a JSON Schema.
-import { Ajv, type ErrorObject } from 'ajv'
+import { createRequire } from 'node:module'
+import type { Ajv, ErrorObject } from 'ajv'
 import { type FieldError, ValidationException } from './errors.js'
 
 export interface Model<T = unknown> {
@@ -29,7 +30,17 @@ export type JsonSchema = Record<string, unknown> & {
   required?: string[]
 }
 
-const ajv = new Ajv({ allErrors: true, strict: false, coerceTypes: false, useDefaults: false })
+// Loaded on the first schema model, not when core is imported: an app that imports @trivium/core before
+// Fastify would otherwise evaluate ajv (which Fastify shares) ahead of Fastify, and that order alone made
+// the app's own Fastify routes ~20 % slower (bench/README.md, "module layout").
+let ajv: Ajv | undefined
+function schemaCompiler(): Ajv {
+  if (ajv === undefined) {
+    const { Ajv: AjvClass } = createRequire(import.meta.url)('ajv') as typeof import('ajv')
+    ajv = new AjvClass({ allErrors: true, strict: false, coerceTypes: false, useDefaults: false })
+  }
+  return ajv
+}
 
 function fieldOf(e: ErrorObject): string {
   const base = e.instancePath.replace(/^\//, '').replace(/\//g, '.')
@@ -42,7 +53,7 @@ function fieldOf(e: ErrorObject): string {
 
 /** A model whose JSON form is checked against a JSON Schema (no binary form). */
 export function jsonSchemaModel<T = unknown>(name: string, schema: JsonSchema): Model<T> {
-  const validate = ajv.compile(schema)
+  const validate = schemaCompiler().compile(schema)
   return {
     name,
     jsonSchema: schema,

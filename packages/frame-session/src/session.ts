@@ -410,7 +410,7 @@ export class FrameSession implements Session {
       }
       // Metadata travels per frame (TCP): its credential is read now (a map lookup, never throws).
       const credential = metadata === undefined ? this.#connectionCredential : this.#init.credential(metadata)
-      const { definition, call, result } = await this.#ctx.trivium.invoke({
+      const started = this.#ctx.trivium.start({
         endpoint,
         protocol: this.protocol,
         payload,
@@ -425,6 +425,9 @@ export class FrameSession implements Session {
         signal: entry.lazySignal,
         connection: this.state,
       })
+      const result = await started.result
+      const call = started.call
+      const definition = call.definition
       this.#learnIdentity(call)
       const out = responseFormat(definition, format)
       if (definition.streaming) {

@@ -10,19 +10,15 @@ import {
   type RequestParts,
   waitForDrain,
 } from '@trivium/frame-session'
-import { decodeMetadata, encodeTcpFrame, type Frame, FrameError, TcpFrameReader } from '@trivium/wire'
-
-/** A REQUEST payload is `metadata | model` (PROTOCOL.md "TCP"). */
-export function splitTcpRequest(payload: Uint8Array): RequestParts {
-  const { metadata, rest } = decodeMetadata(payload)
-  return { metadata, formatName: metadata.format, payload: rest }
-}
+import { encodeTcpFrame, type Frame, FrameError, TcpFrameReader } from '@trivium/wire'
+import { MetadataReader } from './metadata-reader.js'
 
 export class TcpCarrier implements FrameCarrier {
   session!: FrameSession
   readonly #socket: Socket
   readonly #reader: TcpFrameReader
   readonly #partialFrameTimeoutMs: number
+  readonly #metadata = new MetadataReader()
   #partialSince = 0
   #queue: Uint8Array[] = []
   #queuedBytes = 0
@@ -43,6 +39,12 @@ export class TcpCarrier implements FrameCarrier {
     socket.on('data', (chunk: Buffer) => this.#onData(chunk))
     socket.on('error', (err) => session.log.debug({ reason: err.message }, 'tcp socket error'))
     socket.on('close', () => session.connectionClosed())
+  }
+
+  /** A REQUEST payload is `metadata | model` (PROTOCOL.md "TCP"). */
+  splitRequest(payload: Uint8Array): RequestParts {
+    const { metadata, rest } = this.#metadata.read(payload)
+    return { metadata, formatName: metadata.format, payload: rest }
   }
 
   get open(): boolean {

@@ -7,7 +7,7 @@ import { jsonFormat, metadataCredential } from '@trivium/core'
 import { FrameServer, FrameSession } from '@trivium/frame-session'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
-import { splitTcpRequest, TcpCarrier } from './carrier.js'
+import { TcpCarrier } from './carrier.js'
 import { InjectBridge } from './inject.js'
 import { resolveTcpOptions, type TriviumTcpOptions } from './options.js'
 
@@ -53,7 +53,7 @@ const triviumTcp: FastifyPluginAsync<TriviumTcpOptions> = async (fastify: Fastif
         log: log.child({ connection: id }),
         format: fastify.trivium.formats.get('binary') ?? jsonFormat,
         credential: metadataCredential,
-        splitRequest: splitTcpRequest,
+        splitRequest: (payload) => carrier.splitRequest(payload),
       })
       carrier.attach(session)
       frames.add(session)

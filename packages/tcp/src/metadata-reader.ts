@@ -1,0 +1,37 @@
+// The metadata of one connection's REQUEST frames (PROTOCOL.md "TCP"). A client sends the same block
+// on every call (its `auth_token`, its `format`): when a frame starts with the bytes of the block decoded
+// last, its strings are reused instead of decoded again, and the token is then the same string, whose
+// hash auth's cache lookup has already computed. Each call still gets a map of its own.
+// One reader per connection: the block compared against is that connection's own previous one, so the
+// comparison, which is not constant-time, tells a client nothing but what it sent itself. Only blocks
+// that decoded without error are remembered, so a reused result is exactly what decoding would give.
+import { decodeMetadata } from '@trivium/wire'
+
+/** Largest metadata block a reader remembers; a larger one is decoded on every frame. */
+export const METADATA_MEMO_MAX_BYTES = 4096
+
+export class MetadataReader {
+  /** A copy of the last block (a frame's bytes are a view into a socket buffer that is reused). */
+  #block: Buffer | undefined
+  #keys: string[] = []
+  #values: string[] = []
+
+  read(bytes: Uint8Array): { metadata: Record<string, string>; rest: Uint8Array } {
+    const block = this.#block
+    if (block !== undefined && bytes.length >= block.length && block.compare(bytes, 0, block.length) === 0) {
+      const metadata: Record<string, string> = Object.create(null)
+      const keys = this.#keys
+      const values = this.#values
+      for (let i = 0; i < keys.length; i++) metadata[keys[i] as string] = values[i] as string
+      return { metadata, rest: bytes.subarray(block.length) }
+    }
+    const decoded = decodeMetadata(bytes)
+    const size = bytes.length - decoded.rest.length
+    if (size > 0 && size <= METADATA_MEMO_MAX_BYTES) {
+      this.#block = Buffer.from(bytes.subarray(0, size)) // a copy
+      this.#keys = Object.keys(decoded.metadata)
+      this.#values = this.#keys.map((key) => decoded.metadata[key] as string)
+    }
+    return decoded
+  }
+}

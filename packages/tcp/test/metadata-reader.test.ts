@@ -1,0 +1,76 @@
+// MetadataReader: a connection's repeated metadata block is reused, never wrongly (PROTOCOL.md "TCP").
+import { encodeMetadata } from '@trivium/wire'
+import t from 'tap'
+import { METADATA_MEMO_MAX_BYTES, MetadataReader } from '../src/metadata-reader.js'
+
+function frame(meta: Record<string, string>, body: string): Uint8Array {
+  const m = encodeMetadata(meta)
+  const out = new Uint8Array(m.length + body.length)
+  out.set(m)
+  out.set(new TextEncoder().encode(body), m.length)
+  return out
+}
+const text = (b: Uint8Array): string => new TextDecoder().decode(b)
+
+t.test('the same block twice: equal maps, each call its own, the model bytes after it', async (t) => {
+  const reader = new MetadataReader()
+  const token = 'x'.repeat(300)
+  const first = reader.read(frame({ auth_token: token, format: 'json' }, '{"a":1}'))
+  const second = reader.read(frame({ auth_token: token, format: 'json' }, '{"b":22}'))
+  t.same({ ...second.metadata }, { auth_token: token, format: 'json' })
+  t.equal(Object.getPrototypeOf(second.metadata), null)
+  t.equal(text(first.rest), '{"a":1}')
+  t.equal(text(second.rest), '{"b":22}')
+  t.not(first.metadata, second.metadata, 'a map per call')
+  second.metadata.extra = 'handler wrote this'
+  const third = reader.read(frame({ auth_token: token, format: 'json' }, ''))
+  t.same({ ...third.metadata }, { auth_token: token, format: 'json' }, "a call's changes stay in its map")
+  t.equal(third.rest.length, 0)
+})
+
+t.test('the remembered block is a copy: reusing the input buffer cannot change it', async (t) => {
+  const reader = new MetadataReader()
+  const buffer = frame({ auth_token: 'aaaa' }, '{}')
+  reader.read(buffer)
+  // The socket buffer is reused for another connection's token of the same length.
+  buffer.set(new TextEncoder().encode('bbbb'), buffer.length - 2 - 4)
+  t.same({ ...reader.read(buffer).metadata }, { auth_token: 'bbbb' })
+  t.same({ ...reader.read(frame({ auth_token: 'aaaa' }, '{}')).metadata }, { auth_token: 'aaaa' })
+})
+
+t.test('a block that differs in any byte, or is shorter, is decoded again', async (t) => {
+  const reader = new MetadataReader()
+  reader.read(frame({ auth_token: 'token-1', format: 'json' }, '{}'))
+  t.same(
+    { ...reader.read(frame({ auth_token: 'token-2', format: 'json' }, '{}')).metadata },
+    {
+      auth_token: 'token-2',
+      format: 'json',
+    },
+  )
+  t.same({ ...reader.read(frame({ auth_token: 'token-2' }, '{}')).metadata }, { auth_token: 'token-2' })
+  t.same({ ...reader.read(frame({}, '{}')).metadata }, {})
+  const empty = reader.read(new Uint8Array(0))
+  t.same({ ...empty.metadata }, {})
+  t.equal(empty.rest.length, 0)
+})
+
+t.test('malformed metadata after a good block still throws (nothing remembered from it)', async (t) => {
+  const reader = new MetadataReader()
+  const good = frame({ a: 'b' }, '')
+  reader.read(good)
+  const twice = new Uint8Array([2, 0, 0, 0, 1, 0, 0, 0, 0x61, 1, 0, 0, 0, 0x62, 1, 0, 0, 0, 0x61, 0, 0, 0, 0])
+  t.throws(() => reader.read(twice), {
+    code: 'TRV_FRAME_MALFORMED',
+    message: 'Malformed metadata: repeated key "a"',
+  })
+  t.throws(() => reader.read(twice), { code: 'TRV_FRAME_MALFORMED' }, 'the bad block is not remembered')
+  t.same({ ...reader.read(good).metadata }, { a: 'b' })
+})
+
+t.test(`a block over ${METADATA_MEMO_MAX_BYTES} bytes is decoded every time, and right`, async (t) => {
+  const reader = new MetadataReader()
+  const big = 'y'.repeat(METADATA_MEMO_MAX_BYTES)
+  t.equal(reader.read(frame({ auth_token: big }, '{}')).metadata.auth_token, big)
+  t.equal(reader.read(frame({ auth_token: big }, '{}')).metadata.auth_token, big)
+})

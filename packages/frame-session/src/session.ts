@@ -8,11 +8,13 @@ import {
   ForbiddenException,
   type FrameRejectReason,
   type HeaderMap,
+  isThenable,
   jsonFormat,
   normalizeError,
   PayloadTooLargeException,
   RateLimitExceededException,
   ServiceUnavailableException,
+  type StartedCall,
   TokenExpiredException,
   TRIVIUM_CHANNELS,
   type TransportOverride,
@@ -59,7 +61,14 @@ export interface UnaryBridge {
     payload: Uint8Array,
     override: TransportOverride,
     entry: Cancellation,
-  ): Promise<{ ok: boolean; body: Uint8Array; call: TriviumCall | undefined }>
+  ): Promise<BridgedOutcome>
+}
+
+/** A bridged call's HTTP response: the body as the route encoded it, and the call it ran (if any). */
+export interface BridgedOutcome {
+  ok: boolean
+  body: Uint8Array
+  call: TriviumCall | undefined
 }
 
 /** What every session of one transport server shares. */
@@ -382,7 +391,12 @@ export class FrameSession implements Session {
     void this.#run(endpoint, definition, id, payload, metadata, format, entry)
   }
 
-  async #run(
+  /**
+   * Runs one call. Not async: when the pipeline and the handler answer synchronously (no middleware
+   * waiting on I/O, a handler that returns a value) the response is queued in this turn, with no promise
+   * or microtask per call; a promise, a stream or the inject bridge continues in `#complete`.
+   */
+  #run(
     endpoint: string,
     known: EndpointDefinition | undefined,
     id: number,
@@ -390,27 +404,24 @@ export class FrameSession implements Session {
     metadata: Record<string, string> | undefined,
     format: WireFormat,
     entry: Cancellation,
-  ): Promise<void> {
+  ): void {
     const requestId = `${this.id}:${id}`
+    let started: StartedCall
     try {
-      const bridge = this.#ctx.bridge
-      if (bridge !== undefined && known !== undefined && !known.streaming) {
-        const override: TransportOverride = {
-          protocol: this.protocol,
-          clientIp: this.clientIp,
-          connection: this.state,
-        }
-        if (metadata !== undefined) override.metadata = metadata
-        const out = await bridge.call(known, format, responseFormat(known, format), payload, override, entry)
-        if (out.call) this.#learnIdentity(out.call)
-        if (entry.aborted || !this.#carrier.open) return
-        if (out.ok) this.#carrier.sendBody(FrameType.RESPONSE, id, out.body)
-        else this.#carrier.sendBody(FrameType.ERROR, id, withRequestId(out.body, requestId))
+      if (this.#ctx.bridge !== undefined && known !== undefined && !known.streaming) {
+        void this.#complete(
+          id,
+          requestId,
+          undefined,
+          this.#bridged(known, payload, metadata, format, entry),
+          format,
+          entry,
+        )
         return
       }
       // Metadata travels per frame (TCP): its credential is read now (a map lookup, never throws).
       const credential = metadata === undefined ? this.#connectionCredential : this.#init.credential(metadata)
-      const started = this.#ctx.trivium.start({
+      started = this.#ctx.trivium.start({
         endpoint,
         protocol: this.protocol,
         payload,
@@ -425,27 +436,108 @@ export class FrameSession implements Session {
         signal: entry.lazySignal,
         connection: this.state,
       })
-      const result = await started.result
-      const call = started.call
-      const definition = call.definition
-      this.#learnIdentity(call)
-      const out = responseFormat(definition, format)
-      if (definition.streaming) {
-        await this.#pump(id, definition, out, result as AsyncIterable<unknown>, entry.signal)
-      } else if (!entry.aborted && this.#carrier.open) {
-        this.#carrier.sendBody(FrameType.RESPONSE, id, out.encode(definition.response, result))
+      const result = started.result
+      if (!started.call.definition.streaming && !isThenable(result)) {
+        this.#respond(id, started.call, result, format, entry)
+        this.#settle(id, entry)
+        return
       }
     } catch (err) {
-      if (!entry.aborted) this.sendError(id, err)
-      else if (entry.reason === this.#ctx.shutdownError) this.sendError(id, entry.reason)
-    } finally {
-      // A CANCEL may have freed the id and a new call taken it: only remove this call's own entry.
-      // Only an aborted entry can have left the map (CANCEL, close), so the lookup is for those.
-      if (!entry.aborted || this.inFlight.get(id) === entry) this.inFlight.delete(id)
-      this.running--
-      this.#active = true
-      if (this.running === 0) this.#drained?.()
+      this.#failed(id, err, entry)
+      this.#settle(id, entry)
+      return
     }
+    void this.#complete(id, requestId, started.call, started.result, format, entry)
+  }
+
+  /** The rest of a call whose answer is a promise (or a stream, or a bridged HTTP response). */
+  async #complete(
+    id: number,
+    requestId: string,
+    call: TriviumCall | undefined,
+    pending: unknown,
+    format: WireFormat,
+    entry: Cancellation,
+  ): Promise<void> {
+    try {
+      const result = await pending
+      if (call === undefined) {
+        // The inject bridge: the route's own HTTP response, already encoded.
+        const out = result as BridgedOutcome
+        if (out.call) this.#learnIdentity(out.call)
+        if (entry.aborted || !this.#carrier.open) return
+        if (out.ok) this.#carrier.sendBody(FrameType.RESPONSE, id, out.body)
+        else this.#carrier.sendBody(FrameType.ERROR, id, withRequestId(out.body, requestId))
+        return
+      }
+      const definition = call.definition
+      if (definition.streaming) {
+        this.#learnIdentity(call)
+        await this.#pump(
+          id,
+          definition,
+          responseFormat(definition, format),
+          result as AsyncIterable<unknown>,
+          entry.signal,
+        )
+      } else {
+        this.#respond(id, call, result, format, entry)
+      }
+    } catch (err) {
+      this.#failed(id, err, entry)
+    } finally {
+      this.#settle(id, entry)
+    }
+  }
+
+  #bridged(
+    definition: EndpointDefinition,
+    payload: Uint8Array,
+    metadata: Record<string, string> | undefined,
+    format: WireFormat,
+    entry: Cancellation,
+  ): Promise<BridgedOutcome> {
+    const override: TransportOverride = {
+      protocol: this.protocol,
+      clientIp: this.clientIp,
+      connection: this.state,
+    }
+    if (metadata !== undefined) override.metadata = metadata
+    return this.#ctx.bridge!.call(
+      definition,
+      format,
+      responseFormat(definition, format),
+      payload,
+      override,
+      entry,
+    )
+  }
+
+  /** A unary call's value as its RESPONSE frame (nothing when the call was cancelled or the carrier closed). */
+  #respond(id: number, call: TriviumCall, result: unknown, format: WireFormat, entry: Cancellation): void {
+    this.#learnIdentity(call)
+    if (entry.aborted || !this.#carrier.open) return
+    const definition = call.definition
+    this.#carrier.sendBody(
+      FrameType.RESPONSE,
+      id,
+      responseFormat(definition, format).encode(definition.response, result),
+    )
+  }
+
+  #failed(id: number, err: unknown, entry: Cancellation): void {
+    if (!entry.aborted) this.sendError(id, err)
+    else if (entry.reason === this.#ctx.shutdownError) this.sendError(id, entry.reason)
+  }
+
+  /** A call is over: its id is free again, and a drain waiting for the last call is told. */
+  #settle(id: number, entry: Cancellation): void {
+    // A CANCEL may have freed the id and a new call taken it: only remove this call's own entry.
+    // Only an aborted entry can have left the map (CANCEL, close), so the lookup is for those.
+    if (!entry.aborted || this.inFlight.get(id) === entry) this.inFlight.delete(id)
+    this.running--
+    this.#active = true
+    if (this.running === 0) this.#drained?.()
   }
 
   async #onSubscribe(frame: Frame): Promise<void> {

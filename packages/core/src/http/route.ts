@@ -7,6 +7,7 @@ import { decodePayload, type FormatRegistry, jsonFormat, type WireFormat } from 
 import type { Pipeline } from '../middleware.js'
 import type { EndpointDefinition } from '../registry.js'
 import { routeToHandler } from '../router.js'
+import { isThenable } from '../thenable.js'
 import { sendError } from './error-reply.js'
 import { sendEventStream } from './sse.js'
 import { strictBody } from './strict-body.js'
@@ -79,14 +80,6 @@ function lazyAbortSignal(reply: FastifyReply): () => AbortSignal {
     })
     return controller.signal
   }
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (
-    value !== null &&
-    (typeof value === 'object' || typeof value === 'function') &&
-    typeof (value as { then?: unknown }).then === 'function'
-  )
 }
 
 /**

@@ -3,6 +3,7 @@
 // checks it and fills `call.identity` plus the context keys user_id, username, email, roles,
 // permissions, token_claims and authenticated.
 import {
+  directMiddleware,
   type Middleware,
   TokenExpiredException,
   type TriviumCall,
@@ -130,7 +131,7 @@ export function createAuthMiddleware(options: AuthMiddlewareOptions): Middleware
 
   // Not an async function: with the in-memory revocation list everything is synchronous, so the call
   // goes on without an extra promise and microtask. Errors still come back as a rejected promise.
-  return function auth(call, next) {
+  return directMiddleware(function auth(call, next) {
     try {
       const mode = modeOf(call)
       if (mode === 'public') return next()
@@ -153,5 +154,5 @@ export function createAuthMiddleware(options: AuthMiddlewareOptions): Middleware
     } catch (err) {
       return Promise.reject(err)
     }
-  }
+  })
 }

@@ -33,6 +33,7 @@ export * from './log-redaction.js'
 export * from './middleware.js'
 export * from './model.js'
 export * from './registry.js'
+export { isThenable } from './thenable.js'
 
 export interface TriviumCoreOptions {
   /**

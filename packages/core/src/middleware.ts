@@ -9,6 +9,33 @@ import type { EndpointDefinition } from './registry.js'
 export type Next = () => Promise<unknown>
 export type Middleware = (call: TriviumCall<any>, next: Next) => Promise<unknown> | unknown
 
+const DIRECT = Symbol('trivium.directMiddleware')
+
+/**
+ * Marks a middleware that hands on what `next()` returns without awaiting it or calling `.then` on it
+ * (it returns `next()` itself, or a promise it made before calling `next`). Its `next()` then returns
+ * the next step's value as it is, a plain value when nothing on the way is asynchronous, so a chain of
+ * such middleware and a synchronous handler finish without a promise or a microtask. Any other
+ * middleware gets a promise from `next()`, as the `Next` type says.
+ */
+export function directMiddleware<T extends Middleware>(fn: T): T {
+  Object.defineProperty(fn, DIRECT, { value: true })
+  return fn
+}
+
+/** A chain to run: the functions and, at the same index, whether each takes `next()`'s value as it is. */
+interface Chain {
+  fns: Middleware[]
+  direct: boolean[]
+}
+
+function chainOf(entries: readonly Entry[]): Chain {
+  return {
+    fns: entries.map((e) => e.fn),
+    direct: entries.map((e) => (e.fn as unknown as Record<symbol, unknown>)[DIRECT] === true),
+  }
+}
+
 export interface MiddlewareOptions {
   /** A name other middleware can refer to in `after`. */
   name?: string
@@ -43,10 +70,10 @@ export class MiddlewareOrderError extends Error {
 
 export class Pipeline {
   private readonly entries: Entry[] = []
-  private chain: Middleware[] = []
+  private chain: Chain = chainOf([])
   private scoped = false
   private readonly contexts = new WeakMap<EndpointDefinition, object>()
-  private chains = new WeakMap<EndpointDefinition, Middleware[]>()
+  private chains = new WeakMap<EndpointDefinition, Chain>()
 
   /**
    * Adds a middleware. With `scope` (a Fastify instance), it runs only for the endpoints registered in
@@ -61,7 +88,7 @@ export class Pipeline {
     const at = entry.first ? this.entries.findIndex((e) => !e.first) : -1
     if (at === -1) this.entries.push(entry)
     else this.entries.splice(at, 0, entry)
-    this.chain = this.entries.map((e) => e.fn)
+    this.chain = chainOf(this.entries)
     if (scope !== undefined) this.scoped = true
     this.chains = new WeakMap()
   }
@@ -71,11 +98,11 @@ export class Pipeline {
     this.contexts.set(definition, context)
   }
 
-  private chainFor(definition: EndpointDefinition): Middleware[] {
+  private chainFor(definition: EndpointDefinition): Chain {
     let chain = this.chains.get(definition)
     if (!chain) {
       const context = this.contexts.get(definition)
-      chain = this.entries.filter((e) => e.scope === undefined || within(e.scope, context)).map((e) => e.fn)
+      chain = chainOf(this.entries.filter((e) => e.scope === undefined || within(e.scope, context)))
       this.chains.set(definition, chain)
     }
     return chain
@@ -100,30 +127,32 @@ export class Pipeline {
   }
 
   /**
-   * Runs the chain, then `terminal` (the router). One `next` closure per call, not one per
+   * Runs the chain, then `terminal` (the router): their value, or a promise of it; a step that throws
+   * before anything asynchronous happened may throw here. One `next` closure per call, not one per
    * middleware: the position lives in a local counter.
    */
   run(call: TriviumCall<any>, terminal: (call: TriviumCall<any>) => unknown): unknown {
     const chain = this.scoped ? this.chainFor(call.definition) : this.chain
-    // No middleware: the router directly (its value or promise; callers await it).
-    if (chain.length === 0) return terminal(call)
+    const fns = chain.fns
+    // No middleware: the router directly (its value or promise; callers handle both).
+    if (fns.length === 0) return terminal(call)
+    const direct = chain.direct
     let index = 0
-    const next: Next = () => {
-      const fn = chain[index]
+    const step = (): unknown => {
+      const fn = fns[index]
       index++
-      if (fn !== undefined) {
-        try {
-          return Promise.resolve(fn(call, next))
-        } catch (err) {
-          return Promise.reject(err)
-        }
-      }
+      return fn !== undefined ? fn(call, next) : terminal(call)
+    }
+    // Called by the middleware at `index - 1`: a direct one takes the next step's value as it is; any
+    // other gets a promise (a throw becomes its rejection).
+    const next: Next = () => {
+      if (direct[index - 1] === true) return step() as Promise<unknown>
       try {
-        return Promise.resolve(terminal(call))
+        return Promise.resolve(step())
       } catch (err) {
         return Promise.reject(err)
       }
     }
-    return next()
+    return step()
   }
 }

@@ -3,6 +3,7 @@
 
 import {
   checkEndpointNames,
+  directMiddleware,
   type EndpointDefinition,
   type Middleware,
   RateLimitExceededException,
@@ -236,7 +237,7 @@ const rateLimitPlugin: FastifyPluginAsync<RateLimitPluginOptions> = async (
 
   // Not an async function: with the memory store the verdict is synchronous, and the call goes on
   // without an extra promise and microtask per request. Errors still come back as a rejected promise.
-  const middleware: Middleware = (call, next) => {
+  const middleware: Middleware = directMiddleware((call, next) => {
     try {
       const state = stateOf(call)
       const limit = state.limit
@@ -248,7 +249,7 @@ const rateLimitPlugin: FastifyPluginAsync<RateLimitPluginOptions> = async (
     } catch (err) {
       return Promise.reject(err)
     }
-  }
+  })
 
   fastify.trivium.use(
     middleware,

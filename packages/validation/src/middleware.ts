@@ -6,7 +6,13 @@
 //     validate: { email: 'email', username: 'username', password: { rule: 'password', minLength: 10 } },
 //     sanitize: ['bio'],
 //   }, handler)
-import { type FieldError, type Middleware, type TriviumCall, ValidationException } from '@trivium/core'
+import {
+  directMiddleware,
+  type FieldError,
+  type Middleware,
+  type TriviumCall,
+  ValidationException,
+} from '@trivium/core'
 import { REQUIRED_MESSAGE } from './messages.js'
 import {
   sanitize,
@@ -132,10 +138,10 @@ export function checkCall(call: TriviumCall<any>): void {
 
 /** The middleware: `fastify.trivium.use(validationMiddleware(), { name: 'validation' })`. */
 export function validationMiddleware(): Middleware {
-  return (call, next) => {
+  return directMiddleware((call, next) => {
     checkCall(call)
     return next()
-  }
+  })
 }
 
 /** Checks every endpoint's declaration once at start-up, so a typo in a rule fails `ready()`. */

@@ -388,13 +388,13 @@ export class FrameSession implements Session {
     const entry = new Cancellation(definition?.streaming === true)
     this.inFlight.set(id, entry)
     this.running++
-    void this.#run(endpoint, definition, id, payload, metadata, format, entry)
+    this.#run(endpoint, definition, id, payload, metadata, format, entry)
   }
 
   /**
    * Runs one call. Not async: when the pipeline and the handler answer synchronously (no middleware
    * waiting on I/O, a handler that returns a value) the response is queued in this turn, with no promise
-   * or microtask per call; a promise, a stream or the inject bridge continues in `#complete`.
+   * or microtask per call; a promise or a stream continues in `#complete`, the inject bridge in `#runBridged`.
    */
   #run(
     endpoint: string,
@@ -409,14 +409,7 @@ export class FrameSession implements Session {
     let started: StartedCall
     try {
       if (this.#ctx.bridge !== undefined && known !== undefined && !known.streaming) {
-        void this.#complete(
-          id,
-          requestId,
-          undefined,
-          this.#bridged(known, payload, metadata, format, entry),
-          format,
-          entry,
-        )
+        void this.#runBridged(known, id, requestId, payload, metadata, format, entry)
         return
       }
       // Metadata travels per frame (TCP): its credential is read now (a map lookup, never throws).
@@ -447,29 +440,19 @@ export class FrameSession implements Session {
       this.#settle(id, entry)
       return
     }
-    void this.#complete(id, requestId, started.call, started.result, format, entry)
+    void this.#complete(id, started.call, started.result, format, entry)
   }
 
-  /** The rest of a call whose answer is a promise (or a stream, or a bridged HTTP response). */
+  /** The rest of a call whose answer is a promise, or a stream. */
   async #complete(
     id: number,
-    requestId: string,
-    call: TriviumCall | undefined,
+    call: TriviumCall,
     pending: unknown,
     format: WireFormat,
     entry: Cancellation,
   ): Promise<void> {
     try {
       const result = await pending
-      if (call === undefined) {
-        // The inject bridge: the route's own HTTP response, already encoded.
-        const out = result as BridgedOutcome
-        if (out.call) this.#learnIdentity(out.call)
-        if (entry.aborted || !this.#carrier.open) return
-        if (out.ok) this.#carrier.sendBody(FrameType.RESPONSE, id, out.body)
-        else this.#carrier.sendBody(FrameType.ERROR, id, withRequestId(out.body, requestId))
-        return
-      }
       const definition = call.definition
       if (definition.streaming) {
         this.#learnIdentity(call)
@@ -490,27 +473,40 @@ export class FrameSession implements Session {
     }
   }
 
-  #bridged(
+  /** A unary call through the TCP inject bridge: the route's own HTTP response, already encoded. */
+  async #runBridged(
     definition: EndpointDefinition,
+    id: number,
+    requestId: string,
     payload: Uint8Array,
     metadata: Record<string, string> | undefined,
     format: WireFormat,
     entry: Cancellation,
-  ): Promise<BridgedOutcome> {
+  ): Promise<void> {
     const override: TransportOverride = {
       protocol: this.protocol,
       clientIp: this.clientIp,
       connection: this.state,
     }
     if (metadata !== undefined) override.metadata = metadata
-    return this.#ctx.bridge!.call(
-      definition,
-      format,
-      responseFormat(definition, format),
-      payload,
-      override,
-      entry,
-    )
+    try {
+      const out = await this.#ctx.bridge!.call(
+        definition,
+        format,
+        responseFormat(definition, format),
+        payload,
+        override,
+        entry,
+      )
+      if (out.call) this.#learnIdentity(out.call)
+      if (entry.aborted || !this.#carrier.open) return
+      if (out.ok) this.#carrier.sendBody(FrameType.RESPONSE, id, out.body)
+      else this.#carrier.sendBody(FrameType.ERROR, id, withRequestId(out.body, requestId))
+    } catch (err) {
+      this.#failed(id, err, entry)
+    } finally {
+      this.#settle(id, entry)
+    }
   }
 
   /** A unary call's value as its RESPONSE frame (nothing when the call was cancelled or the carrier closed). */

@@ -99,6 +99,37 @@ function revokedError(): UnauthorizedException {
   return new UnauthorizedException(TOKEN_REVOKED)
 }
 
+/**
+ * A frame connection's last verified token (WebSocket, TCP: `call.connection` is one object per
+ * connection), so that its next call with the same token skips even the verified-token cache: its key,
+ * Map lookup and constant-time comparison. Kept under a symbol on the connection object.
+ */
+const LAST_TOKEN = Symbol('trivium.auth.lastToken')
+
+interface LastToken {
+  readonly token: string
+  readonly claims: TokenClaims
+  /** `exp` in ms: the token is expired from this instant on (README "Tokens"). */
+  readonly expiresAtMs: number
+}
+
+/**
+ * The claims of `token` on `call`'s connection: the connection's last verified token when `token` is
+ * the same string and has not expired (the check the verified-token cache makes on a hit; a token with
+ * `nbf` is stored only once valid, and stays valid as time goes on), else `validatedClaims`. The `===`
+ * is not constant-time on purpose: it compares with a token this same connection sent before, so it
+ * can only tell a client what it sent itself. With `verifiedCacheSize: 0` every call is verified.
+ */
+function connectionClaims(tokens: TokenService, call: TriviumCall<any>, token: string): TokenClaims {
+  const connection = call.connection as Record<symbol, LastToken | undefined> | undefined
+  if (connection === undefined || tokens.verifiedCacheSize === 0) return validatedClaims(tokens, token)
+  const last = connection[LAST_TOKEN]
+  if (last !== undefined && last.token === token && tokens.clock() < last.expiresAtMs) return last.claims
+  const claims = validatedClaims(tokens, token)
+  connection[LAST_TOKEN] = { token, claims, expiresAtMs: claims.expiresAt.getTime() }
+  return claims
+}
+
 /** The validation half of `authenticateToken` (no revocation check). */
 function validatedClaims(tokens: TokenService, token: string): TokenClaims {
   const result = tokens.validate(token)
@@ -141,13 +172,15 @@ export function createAuthMiddleware(options: AuthMiddlewareOptions): Middleware
         publishFailure('missing')
         throw new UnauthorizedException(AUTHENTICATION_REQUIRED)
       }
+      const claims = connectionClaims(tokens, call, token)
       if (!(revocation instanceof MemoryRevocationStore)) {
-        return authenticateToken(tokens, revocation, token).then((claims) => {
+        // The same steps as authenticateToken, with the connection's last token reused.
+        return revocation.contains(claims.jti).then((revoked) => {
+          if (revoked) throw revokedError()
           setUserContext(call, claims)
           return next()
         })
       }
-      const claims = validatedClaims(tokens, token)
       if (revocation.containsSync(claims.jti)) throw revokedError()
       setUserContext(call, claims)
       return next()

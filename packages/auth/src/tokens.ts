@@ -173,6 +173,11 @@ export class TokenService {
   private readonly cache = new Map<number, CacheEntry>()
   private readonly cacheSize: number
 
+  /** Entries of the verified-token cache (`verifiedCacheSize`; 0: every token is verified every time). */
+  get verifiedCacheSize(): number {
+    return this.cacheSize
+  }
+
   constructor(options: TokenServiceOptions) {
     if (typeof options !== 'object' || options === null)
       throw new TypeError('@trivium/auth: options are required')

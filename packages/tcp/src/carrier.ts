@@ -20,8 +20,9 @@ export class TcpCarrier implements FrameCarrier {
   readonly #partialFrameTimeoutMs: number
   readonly #metadata = new MetadataReader()
   #partialSince = 0
-  #queue: Uint8Array[] = []
-  #queuedBytes = 0
+  /** The frames of this turn, written one after another into one buffer (sent, then dropped, at flush). */
+  #out: Buffer | undefined
+  #outLength = 0
   #flushScheduled = false
   readonly #flush = (): void => this.#write()
 
@@ -52,23 +53,35 @@ export class TcpCarrier implements FrameCarrier {
   }
 
   get backlog(): number {
-    return this.#queuedBytes + this.#socket.writableLength
+    return this.#outLength + this.#socket.writableLength
   }
 
   sendBody(type: number, requestId: number, body: Uint8Array | string): void {
     if (this.#socket.destroyed) return
-    const size = typeof body === 'string' ? Buffer.byteLength(body) : body.length
-    const bytes = Buffer.allocUnsafe(9 + size)
-    bytes.writeUInt32BE(5 + size, 0)
-    bytes.writeUInt32BE(requestId, 4)
-    bytes[8] = type
-    if (typeof body === 'string') bytes.write(body, 9, 'utf8')
-    else bytes.set(body, 9)
-    this.#enqueue(bytes)
+    // A string is written straight into the turn's buffer, with room for its longest UTF-8 form (short
+    // strings) or its exact one (long strings, so that the room is not three times the text).
+    const text = typeof body === 'string'
+    const room = text ? (body.length <= 4096 ? body.length * 3 : Buffer.byteLength(body)) : body.length
+    const at = this.#reserve(9 + room)
+    const out = this.#out as Buffer
+    let size: number
+    if (text) size = out.write(body, at + 9, room, 'utf8')
+    else {
+      out.set(body, at + 9)
+      size = body.length
+    }
+    out.writeUInt32BE(5 + size, at)
+    out.writeUInt32BE(requestId, at + 4)
+    out[at + 8] = type
+    this.#outLength = at + 9 + size
   }
 
   sendFrame(frame: Frame): void {
-    if (!this.#socket.destroyed) this.#enqueue(encodeTcpFrame(frame))
+    if (this.#socket.destroyed) return
+    const bytes = encodeTcpFrame(frame)
+    const at = this.#reserve(bytes.length)
+    ;(this.#out as Buffer).set(bytes, at)
+    this.#outLength = at + bytes.length
   }
 
   drain(signal: AbortSignal): Promise<void> {
@@ -89,29 +102,37 @@ export class TcpCarrier implements FrameCarrier {
     }
   }
 
-  #enqueue(bytes: Uint8Array): void {
-    this.#queue.push(bytes)
-    this.#queuedBytes += bytes.length
+  /**
+   * Makes room for `bytes` more at the end of the turn's buffer (a new buffer for the first frame of a
+   * turn, a bigger copy when full) and schedules the flush; returns where they go.
+   */
+  #reserve(bytes: number): number {
+    const at = this.#outLength
+    const out = this.#out
+    if (out === undefined) {
+      // Small first buffers come from Node's shared pool (cheap); a turn that needs more grows it.
+      this.#out = Buffer.allocUnsafe(Math.max(bytes, 2048))
+    } else if (at + bytes > out.length) {
+      const bigger = Buffer.allocUnsafe(Math.max(at + bytes, out.length * 2))
+      out.copy(bigger, 0, 0, at)
+      this.#out = bigger
+    }
     if (!this.#flushScheduled) {
       this.#flushScheduled = true
       setImmediate(this.#flush)
     }
+    return at
   }
 
   #write(): void {
     this.#flushScheduled = false
-    if (this.#queue.length === 0 || this.#socket.destroyed) {
-      this.#queue = []
-      this.#queuedBytes = 0
-      return
-    }
-    const data =
-      this.#queue.length === 1
-        ? (this.#queue[0] as Uint8Array)
-        : Buffer.concat(this.#queue, this.#queuedBytes)
-    this.#queue = []
-    this.#queuedBytes = 0
-    this.#socket.write(data)
+    const out = this.#out
+    const length = this.#outLength
+    this.#out = undefined
+    this.#outLength = 0
+    if (out === undefined || length === 0 || this.#socket.destroyed) return
+    // The socket keeps the bytes until they are sent: the buffer is never written again.
+    this.#socket.write(out.subarray(0, length))
   }
 
   #onData(chunk: Buffer): void {

@@ -1,5 +1,6 @@
 // Side by side (issue 19): the same `GET` → {hello:"world"} on bare Fastify, bare Fastify with the spec's
-// headers precomputed (the ceiling for a stack that must send them), a Trivium endpoint without
+// headers precomputed (the ceiling for a stack that must send them; and the same headers set in onSend,
+// which costs more), a Trivium endpoint without
 // middleware, the full Trivium stack (public; authenticated + permission), the official-plugin stack and
 // NestJS, each server in its own process on CPU 0, wrk (-t1 -c50) on CPU 1, interleaved rounds, medians,
 // ratios within this run. First a headroom check: the generator must not be the limit.
@@ -50,6 +51,7 @@ async function restartServers(cases) {
 try {
   const bare = await start(here('./bare.mjs'))
   const ceiling = await start(here('./bare.mjs'), { BENCH_HEADERS: '1' })
+  const ceilingOnSend = await start(here('./bare.mjs'), { BENCH_HEADERS: 'onSend' })
   const core = await start(here('../core/server.mjs'))
   const stackPublic = await start(here('../stack/server.mjs'))
   const stackSecure = await start(here('../stack/server.mjs'))
@@ -116,6 +118,11 @@ try {
   const cases = [
     { name: 'bare fastify', url: url(bare, '/hello'), pid: bare.pid },
     { name: 'bare fastify + spec headers (ceiling)', url: url(ceiling, '/hello'), pid: ceiling.pid },
+    {
+      name: 'the same headers set in onSend',
+      url: url(ceilingOnSend, '/hello'),
+      pid: ceilingOnSend.pid,
+    },
     { name: 'trivium endpoint, no middleware', url: url(core, '/core'), pid: core.pid },
     {
       name: 'full stack, public',

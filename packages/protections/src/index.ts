@@ -27,10 +27,11 @@ const protections: FastifyPluginAsync<TriviumProtectionsOptions> = async (fastif
   if (typeof options !== 'object' || options === null) {
     throw new TypeError('@trivium/protections: options must be an object')
   }
-  // CORS first: a preflight is answered before anything else runs.
-  if (options.cors !== false) await fastify.register(cors, options.cors ?? {})
+  // Security headers first (set in onRequest, so a preflight answered by CORS carries them), then CORS: a
+  // preflight is answered before the rest runs.
   if (options.securityHeaders !== false)
     await fastify.register(securityHeaders, options.securityHeaders ?? {})
+  if (options.cors !== false) await fastify.register(cors, options.cors ?? {})
   if (options.rateLimit !== false) await fastify.register(rateLimit, options.rateLimit ?? {})
 }
 

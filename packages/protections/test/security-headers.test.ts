@@ -94,6 +94,44 @@ t.test('custom headers are added and override same-name defaults case-insensitiv
   t.same(wire.sort(), ['content-security-policy', 'x-frame-options'])
 })
 
+t.test('an answer from an onRequest hook registered before the plugin carries them too', async (t) => {
+  // The headers are set when the request reaches the plugin's onRequest hook; a response sent before
+  // that (here: an app hook that answers 503 first) gets them in onSend.
+  const app = Fastify()
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.url === '/early') return reply.code(503).send({ busy: true })
+  })
+  await app.register(trivium)
+  await app.register(securityHeaders)
+  app.get('/early', async () => 'never')
+  app.get('/late', async () => 'text')
+  await app.ready()
+  t.teardown(() => app.close())
+  const names = Object.keys(SPEC_HEADERS)
+  const early = await app.inject('/early')
+  t.equal(early.statusCode, 503)
+  t.same(pick(early.headers, names), SPEC_HEADERS, 'the early 503 carries the seven headers')
+  const late = await app.inject('/late')
+  t.same(pick(late.headers, names), SPEC_HEADERS)
+  const wire = late.raw.res.getHeaderNames().filter((n) => names.includes(n))
+  t.equal(wire.length, 7, 'each once')
+})
+
+t.test("a route's own value for one of the headers is kept (as with helmet)", async (t) => {
+  const app = Fastify()
+  await app.register(trivium)
+  await app.register(securityHeaders)
+  app.get('/framed', async (_request, reply) => {
+    reply.header('X-Frame-Options', 'SAMEORIGIN')
+    return 'text'
+  })
+  await app.ready()
+  t.teardown(() => app.close())
+  const r = await app.inject('/framed')
+  t.equal(r.headers['x-frame-options'], 'SAMEORIGIN')
+  t.equal(r.headers['content-security-policy'], "default-src 'self'")
+})
+
 t.test('bad custom headers are refused at registration', async (t) => {
   for (const [headers, message] of [
     [{ 'bad name': 'x' }, '@trivium/protections: invalid header name "bad name"'],

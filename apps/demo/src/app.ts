@@ -96,8 +96,12 @@ async function openBackends(app: FastifyInstance, config: DemoConfig): Promise<B
     ? new Redis(config.redisUrl, {
         enableOfflineQueue: false,
         maxRetriesPerRequest: 1,
-        // Revocation and rate-limit commands of concurrent requests share round trips.
+        // Revocation lookups of concurrent requests share round trips (while the mirror is not on).
         enableAutoPipelining: true,
+        // The rate-limit store batches its hits itself (one script call per event-loop turn): through the
+        // auto-pipeline its calls would wait for each other (one pipeline in flight at a time) and pay for
+        // a Pipeline object each.
+        autoPipeliningIgnoredCommands: ['evalsha', 'eval'],
       })
     : undefined
   if (redis) {

@@ -213,6 +213,41 @@ t.test('payload and metadata text: short and long, valid and invalid UTF-8, as o
   t.same(dec((await c.reply(6, FrameType.RESPONSE))?.payload as Uint8Array), {})
 })
 
+t.test('one turn of answers in one buffer: growth, long and multibyte text, exact lengths', async (t) => {
+  // The carrier writes the frames of a turn one after another into one buffer (2 KiB first, grown when
+  // full) and a string straight into it: answers of every size and UTF-8 width must come out exact.
+  const { app, port } = await buildApp()
+  t.teardown(() => app.close())
+  const c = await TcpClient.open(port)
+  t.teardown(() => c.socket.destroy())
+  const json = encodeMetadata({ format: 'json' })
+  const text = (s: string) => new TextEncoder().encode(s)
+  const frame = (id: number, body: string) => {
+    const b = text(body)
+    const payload = new Uint8Array(json.length + b.length)
+    payload.set(json)
+    payload.set(b, json.length)
+    return encodeTcpFrame({ type: FrameType.REQUEST, requestId: id, endpoint: 'echo', payload })
+  }
+  const values = [
+    'a',
+    'é'.repeat(700), // 1400 bytes: the second answer no longer fits the first 2 KiB
+    '€'.repeat(5000), // over 4096 characters: sized exactly, 15 000 bytes
+    '😀'.repeat(1500), // surrogate pairs, 4 bytes each
+    'z',
+  ]
+  // One write: every request is read in one turn, so every answer goes out in one buffer.
+  const all = values.map((v, i) => frame(i + 1, JSON.stringify({ v })))
+  c.write(Buffer.concat(all))
+  for (const [i, v] of values.entries()) {
+    const reply = await c.reply(i + 1, FrameType.RESPONSE)
+    t.same(dec(reply?.payload as Uint8Array), { v }, `answer ${i + 1}`)
+  }
+  // The stream stays in sync afterwards.
+  c.write(frame(9, '{"after":true}'))
+  t.same(dec((await c.reply(9, FrameType.RESPONSE))?.payload as Uint8Array), { after: true })
+})
+
 t.test('a frame dribbled in one byte at a time still completes', async (t) => {
   // Its own server: under a loaded machine 30 one-byte writes can take longer than the 150 ms above.
   const { app, port } = await buildApp({ maxFrameBytes: 4096 })

@@ -33,7 +33,9 @@ t.test(
     t.same(first.slice(0, 3), ['Task 130', 'Task 129', 'Task 128'], 'newest first')
     t.ok(await page.isVisible('#more-button'))
 
-    await page.click('#more-button')
+    // A DOM click, not page.click: that scrolls the button into view first, and the scroll alone may load
+    // every remaining page (the infinite-scroll path, tested below), hiding the button before the click.
+    await page.locator('#more-button').dispatchEvent('click')
     await page.waitForFunction(() => document.querySelectorAll('#tasks li').length >= 100)
     await page.locator('#more-button').scrollIntoViewIfNeeded() // infinite scroll loads the rest
     await page.waitForFunction(() => document.querySelectorAll('#tasks li').length === 130)

@@ -85,7 +85,11 @@ export async function authenticateToken(
   revocation: RevocationStore,
   token: string,
 ): Promise<TokenClaims> {
-  const claims = validatedClaims(tokens, token)
+  return notRevoked(revocation, validatedClaims(tokens, token))
+}
+
+/** `claims` once the revocation list says their token is not on it (else `Token has been revoked`). */
+async function notRevoked(revocation: RevocationStore, claims: TokenClaims): Promise<TokenClaims> {
   const revoked =
     revocation instanceof MemoryRevocationStore
       ? revocation.containsSync(claims.jti)
@@ -174,9 +178,7 @@ export function createAuthMiddleware(options: AuthMiddlewareOptions): Middleware
       }
       const claims = connectionClaims(tokens, call, token)
       if (!(revocation instanceof MemoryRevocationStore)) {
-        // The same steps as authenticateToken, with the connection's last token reused.
-        return revocation.contains(claims.jti).then((revoked) => {
-          if (revoked) throw revokedError()
+        return notRevoked(revocation, claims).then(() => {
           setUserContext(call, claims)
           return next()
         })

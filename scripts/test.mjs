@@ -35,9 +35,34 @@ const child = spawn('node_modules/.bin/tap', files, {
   env: { ...process.env, FORCE_COLOR: '0' },
 })
 let tail = ''
+// CI keeps only the end of the output: the failures are named again there, each with the subtests it sits in.
+const failures = []
+const subtests = []
+let partial = ''
+function readLine(line) {
+  const subtest = /^(\s*)# Subtest: (.*)$/.exec(line)
+  if (subtest) {
+    const depth = subtest[1].length / 4
+    subtests.length = depth
+    subtests[depth] = subtest[2]
+    return
+  }
+  const notOk = /^(\s*)not ok \d+ - (.*)$/.exec(line)
+  if (notOk && !/# TODO|# SKIP/.test(notOk[2])) {
+    const depth = notOk[1].length / 4
+    const path = subtests.slice(0, depth + 1)
+    // A parent's "not ok" repeats a child's failure already listed.
+    if (!failures.some((f) => f.startsWith(path.join(' > '))))
+      failures.push(path.concat(notOk[2]).join(' > '))
+  }
+}
 child.stdout.on('data', (chunk) => {
   process.stdout.write(chunk)
-  tail = (tail + chunk.toString()).slice(-4096)
+  const text = chunk.toString()
+  tail = (tail + text).slice(-4096)
+  const lines = (partial + text).split('\n')
+  partial = lines.pop() ?? ''
+  for (const line of lines) readLine(line)
 })
 child.on('close', (code) => {
   const match = /# \{ total: (\d+)(?:, pass: (\d+))?(?:, fail: (\d+))?/.exec(tail)
@@ -50,6 +75,7 @@ child.on('close', (code) => {
   } else {
     failed = 1
   }
+  if (failures.length > 0) console.log(`failed:\n${failures.map((f) => `  ${f}`).join('\n')}`)
   console.log(`${passed} passed, ${failed} failed`)
   process.exit(code ?? 1)
 })

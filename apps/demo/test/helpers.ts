@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { cpSync, existsSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
+import { connectPglite } from '@trivium/sql'
 import type { Test } from 'tap'
 import { buildApp } from '../dist/app.js'
 import { type DemoConfig, loadConfig } from '../dist/config.js'
@@ -44,9 +46,47 @@ export async function dropBackend(config: Partial<DemoConfig>): Promise<void> {
   }
 }
 
+/** The PGlite version @trivium/sql loads (its package.json is not exported: found above its entry). */
+function pgliteVersion(): string {
+  const fromSql = createRequire(createRequire(import.meta.url).resolve('@trivium/sql'))
+  let dir = dirname(fromSql.resolve('@electric-sql/pglite'))
+  while (
+    !existsSync(join(dir, 'package.json')) ||
+    !readFileSync(join(dir, 'package.json'), 'utf8').includes('"name": "@electric-sql/pglite"')
+  )
+    dir = dirname(dir)
+  return JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).version
+}
+const INITDB_TEMPLATE = join(tmpdir(), `trivium-test-initdb-${pgliteVersion()}`)
+let template: Promise<string> | undefined
+
+/**
+ * An empty PGlite cluster (initdb only: no schema, no rows), made once per machine and PGlite version.
+ * initdb is most of a demo's start-up (~3 s of ~4 s); a copy of its result is what the demo would create
+ * in a new data folder, and the demo then migrates and seeds it as on a first start.
+ */
+function initdbTemplate(): Promise<string> {
+  template ??= (async () => {
+    if (existsSync(join(INITDB_TEMPLATE, 'PG_VERSION'))) return INITDB_TEMPLATE
+    // Made aside and renamed into place: test files running at once never see half a template.
+    const aside = mkdtempSync(join(dirname(INITDB_TEMPLATE), 'trivium-test-initdb-making-'))
+    const db = await connectPglite({ dataDir: aside, initdbInChildProcess: true })
+    await db.close()
+    try {
+      renameSync(aside, INITDB_TEMPLATE)
+    } catch {
+      rmSync(aside, { recursive: true, force: true }) // another file made it first
+    }
+    return INITDB_TEMPLATE
+  })()
+  return template
+}
+
 /** A demo app on a fresh data folder (PGlite), TCP on a random port, no logs. */
 export async function startDemo(t: Test, overrides: Partial<DemoConfig> = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), 'trivium-demo-'))
+  if (overrides.databaseUrl === undefined)
+    cpSync(await initdbTemplate(), join(dataDir, 'pglite'), { recursive: true })
   const config: DemoConfig = {
     ...loadConfig({}),
     dataDir,

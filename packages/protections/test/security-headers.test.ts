@@ -117,6 +117,42 @@ t.test('an answer from an onRequest hook registered before the plugin carries th
   t.equal(wire.length, 7, 'each once')
 })
 
+t.test('the onSend fallback is there only when an onRequest hook runs before the plugin', async (t) => {
+  // The GET route's hooks as Fastify prints them.
+  const hooksOf = async (earlier: boolean) => {
+    const app = Fastify()
+    if (earlier)
+      app.addHook('onRequest', function appHook(_request, _reply, done) {
+        done()
+      })
+    await app.register(securityHeaders)
+    app.get('/a', async () => 'text')
+    await app.ready()
+    const printed = app.printRoutes({ includeHooks: true, commonPrefix: false })
+    await app.close()
+    return printed
+      .slice(printed.indexOf('/a (GET)'), printed.indexOf('/a (HEAD)'))
+      .split('\n')
+      .map((line) => line.trim())
+      .filter(Boolean)
+  }
+  t.same(
+    await hooksOf(false),
+    ['/a (GET)', '• (onRequest) ["setSecurityHeaders()"]'],
+    'nothing can answer before the plugin: no onSend hook',
+  )
+  t.same(
+    await hooksOf(true),
+    [
+      '/a (GET)',
+      '• (onRequest) ["appHook()","setSecurityHeaders()"]',
+      '• (onSend) ["securityHeadersFallback()"]',
+    ],
+    'an app hook runs first: the fallback is added',
+  )
+  // What the fallback does: 'an answer from an onRequest hook registered before the plugin carries them too'.
+})
+
 t.test("a route's own value for one of the headers is kept (as with helmet)", async (t) => {
   const app = Fastify()
   await app.register(trivium)

@@ -288,12 +288,13 @@ for (const engine of engines) {
     await rbac.revokeRole(3, role.id)
     t.same(await rbac.liveRights(3), { roles: [], permissions: [] }, 'revoke invalidates')
 
-    const short = new RbacService(client, { liveCacheTtlMs: 20 })
+    // A TTL a loaded machine cannot outrun between the two reads (20 ms could pass during the UPDATE).
+    const short = new RbacService(client, { liveCacheTtlMs: 1000 })
     await rbac.assignRole(3, role.id)
     t.same((await short.liveRights(3)).roles, ['reader'])
     await client.query('UPDATE user_roles SET revoked_at = now() WHERE user_id = 3')
     t.same((await short.liveRights(3)).roles, ['reader'], 'cached within TTL')
-    await new Promise((r) => setTimeout(r, 40))
+    await new Promise((r) => setTimeout(r, 1100))
     t.same((await short.liveRights(3)).roles, [], 'expired after TTL')
 
     const none = new RbacService(client, { liveCacheTtlMs: 0, liveCacheMax: 1 })

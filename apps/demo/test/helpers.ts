@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { cpSync, existsSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
@@ -46,22 +46,35 @@ export async function dropBackend(config: Partial<DemoConfig>): Promise<void> {
   }
 }
 
-/** The PGlite version @trivium/sql loads (its package.json is not exported: found above its entry). */
-function pgliteVersion(): string {
-  const fromSql = createRequire(createRequire(import.meta.url).resolve('@trivium/sql'))
+/**
+ * What an initdb made by this checkout depends on: the PGlite version @trivium/sql loads (its package.json
+ * is not exported: found above its entry) and @trivium/sql's own PGlite start-up code (its start
+ * parameters), hashed.
+ */
+function templateKey(): string {
+  const sqlEntry = createRequire(import.meta.url).resolve('@trivium/sql')
+  const fromSql = createRequire(sqlEntry)
   let dir = dirname(fromSql.resolve('@electric-sql/pglite'))
-  while (
-    !existsSync(join(dir, 'package.json')) ||
-    !readFileSync(join(dir, 'package.json'), 'utf8').includes('"name": "@electric-sql/pglite"')
-  )
+  const isPglite = (d: string) =>
+    existsSync(join(d, 'package.json')) &&
+    readFileSync(join(d, 'package.json'), 'utf8').includes('"name": "@electric-sql/pglite"')
+  while (!isPglite(dir)) {
+    if (dirname(dir) === dir)
+      throw new Error('test helpers: the package.json of @electric-sql/pglite was not found')
     dir = dirname(dir)
-  return JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).version
+  }
+  const version = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).version as string
+  const startUp = createHash('sha256')
+    .update(readFileSync(join(dirname(sqlEntry), 'pglite.js')))
+    .digest('hex')
+    .slice(0, 12)
+  return `${version}-${startUp}`
 }
-const INITDB_TEMPLATE = join(tmpdir(), `trivium-test-initdb-${pgliteVersion()}`)
+const INITDB_TEMPLATE = join(tmpdir(), `trivium-test-initdb-${templateKey()}`)
 let template: Promise<string> | undefined
 
 /**
- * An empty PGlite cluster (initdb only: no schema, no rows), made once per machine and PGlite version.
+ * An empty PGlite cluster (initdb only: no schema, no rows), made once per machine and `templateKey()`.
  * initdb is most of a demo's start-up (~3 s of ~4 s); a copy of its result is what the demo would create
  * in a new data folder, and the demo then migrates and seeds it as on a first start.
  */

@@ -47,28 +47,19 @@ export async function dropBackend(config: Partial<DemoConfig>): Promise<void> {
 }
 
 /**
- * What an initdb made by this checkout depends on: the PGlite version @trivium/sql loads (its package.json
- * is not exported: found above its entry) and @trivium/sql's own PGlite start-up code (its start
- * parameters), hashed.
+ * What an initdb made by this checkout depends on, hashed: the PGlite that @trivium/sql loads (where its
+ * entry is, which names the version in pnpm's layout, and the entry itself) and @trivium/sql's PGlite
+ * start-up code (its start parameters).
  */
 function templateKey(): string {
   const sqlEntry = createRequire(import.meta.url).resolve('@trivium/sql')
-  const fromSql = createRequire(sqlEntry)
-  let dir = dirname(fromSql.resolve('@electric-sql/pglite'))
-  const isPglite = (d: string) =>
-    existsSync(join(d, 'package.json')) &&
-    readFileSync(join(d, 'package.json'), 'utf8').includes('"name": "@electric-sql/pglite"')
-  while (!isPglite(dir)) {
-    if (dirname(dir) === dir)
-      throw new Error('test helpers: the package.json of @electric-sql/pglite was not found')
-    dir = dirname(dir)
-  }
-  const version = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).version as string
-  const startUp = createHash('sha256')
+  const pgliteEntry = createRequire(sqlEntry).resolve('@electric-sql/pglite')
+  return createHash('sha256')
+    .update(pgliteEntry)
+    .update(readFileSync(pgliteEntry))
     .update(readFileSync(join(dirname(sqlEntry), 'pglite.js')))
     .digest('hex')
-    .slice(0, 12)
-  return `${version}-${startUp}`
+    .slice(0, 16)
 }
 const INITDB_TEMPLATE = join(tmpdir(), `trivium-test-initdb-${templateKey()}`)
 let template: Promise<string> | undefined

@@ -50,10 +50,13 @@ function readLine(line) {
   const notOk = /^(\s*)not ok \d+ - (.*)$/.exec(line)
   if (notOk && !/# TODO|# SKIP/.test(notOk[2])) {
     const depth = notOk[1].length / 4
+    const title = notOk[2].replace(/ # time=[\d.]+m?s$/, '')
     const path = subtests.slice(0, depth + 1)
-    // A parent's "not ok" repeats a child's failure already listed.
-    if (!failures.some((f) => f.startsWith(path.join(' > '))))
-      failures.push(path.concat(notOk[2]).join(' > '))
+    // A subtest's own result line (at its "# Subtest:" depth, with its title) after failures inside it
+    // repeats them; alone (a timeout, a throw) it is the failure.
+    const own = path[depth] === title
+    const name = own ? path.join(' > ') : path.concat(title).join(' > ')
+    if (!own || !failures.some((f) => f.startsWith(`${name} > `))) failures.push(name)
   }
 }
 child.stdout.on('data', (chunk) => {

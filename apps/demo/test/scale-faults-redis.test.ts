@@ -39,6 +39,26 @@ t.test('Redis outage under two instances', async (t) => {
   const down = performance.now()
 
   await t.test('revocation fails closed on both instances', async (t) => {
+    // Until an instance has seen its Redis connections close, its revocation mirror is still a complete
+    // copy (nothing can be revoked while Redis is down) and answers from memory (PROTOCOL.md "Revocation
+    // window"): the valid token may pass, the revoked one never. Then both get the 503.
+    for (const i of instances) {
+      const seen: string[] = []
+      const failedClosed = await until(async () => {
+        const valid = (await api(i.base, 'GET', '/tasks?limit=1', { token: kept.accessToken })).status
+        const gone = (await api(i.base, 'GET', '/tasks?limit=1', { token: revoked.accessToken })).status
+        seen.push(`${valid}/${gone}`)
+        return valid === 503 && gone === 503
+      }, 1000)
+      t.ok(
+        failedClosed,
+        `${i.name} fails closed within 1000 ms of the outage (valid/revoked: ${seen.join(', ')})`,
+      )
+      t.ok(
+        seen.every((pair) => pair === '200/401' || pair.endsWith('/503')),
+        `${i.name}: meanwhile the valid token passed at most from the mirror, the revoked one never`,
+      )
+    }
     for (const i of instances) {
       for (const [label, token] of [
         ['valid', kept.accessToken],

@@ -102,6 +102,12 @@ const allCases = [
   ],
   ['raw ws echo (ceiling)', (s) => frames('ws', ports.wsRaw, s)],
   ['raw net echo (ceiling)', (s) => frames('tcp', ports.netRaw, s)],
+  // The same raw server fed `auth TCP direct`'s frames (token metadata included): the ceiling for the
+  // same request bytes, which the small `hello` frames of the row above are not.
+  [
+    'raw net, secure frames (ceiling)',
+    (s) => frames('tcp', ports.netRaw, s, { endpoint: 'secure', ...tcpMeta({ auth_token: token }) }),
+  ],
 ]
 const cases = only ? allCases.filter(([n]) => only.some((o) => n.includes(o))) : allCases
 try {
@@ -154,6 +160,13 @@ try {
   cpuRow('  by server CPU per request', 'trivium WebSocket', 'raw ws echo (ceiling)')
   row('TCP direct / raw net (≥ 0.7)', 'trivium TCP direct', 'raw net echo (ceiling)', 'auth TCP direct')
   cpuRow('  by server CPU per request', 'trivium TCP direct', 'raw net echo (ceiling)')
+  row(
+    '  same request bytes (secure)',
+    'trivium TCP direct',
+    'raw net echo (ceiling)',
+    'auth TCP direct',
+    'raw net, secure frames (ceiling)',
+  )
 } finally {
   server.kill('SIGTERM')
   await once(server, 'exit')

@@ -25,47 +25,22 @@ if (which === 'bare' || which === 'ceiling') {
   }
   app.get('/hello', async () => ({ hello: 'world' }))
   path = '/hello'
-} else {
-  // The side-by-side servers: bench/core/server.mjs (`core`) and bench/stack/server.mjs.
+} else if (which === 'core') {
+  // bench/core/server.mjs's endpoint: @trivium/core alone.
   const { default: trivium } = await import('@trivium/core')
   const { default: Fastify } = await import('fastify')
+  const { registerEndpoints } = await import('../stack/endpoints.mjs')
   app = Fastify({ logger: false })
   await app.register(trivium)
-  if (which !== 'core') {
-    const { default: triviumAuth } = await import('@trivium/auth')
-    const { default: triviumCodec } = await import('@trivium/codec')
-    const { default: triviumProtections } = await import('@trivium/protections')
-    const { createRbacMiddleware } = await import('@trivium/rbac')
-    await app.register(triviumCodec)
-    await app.register(triviumAuth, {
-      secret: 'bench-secret-bench-secret-bench-secret-0123',
-      issuer: 'bench',
-    })
-    app.trivium.use(createRbacMiddleware(), { name: 'rbac', after: ['auth'] })
-    await app.register(triviumProtections, {
-      rateLimit: { defaultLimit: { requests: 1e9, windowMs: 60_000 } },
-    })
-  }
-  app.trivium.endpoint('public.hello', { method: 'GET', url: '/public', auth: 'public' }, () => ({
-    hello: 'world',
-  }))
-  app.trivium.endpoint(
-    'secure.hello',
-    { method: 'GET', url: '/secure', permissions: ['hello:read'] },
-    () => ({ hello: 'world' }),
-  )
+  registerEndpoints(app)
+  path = '/public'
+} else {
+  // bench/stack/server.mjs's app.
+  const { createStackApp, issueBenchToken } = await import('../stack/app.mjs')
+  app = await createStackApp()
   await app.ready()
   path = which === 'secure' ? '/secure' : '/public'
-  if (which === 'secure') {
-    const token = await app.triviumAuth.issueAccessToken({
-      id: 1,
-      username: 'bench',
-      email: 'bench@example.com',
-      roles: ['member'],
-      permissions: ['hello:read'],
-    })
-    headers.authorization = `Bearer ${token}`
-  }
+  if (which === 'secure') headers.authorization = `Bearer ${await issueBenchToken(app)}`
 }
 await app.ready()
 

@@ -11,7 +11,13 @@ import {
   type TriviumIdentity,
   toErrorBody,
 } from '@trivium/core'
-import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
+import type {
+  FastifyContextConfig,
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  RouteOptions,
+} from 'fastify'
 
 /** The rules of a protected plain route: every endpoint setting the registered plugins declare. */
 export interface TriviumRouteRules extends TriviumEndpointConfig {
@@ -101,14 +107,15 @@ export function installRouteGuard(fastify: FastifyInstance): void {
     // Middleware scoped to a child context (child.trivium.use) applies to that context's routes too.
     fastify.trivium.pipeline.setContext(definition, this)
   })
+  const configOf = routeConfigReader()
   // Callback style: routes without the option (every endpoint) pass without a promise.
   fastify.addHook('preHandler', (request, reply, done) => {
-    const options = request.routeOptions
-    const rules = options.config.triviumRoute
+    const rules = configOf(request).triviumRoute
     if (rules === undefined) return done()
     let definition = definitions.get(rules)
     if (definition === undefined) {
       // A route added before this plugin: app-wide middleware only (its context was not seen).
+      const options = request.routeOptions
       const method = Array.isArray(options.method) ? options.method.join(',') : String(options.method)
       definition = definitionOf(rules, method, options.url ?? request.url)
       definitions.set(rules, definition)
@@ -117,4 +124,36 @@ export function installRouteGuard(fastify: FastifyInstance): void {
       if (!answered) done()
     }, done)
   })
+}
+
+/** What the guard reads of Fastify's route context. */
+interface RouteContext {
+  config: FastifyContextConfig
+}
+
+/**
+ * How the guard reads a request's route config. `request.routeOptions.config` is the public way, but its
+ * getter builds a twelve-field object (and asks the router about version constraints) on every access,
+ * and the guard runs on every route of the app. The route context Fastify keeps on each request under
+ * its internal `fastify.context` symbol holds the same `config` object: found on the first request and
+ * used once it is seen to be that object; otherwise (another Fastify build) the public getter stays.
+ */
+export function routeConfigReader(): (request: FastifyRequest) => FastifyContextConfig {
+  let context: symbol | undefined
+  let decided = false
+  const held = (request: FastifyRequest, symbol: symbol) =>
+    (request as unknown as Record<symbol, RouteContext | undefined>)[symbol]
+  return (request) => {
+    if (context !== undefined) {
+      const config = held(request, context)?.config
+      if (config !== undefined) return config
+    }
+    const config = request.routeOptions.config
+    if (!decided) {
+      decided = true
+      const symbol = Object.getOwnPropertySymbols(request).find((s) => s.description === 'fastify.context')
+      if (symbol !== undefined && held(request, symbol)?.config === config) context = symbol
+    }
+    return config
+  }
 }

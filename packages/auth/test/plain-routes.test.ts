@@ -134,3 +134,44 @@ t.test('a protected route in a child context runs the scoped middleware of that 
   t.equal((await app.inject({ url: '/v1/legacy' })).headers['x-scope'], 'v1')
   t.equal((await app.inject({ url: '/legacy' })).headers['x-scope'], undefined)
 })
+
+t.test(
+  "the guard reads each route's own config, through Fastify's route context or the public getter",
+  async (t) => {
+    const { routeConfigReader } = await import('@trivium/auth/internal')
+    const app = Fastify()
+    t.teardown(() => app.close())
+    const read = routeConfigReader()
+    const seen: unknown[] = []
+    let getterCalls = 0
+    app.addHook('preHandler', async (request) => {
+      const expected = request.routeOptions.config
+      // Count the public getter's uses from here on (it builds a new object each time).
+      Object.defineProperty(request, 'routeOptions', {
+        get: () => {
+          getterCalls++
+          return { config: expected }
+        },
+      })
+      // The same object as the public getter's, request after request and route after route.
+      seen.push(read(request) === expected)
+    })
+    app.get('/a', { config: { triviumRoute: { auth: 'public', name: 'a' } } }, async () => ({}))
+    app.get('/b', async () => ({}))
+    await app.ready()
+    for (const url of ['/a', '/b', '/a', '/b', '/missing']) await app.inject({ url })
+    t.same(seen, [true, true, true, true, true])
+    t.equal(getterCalls, 1, 'only the first request used the public getter')
+
+    // A Fastify build without the internal symbol (or holding something else there): the public getter.
+    const config = { triviumRoute: { name: 'plain' } }
+    const plain = { routeOptions: { config } } as never
+    const other = { [Symbol('fastify.context')]: { config: {} }, routeOptions: { config } } as never
+    const fallback = routeConfigReader()
+    t.equal(fallback(plain), config)
+    t.equal(fallback(plain), config)
+    const mismatch = routeConfigReader()
+    t.equal(mismatch(other), config)
+    t.equal(mismatch(other), config, 'a symbol whose config is not the route config is never used')
+  },
+)

@@ -5,11 +5,21 @@
 // ceiling for any stack that sends the spec's headers. onRequest, not onSend: never the slower place for
 // them, in two of three runs about 1 µs per request cheaper (bench/README.md "Where the headers are set").
 // BENCH_HEADERS=onSend: the same headers set in an onSend hook instead, the case that shows the difference.
+// BENCH_SPIN_NS=<n> (with BENCH_HEADERS=1): the ceiling plus n ns of busy JavaScript per request, the
+// calibration case: what a known amount of JavaScript costs in server CPU per request on this machine.
 import Fastify from 'fastify'
 import { SPEC_HEADERS } from './headers.mjs'
 
 const app = Fastify({ logger: false })
-if (process.env.BENCH_HEADERS === '1') {
+const spin = BigInt(process.env.BENCH_SPIN_NS ?? 0)
+if (process.env.BENCH_HEADERS === '1' && spin > 0n) {
+  app.addHook('onRequest', (_request, reply, done) => {
+    reply.headers(SPEC_HEADERS)
+    const end = process.hrtime.bigint() + spin
+    while (process.hrtime.bigint() < end);
+    done()
+  })
+} else if (process.env.BENCH_HEADERS === '1') {
   app.addHook('onRequest', (_request, reply, done) => {
     reply.headers(SPEC_HEADERS)
     done()

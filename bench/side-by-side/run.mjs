@@ -17,6 +17,9 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
 const here = (f) => new URL(f, import.meta.url).pathname
 const token = (s) => s.lines.find((l) => l.startsWith('TOKEN ')).slice(6)
 const ORIGIN = 'https://app.example.com'
+// The calibration case: the ceiling plus this much busy JavaScript per request (bare.mjs BENCH_SPIN_NS).
+const SPIN_NS = 1000
+const CALIBRATION = 'ceiling + 1 µs of JavaScript (calibration)'
 
 const servers = []
 const specs = new Map() // server → how it was started, to start it again
@@ -52,6 +55,7 @@ try {
   const bare = await start(here('./bare.mjs'))
   const ceiling = await start(here('./bare.mjs'), { BENCH_HEADERS: '1' })
   const ceilingOnSend = await start(here('./bare.mjs'), { BENCH_HEADERS: 'onSend' })
+  const ceilingSpin = await start(here('./bare.mjs'), { BENCH_HEADERS: '1', BENCH_SPIN_NS: String(SPIN_NS) })
   const core = await start(here('../core/server.mjs'))
   const stackPublic = await start(here('../stack/server.mjs'))
   const stackSecure = await start(here('../stack/server.mjs'))
@@ -123,6 +127,11 @@ try {
       name: 'the same headers set in onSend',
       url: url(ceilingOnSend, '/hello'),
       pid: ceilingOnSend.pid,
+    },
+    {
+      name: CALIBRATION,
+      url: url(ceilingSpin, '/hello'),
+      pid: ceilingSpin.pid,
     },
     { name: 'trivium endpoint, no middleware', url: url(core, '/core'), pid: core.pid },
     {
@@ -222,6 +231,14 @@ try {
   const inProcess = row["ceiling route in the full stack's process"]
   console.log(
     `\nprocess layout: the ceiling route in the full stack's process / alone ${(inProcess.rps / ceilingRow.rps).toFixed(2)} (server CPU ${inProcess.cpuUsPerRequest.toFixed(1)} vs ${ceilingRow.cpuUsPerRequest.toFixed(1)} µs/req); full stack auth + permission / that route ${(secure.rps / inProcess.rps).toFixed(2)}, public ${(publicRow.rps / inProcess.rps).toFixed(2)}`,
+  )
+  // Not a target: how much server CPU one µs of JavaScript per request costs here, and so how many µs of
+  // JavaScript over the ceiling the ceiling target leaves (bench/README.md, "A µs of JavaScript costs more").
+  const spinRow = row[CALIBRATION]
+  const perJsUs = (spinRow.cpuUsPerRequest - ceilingRow.cpuUsPerRequest) / (SPIN_NS / 1000)
+  const budget = (ceilingRow.cpuUsPerRequest / 0.9 - ceilingRow.cpuUsPerRequest) / perJsUs
+  console.log(
+    `calibration: ${SPIN_NS / 1000} µs of JavaScript per request costs ${perJsUs.toFixed(1)} µs of server CPU per request (req/s ${(spinRow.rps / ceilingRow.rps).toFixed(2)} of the ceiling); the ceiling target (≥ 0.9) leaves ${budget.toFixed(1)} µs of JavaScript over the ceiling at that rate (bench/js-path measures it)`,
   )
   if (refused) process.exitCode = 1
 } finally {

@@ -238,7 +238,9 @@ try {
   const perJsUs = (spinRow.cpuUsPerRequest - ceilingRow.cpuUsPerRequest) / (SPIN_NS / 1000)
   const budget = (ceilingRow.cpuUsPerRequest / 0.9 - ceilingRow.cpuUsPerRequest) / perJsUs
   console.log(
-    `calibration: ${SPIN_NS / 1000} µs of JavaScript per request costs ${perJsUs.toFixed(1)} µs of server CPU per request (req/s ${(spinRow.rps / ceilingRow.rps).toFixed(2)} of the ceiling); the ceiling target (≥ 0.9) leaves ${budget.toFixed(1)} µs of JavaScript over the ceiling at that rate (bench/js-path measures it)`,
+    perJsUs > 0
+      ? `calibration: ${SPIN_NS / 1000} µs of JavaScript per request costs ${perJsUs.toFixed(1)} µs of server CPU per request (req/s ${(spinRow.rps / ceilingRow.rps).toFixed(2)} of the ceiling); the ceiling target (≥ 0.9) leaves ${budget.toFixed(1)} µs of JavaScript over the ceiling at that rate (bench/js-path measures it)`
+      : `calibration: not measurable in this run (the ceiling + ${SPIN_NS / 1000} µs of JavaScript used no more server CPU than the ceiling: noise; more rounds)`,
   )
   if (refused) process.exitCode = 1
 } finally {

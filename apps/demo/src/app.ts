@@ -218,7 +218,7 @@ async function registerTransports(app: FastifyInstance, config: DemoConfig, fano
       const token = websocketCredential(request.headers, request.query as Record<string, unknown>)
       if (!token) return undefined
       const claims = await app.triviumAuth.authenticate(token)
-      return { userId: claims.userId, tokenId: claims.jti, expiresAt: claims.expiresAt.getTime() }
+      return { userId: claims.userId, tokenId: claims.jti, expiresAt: claims.expiresAtMs }
     },
   })
   if (config.tcpPort >= 0) {

@@ -8,8 +8,10 @@ export class TokenClaims {
   readonly roles: readonly string[]
   readonly permissions: readonly string[]
   readonly tokenType: string
-  readonly issuedAt: Date
-  readonly expiresAt: Date
+  /** `iat` in ms since the epoch, fixed at verification. */
+  readonly issuedAtMs: number
+  /** `exp` in ms since the epoch, fixed at verification: what every expiry decision reads. */
+  readonly expiresAtMs: number
   readonly jti: string
 
   constructor(init: {
@@ -29,10 +31,22 @@ export class TokenClaims {
     this.roles = Object.freeze([...init.roles])
     this.permissions = Object.freeze([...init.permissions])
     this.tokenType = init.tokenType
-    this.issuedAt = init.issuedAt
-    this.expiresAt = init.expiresAt
+    this.issuedAtMs = init.issuedAt.getTime()
+    this.expiresAtMs = init.expiresAt.getTime()
     this.jti = init.jti
     Object.freeze(this)
+  }
+
+  // A Date is mutable even inside a frozen object, and claims are shared (verified-token cache, every
+  // call of a connection): each read gets a Date of its own, so no handler can move the expiry.
+  /** When the token was issued (`iat`); a new Date on every read. */
+  get issuedAt(): Date {
+    return new Date(this.issuedAtMs)
+  }
+
+  /** When the token expires (`exp`); a new Date on every read. */
+  get expiresAt(): Date {
+    return new Date(this.expiresAtMs)
   }
 
   /** True when `permission` is in permissions. */
@@ -73,10 +87,14 @@ export type ValidationResult = ValidationResultOf<TokenClaims>
 
 /** Claims of a valid refresh token (the documented smaller claim set). */
 export interface RefreshClaims {
-  userId: number
-  jti: string
-  issuedAt: Date
-  expiresAt: Date
+  readonly userId: number
+  readonly jti: string
+  /** `iat` / `exp` in ms since the epoch, fixed at verification. */
+  readonly issuedAtMs: number
+  readonly expiresAtMs: number
+  /** New Dates on every read (see TokenClaims). */
+  readonly issuedAt: Date
+  readonly expiresAt: Date
 }
 
 /** The result of validating a refresh token: same shape as ValidationResult. */
@@ -165,5 +183,16 @@ export function parseRefreshClaims(payload: Payload): RefreshClaims {
   const exp = needSeconds(payload, 'exp')
   const jti = needString(payload, 'jti')
   const userId = needUserId(payload)
-  return Object.freeze({ userId, jti, issuedAt: new Date(iat * 1000), expiresAt: new Date(exp * 1000) })
+  return Object.freeze({
+    userId,
+    jti,
+    issuedAtMs: iat * 1000,
+    expiresAtMs: exp * 1000,
+    get issuedAt() {
+      return new Date(iat * 1000)
+    },
+    get expiresAt() {
+      return new Date(exp * 1000)
+    },
+  })
 }

@@ -2,7 +2,6 @@
 export { ClaimError, parseAccessClaims, parseRefreshClaims } from './claims.js'
 export { setUserContext } from './middleware.js'
 export { checkJti, checkTtl } from './revocation.js'
-export { routeConfigReader } from './routes.js'
 export {
   cacheKey,
   checkSecret,

@@ -4,6 +4,7 @@
 // permissions, token_claims and authenticated.
 import {
   directMiddleware,
+  enforcesSettings,
   type Middleware,
   TokenExpiredException,
   type TriviumCall,
@@ -40,16 +41,16 @@ export interface AuthMiddlewareOptions {
   optionalEndpoints?: Iterable<string>
 }
 
-/** The identity carried by a token's claims. */
+/** The identity carried by a token's claims: frozen, like the claims (their lists are frozen too). */
 export function identityOf(claims: TokenClaims): TriviumIdentity {
-  return {
+  return Object.freeze({
     userId: claims.userId,
     username: claims.username,
     roles: claims.roles,
     permissions: claims.permissions,
     tokenId: claims.jti,
-    expiresAt: claims.expiresAt.getTime(),
-  }
+    expiresAt: claims.expiresAtMs,
+  })
 }
 
 /** Sets `call.identity` and the context keys of PROTOCOL.md "Authentication". */
@@ -103,19 +104,21 @@ function revokedError(): UnauthorizedException {
   return new UnauthorizedException(TOKEN_REVOKED)
 }
 
-/**
- * A frame connection's last verified token (WebSocket, TCP: `call.connection` is one object per
- * connection), so that its next call with the same token skips even the verified-token cache: its key,
- * Map lookup and constant-time comparison. Kept under a symbol on the connection object.
- */
-const LAST_TOKEN = Symbol('trivium.auth.lastToken')
-
+/** A frame connection's last verified token and its `exp` in ms (fixed when it was verified). */
 interface LastToken {
   readonly token: string
   readonly claims: TokenClaims
-  /** `exp` in ms: the token is expired from this instant on (README "Tokens"). */
   readonly expiresAtMs: number
 }
+
+/**
+ * Each connection's last verified token (WebSocket, TCP: `call.connection` is one object per
+ * connection), so that its next call with the same token skips even the verified-token cache: its key,
+ * Map lookup and constant-time comparison. One map per middleware, i.e. per verifier: a token verified
+ * by one auth middleware (its secret, issuer) is never taken as verified by another on the same
+ * connection.
+ */
+type LastTokens = WeakMap<object, LastToken>
 
 /**
  * The claims of `token` on `call`'s connection: the connection's last verified token when `token` is
@@ -124,13 +127,18 @@ interface LastToken {
  * is not constant-time on purpose: it compares with a token this same connection sent before, so it
  * can only tell a client what it sent itself. With `verifiedCacheSize: 0` every call is verified.
  */
-function connectionClaims(tokens: TokenService, call: TriviumCall<any>, token: string): TokenClaims {
-  const connection = call.connection as Record<symbol, LastToken | undefined> | undefined
+function connectionClaims(
+  tokens: TokenService,
+  lastTokens: LastTokens,
+  call: TriviumCall<any>,
+  token: string,
+): TokenClaims {
+  const connection = call.connection
   if (connection === undefined || tokens.verifiedCacheSize === 0) return validatedClaims(tokens, token)
-  const last = connection[LAST_TOKEN]
+  const last = lastTokens.get(connection)
   if (last !== undefined && last.token === token && tokens.clock() < last.expiresAtMs) return last.claims
   const claims = validatedClaims(tokens, token)
-  connection[LAST_TOKEN] = { token, claims, expiresAtMs: claims.expiresAt.getTime() }
+  lastTokens.set(connection, { token, claims, expiresAtMs: claims.expiresAtMs })
   return claims
 }
 
@@ -150,6 +158,7 @@ function validatedClaims(tokens: TokenService, token: string): TokenClaims {
 
 export function createAuthMiddleware(options: AuthMiddlewareOptions): Middleware {
   const { tokens, revocation } = options
+  const lastTokens: LastTokens = new WeakMap()
   const publicSet = new Set(options.publicEndpoints ?? [])
   const optionalSet = new Set(options.optionalEndpoints ?? [])
   for (const name of [...publicSet, ...optionalSet]) {
@@ -166,28 +175,31 @@ export function createAuthMiddleware(options: AuthMiddlewareOptions): Middleware
 
   // Not an async function: with the in-memory revocation list everything is synchronous, so the call
   // goes on without an extra promise and microtask. Errors still come back as a rejected promise.
-  return directMiddleware(function auth(call, next) {
-    try {
-      const mode = modeOf(call)
-      if (mode === 'public') return next()
-      const token = credentialOf(call)
-      if (token === undefined) {
-        if (mode === 'optional') return next()
-        publishFailure('missing')
-        throw new UnauthorizedException(AUTHENTICATION_REQUIRED)
+  return enforcesSettings(
+    ['auth'],
+    directMiddleware(function auth(call, next) {
+      try {
+        const mode = modeOf(call)
+        if (mode === 'public') return next()
+        const token = credentialOf(call)
+        if (token === undefined) {
+          if (mode === 'optional') return next()
+          publishFailure('missing')
+          throw new UnauthorizedException(AUTHENTICATION_REQUIRED)
+        }
+        const claims = connectionClaims(tokens, lastTokens, call, token)
+        if (!(revocation instanceof MemoryRevocationStore)) {
+          return notRevoked(revocation, claims).then(() => {
+            setUserContext(call, claims)
+            return next()
+          })
+        }
+        if (revocation.containsSync(claims.jti)) throw revokedError()
+        setUserContext(call, claims)
+        return next()
+      } catch (err) {
+        return Promise.reject(err)
       }
-      const claims = connectionClaims(tokens, call, token)
-      if (!(revocation instanceof MemoryRevocationStore)) {
-        return notRevoked(revocation, claims).then(() => {
-          setUserContext(call, claims)
-          return next()
-        })
-      }
-      if (revocation.containsSync(claims.jti)) throw revokedError()
-      setUserContext(call, claims)
-      return next()
-    } catch (err) {
-      return Promise.reject(err)
-    }
-  })
+    }),
+  )
 }

@@ -11,13 +11,7 @@ import {
   type TriviumIdentity,
   toErrorBody,
 } from '@trivium/core'
-import type {
-  FastifyContextConfig,
-  FastifyInstance,
-  FastifyReply,
-  FastifyRequest,
-  RouteOptions,
-} from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 
 /** The rules of a protected plain route: every endpoint setting the registered plugins declare. */
 export interface TriviumRouteRules extends TriviumEndpointConfig {
@@ -36,6 +30,8 @@ declare module 'fastify' {
   }
 }
 
+const AUTH_MODES: readonly string[] = ['public', 'optional', 'required']
+
 function definitionOf(rules: TriviumRouteRules, method: string, url: string): EndpointDefinition {
   if (typeof rules !== 'object' || rules === null || Array.isArray(rules)) {
     throw new TypeError(`@trivium/auth: route ${method} ${url}: config.triviumRoute must be an object`)
@@ -43,6 +39,11 @@ function definitionOf(rules: TriviumRouteRules, method: string, url: string): En
   const name = rules.name ?? `${method} ${url}`
   if (typeof name !== 'string' || name.length === 0) {
     throw new TypeError(`@trivium/auth: route ${method} ${url}: config.triviumRoute.name must be a string`)
+  }
+  if (rules.auth !== undefined && !AUTH_MODES.includes(rules.auth)) {
+    throw new TypeError(
+      `@trivium/auth: route ${method} ${url}: config.triviumRoute.auth must be one of ${AUTH_MODES.join(', ')}, got ${JSON.stringify(rules.auth)}`,
+    )
   }
   // Middleware read name, config and timeoutMs of a definition; a plain route has no models or handler.
   return {
@@ -92,68 +93,41 @@ async function runGuard(
 }
 
 /**
- * Installs the guard: an app-wide preHandler (so routes added before this plugin are covered too) that
- * acts only on routes with `config.triviumRoute`; an onRoute hook refuses a malformed option at once.
+ * Installs the guard the way @fastify/rate-limit attaches itself: an onRoute hook gives each route with
+ * `config.triviumRoute` a preValidation hook of its own (before the application's preHandler hooks, so
+ * they see `request.user`); every other route pays nothing. A route added before this plugin is not
+ * seen here: @trivium/core refuses to start with it (register @trivium/auth before such routes).
  */
 export function installRouteGuard(fastify: FastifyInstance): void {
-  // Keyed by the rules object, which the route's options and `request.routeOptions.config` share.
-  const definitions = new WeakMap<object, EndpointDefinition>()
-  fastify.addHook('onRoute', function recordRoute(this: FastifyInstance, route: RouteOptions) {
+  fastify.addHook('onRoute', function guardRoute(this: FastifyInstance, route: RouteOptions) {
     const rules = route.config?.triviumRoute
     if (rules === undefined) return
     const method = Array.isArray(route.method) ? route.method.join(',') : String(route.method)
     const definition = definitionOf(rules, method, route.url)
-    definitions.set(rules, definition)
     // Middleware scoped to a child context (child.trivium.use) applies to that context's routes too.
     fastify.trivium.pipeline.setContext(definition, this)
+    fastify.trivium.guardRoute(rules, definition)
+    const guard = (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
+      runGuard(fastify, definition, request, reply).then((answered) => {
+        if (!answered) done()
+      }, done)
+    }
+    const own = route.preValidation
+    route.preValidation = own === undefined ? [guard] : [guard, ...(Array.isArray(own) ? own : [own])]
   })
-  const configOf = routeConfigReader()
-  // Callback style: routes without the option (every endpoint) pass without a promise.
-  fastify.addHook('preHandler', (request, reply, done) => {
-    const rules = configOf(request).triviumRoute
-    if (rules === undefined) return done()
-    let definition = definitions.get(rules)
+  // Routes added before @trivium/core: core's app-wide fallback calls this (app-wide middleware only,
+  // since their context was never seen).
+  const early = new WeakMap<object, EndpointDefinition>()
+  fastify.trivium.setEarlyRouteGuard((rules, request, reply, done) => {
+    let definition = early.get(rules)
     if (definition === undefined) {
-      // A route added before this plugin: app-wide middleware only (its context was not seen).
       const options = request.routeOptions
       const method = Array.isArray(options.method) ? options.method.join(',') : String(options.method)
-      definition = definitionOf(rules, method, options.url ?? request.url)
-      definitions.set(rules, definition)
+      definition = definitionOf(rules as TriviumRouteRules, method, options.url ?? request.url)
+      early.set(rules, definition)
     }
     runGuard(fastify, definition, request, reply).then((answered) => {
       if (!answered) done()
     }, done)
   })
-}
-
-/** What the guard reads of Fastify's route context. */
-interface RouteContext {
-  config: FastifyContextConfig
-}
-
-/**
- * How the guard reads a request's route config. `request.routeOptions.config` is the public way, but its
- * getter builds a twelve-field object (and asks the router about version constraints) on every access,
- * and the guard runs on every route of the app. The route context Fastify keeps on each request under
- * its internal `fastify.context` symbol holds the same `config` object: found on the first request and
- * used once it is seen to be that object; otherwise (another Fastify build) the public getter stays.
- */
-export function routeConfigReader(): (request: FastifyRequest) => FastifyContextConfig {
-  let context: symbol | undefined
-  let decided = false
-  const held = (request: FastifyRequest, symbol: symbol) =>
-    (request as unknown as Record<symbol, RouteContext | undefined>)[symbol]
-  return (request) => {
-    if (context !== undefined) {
-      const config = held(request, context)?.config
-      if (config !== undefined) return config
-    }
-    const config = request.routeOptions.config
-    if (!decided) {
-      decided = true
-      const symbol = Object.getOwnPropertySymbols(request).find((s) => s.description === 'fastify.context')
-      if (symbol !== undefined && held(request, symbol)?.config === config) context = symbol
-    }
-    return config
-  }
 }

@@ -46,7 +46,7 @@ export function createSessionFlows(ctx: FlowsContext) {
       const result = tokens.validateRefresh(req.refreshToken)
       if (result.isExpired) throw new TokenExpiredException(TOKEN_EXPIRED_MESSAGE)
       if (!result.isValid || !result.claims) throw new UnauthorizedException(`Invalid token: ${result.error}`)
-      const { jti, userId, expiresAt } = result.claims
+      const { jti, userId, expiresAtMs } = result.claims
       // A refresh token is good once. Listed or already exchanged means it was used before: someone
       // holds a copy. Revoke everything issued to the user, and refuse.
       const reused = (await auth.revocation.contains(jti)) || !(await ledger.consume(jti))
@@ -58,7 +58,7 @@ export function createSessionFlows(ctx: FlowsContext) {
         await announceTheft(userId)
         throw new UnauthorizedException(TOKEN_REVOKED)
       }
-      await auth.revocation.add(jti, Math.max(1, Math.floor(expiresAt.getTime() / 1000) - nowSec()))
+      await auth.revocation.add(jti, Math.max(1, Math.floor(expiresAtMs / 1000) - nowSec()))
       const user = await users.findById(userId)
       if (!user) throw new UnauthorizedException(USER_GONE)
       const pair = await auth.issueTokenPair(user)

@@ -21,10 +21,6 @@ async function build() {
   })
   const app = Fastify()
   t.teardown(() => app.close())
-  // Registered before any Trivium plugin: still guarded (the guard is an app-wide preHandler).
-  app.get('/legacy/early', { config: { triviumRoute: {} } }, async (request) => ({
-    user: request.user?.userId,
-  }))
   await app.register(trivium)
   await app.register(triviumAuth, { secret: SECRET, issuer: ISSUER })
   await app.register(triviumRbac, { sql })
@@ -98,9 +94,6 @@ t.test(
     t.equal(r.statusCode, 200)
     t.same(r.json(), { userId: 9, roles: ['member'] }, 'request.user is the identity')
     t.ok(r.headers['x-ratelimit-limit'], 'the default limit applies to a protected route')
-    t.equal((await app.inject({ url: '/legacy/early' })).statusCode, 401, 'a route added before the plugins')
-    r = await app.inject({ url: '/legacy/early', headers: { authorization: `Bearer ${await token([])}` } })
-    t.same(r.json(), { user: 9 })
   },
 )
 
@@ -135,43 +128,114 @@ t.test('a protected route in a child context runs the scoped middleware of that 
   t.equal((await app.inject({ url: '/legacy' })).headers['x-scope'], undefined)
 })
 
-t.test(
-  "the guard reads each route's own config, through Fastify's route context or the public getter",
-  async (t) => {
-    const { routeConfigReader } = await import('@trivium/auth/internal')
+t.test('a route with the option that nothing can guard refuses to start, naming the fix', async (t) => {
+  // Added before any Trivium plugin, with no auth plugin at all: no onRoute hook saw it, so core's
+  // fallback refuses every request to it (500, the error body), never serving it unguarded.
+  const before = Fastify()
+  t.teardown(() => before.close())
+  before.get('/early', { config: { triviumRoute: {} } }, async () => ({ ok: true }))
+  await before.register(trivium)
+  await before.ready()
+  const refused = await before.inject({ url: '/early' })
+  t.equal(refused.statusCode, 500)
+  t.equal(refused.json().message, 'Internal server error')
+
+  const noAuth = Fastify()
+  t.teardown(() => noAuth.close())
+  await noAuth.register(trivium)
+  noAuth.get('/open', { config: { triviumRoute: {} } }, async () => ({ ok: true }))
+  await t.rejects(async () => noAuth.ready(), {
+    message:
+      '@trivium/core: route GET /open has config.triviumRoute, but no route guard enforces it: register @trivium/auth before the route (in its context or an ancestor)',
+  })
+
+  // The guard runs the chain, but without the auth middleware nothing checks the token.
+  const noMiddleware = Fastify()
+  t.teardown(() => noMiddleware.close())
+  await noMiddleware.register(trivium)
+  await noMiddleware.register(triviumAuth, { secret: SECRET, issuer: ISSUER, middleware: false })
+  noMiddleware.get('/open', { config: { triviumRoute: {} } }, async () => ({ ok: true }))
+  await t.rejects(async () => noMiddleware.ready(), {
+    message:
+      '@trivium/core: route GET /open declares auth: "required", but no middleware enforces "auth" where it is registered: register @trivium/auth in this context or an ancestor',
+  })
+})
+
+t.test('permissions or roles on a plain route without @trivium/rbac refuse to start', async (t) => {
+  for (const rule of [{ permissions: ['admin:all'] }, { roles: ['admin'] }]) {
     const app = Fastify()
     t.teardown(() => app.close())
-    const read = routeConfigReader()
-    const seen: unknown[] = []
-    let getterCalls = 0
-    app.addHook('preHandler', async (request) => {
-      const expected = request.routeOptions.config
-      // Count the public getter's uses from here on (it builds a new object each time).
-      Object.defineProperty(request, 'routeOptions', {
-        get: () => {
-          getterCalls++
-          return { config: expected }
-        },
-      })
-      // The same object as the public getter's, request after request and route after route.
-      seen.push(read(request) === expected)
+    await app.register(trivium)
+    await app.register(triviumAuth, { secret: SECRET, issuer: ISSUER })
+    app.get('/admin', { config: { triviumRoute: rule } }, async () => ({ ok: true }))
+    const [key, value] = Object.entries(rule)[0] as [string, string[]]
+    await t.rejects(async () => app.ready(), {
+      message: `@trivium/core: route GET /admin declares ${key}: ${JSON.stringify(value)}, but no middleware enforces "${key}" where it is registered: register @trivium/rbac in this context or an ancestor`,
     })
-    app.get('/a', { config: { triviumRoute: { auth: 'public', name: 'a' } } }, async () => ({}))
-    app.get('/b', async () => ({}))
-    await app.ready()
-    for (const url of ['/a', '/b', '/a', '/b', '/missing']) await app.inject({ url })
-    t.same(seen, [true, true, true, true, true])
-    t.equal(getterCalls, 1, 'only the first request used the public getter')
+  }
+})
 
-    // A Fastify build without the internal symbol (or holding something else there): the public getter.
-    const config = { triviumRoute: { name: 'plain' } }
-    const plain = { routeOptions: { config } } as never
-    const other = { [Symbol('fastify.context')]: { config: {} }, routeOptions: { config } } as never
-    const fallback = routeConfigReader()
-    t.equal(fallback(plain), config)
-    t.equal(fallback(plain), config)
-    const mismatch = routeConfigReader()
-    t.equal(mismatch(other), config)
-    t.equal(mismatch(other), config, 'a symbol whose config is not the route config is never used')
+t.test('a misspelt or malformed triviumRoute setting is refused, with the closest name', async (t) => {
+  const typo = Fastify()
+  t.teardown(() => typo.close())
+  await typo.register(trivium)
+  await typo.register(triviumAuth, { secret: SECRET, issuer: ISSUER })
+  typo.get('/x', { config: { triviumRoute: { permisions: ['admin:all'] } as never } }, async () => ({}))
+  await t.rejects(async () => typo.ready(), {
+    message:
+      '@trivium/core: route GET /x: unknown setting "permisions" (did you mean "permissions"?). A setting read by your own middleware is declared with enforcesSettings(["permisions"], middleware).',
+  })
+
+  const mode = Fastify()
+  t.teardown(() => mode.close())
+  await mode.register(trivium)
+  await mode.register(triviumAuth, { secret: SECRET, issuer: ISSUER })
+  t.throws(() => mode.get('/x', { config: { triviumRoute: { auth: 'maybe' as never } } }, async () => ({})), {
+    message:
+      '@trivium/auth: route GET /x: config.triviumRoute.auth must be one of public, optional, required, got "maybe"',
+  })
+})
+
+t.test(
+  "routes without the option get no guard; the guard runs before the app's preHandler hooks",
+  async (t) => {
+    const app = Fastify()
+    t.teardown(() => app.close())
+    await app.register(trivium)
+    await app.register(triviumAuth, { secret: SECRET, issuer: ISSUER })
+    const seenUser: unknown[] = []
+    app.addHook('preHandler', async (request) => {
+      seenUser.push(request.user?.userId)
+    })
+    app.get('/guarded', { config: { triviumRoute: {} } }, async () => ({ ok: true }))
+    app.get('/plain', async () => ({ ok: true }))
+    await app.ready()
+    const hooks = app.printRoutes({ includeHooks: true, commonPrefix: false })
+    const section = (path: string) =>
+      hooks
+        .slice(hooks.indexOf(`${path} (GET`))
+        .split('\n')
+        .slice(0, 6)
+        .join('\n')
+    t.match(section('/guarded'), /\(preValidation\) \["guard\(\)"\]/)
+    t.notMatch(section('/plain'), /preValidation/, 'a route without the option has no guard hook')
+    t.equal((await app.inject({ url: '/guarded' })).statusCode, 401)
+    const token = await app.triviumAuth.issueAccessToken({ id: 4, username: 'u', email: 'u@example.com' })
+    const ok = await app.inject({ url: '/guarded', headers: { authorization: `Bearer ${token}` } })
+    t.equal(ok.statusCode, 200)
+    t.same(seenUser, [4], "the app's preHandler saw request.user")
   },
 )
+
+t.test('a route added before the plugins is guarded by the fallback', async (t) => {
+  const app = Fastify()
+  t.teardown(() => app.close())
+  app.get('/early', { config: { triviumRoute: {} } }, async (request) => ({ user: request.user?.userId }))
+  await app.register(trivium)
+  await app.register(triviumAuth, { secret: SECRET, issuer: ISSUER })
+  await app.ready()
+  t.equal((await app.inject({ url: '/early' })).statusCode, 401)
+  const token = await app.triviumAuth.issueAccessToken({ id: 9, username: 'u', email: 'u@example.com' })
+  const ok = await app.inject({ url: '/early', headers: { authorization: `Bearer ${token}` } })
+  t.same(ok.json(), { user: 9 })
+})

@@ -15,18 +15,26 @@ function distance(a: string, b: string): number {
   return previous[b.length] ?? 0
 }
 
-/** The registered name nearest to `name` (Levenshtein), or undefined when none is registered. */
-export function closestEndpointName(registry: EndpointRegistry, name: string): string | undefined {
+/** The candidate nearest to `name` (Levenshtein), or undefined when there is none. */
+export function closestName(candidates: Iterable<string>, name: string): string | undefined {
   let best: string | undefined
   let bestDistance = Number.POSITIVE_INFINITY
-  for (const definition of registry.list()) {
-    const d = distance(name, definition.name)
+  for (const candidate of candidates) {
+    const d = distance(name, candidate)
     if (d < bestDistance) {
-      best = definition.name
+      best = candidate
       bestDistance = d
     }
   }
   return best
+}
+
+/** The registered name nearest to `name` (Levenshtein), or undefined when none is registered. */
+export function closestEndpointName(registry: EndpointRegistry, name: string): string | undefined {
+  return closestName(
+    registry.list().map((d) => d.name),
+    name,
+  )
 }
 
 /**

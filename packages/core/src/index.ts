@@ -2,7 +2,8 @@
 // `fastify.trivium`, and serves every endpoint over HTTP. Other transports use `trivium.invoke`.
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { NotFoundException } from './errors.js'
+import { checkSettings, EndpointSettingsError } from './endpoint-settings.js'
+import { INTERNAL_ERROR_MESSAGE, InternalErrorException, NotFoundException } from './errors.js'
 import { FormatRegistry, type WireFormat } from './formats.js'
 import { replyWithError } from './http/error-reply.js'
 import { type ErrorHeaders, frameworkErrorHandler, installFrameworkErrors } from './http/framework-errors.js'
@@ -22,7 +23,8 @@ import {
 export * from './call.js'
 export { type FrameRejectReason, TRIVIUM_CHANNELS } from './channels.js'
 export * from './credential.js'
-export { checkEndpointNames, closestEndpointName } from './endpoint-names.js'
+export { checkEndpointNames, closestEndpointName, closestName } from './endpoint-names.js'
+export { EndpointSettingsError, enforcedSettings, enforcesSettings } from './endpoint-settings.js'
 export * from './errors.js'
 export * from './formats.js'
 export type { ErrorHeaders } from './http/framework-errors.js'
@@ -73,6 +75,17 @@ export interface Trivium {
    * count every microtask.
    */
   start(init: InvokeInit): StartedCall
+  /**
+   * Called by a route guard (@trivium/auth) for a plain route whose `config.triviumRoute` (`rules`) it
+   * enforces by running the pipeline for `definition`. At `ready()` a plain route with the option that
+   * no guard claimed refuses to start.
+   */
+  guardRoute(rules: object, definition: EndpointDefinition): void
+  /**
+   * Set by a route guard (@trivium/auth): runs the guard for a request to a route added before
+   * @trivium/core, which no onRoute hook saw (the app-wide fallback; see `guardRoute`).
+   */
+  setEarlyRouteGuard(guard: EarlyRouteGuard): void
   readonly registry: EndpointRegistry
   readonly formats: FormatRegistry
   readonly pipeline: Pipeline
@@ -85,6 +98,14 @@ export interface Trivium {
    */
   readonly errorHeaders: ErrorHeaders
 }
+
+/** Guards one request to a route added before @trivium/core: `done()` to go on, or answer the reply. */
+export type EarlyRouteGuard = (
+  rules: object,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  done: (err?: Error) => void,
+) => void
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -133,6 +154,38 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
   const invoker = new Invoker(registry, pipeline)
   const routeContext = { pipeline, formats, bodyLimit: options.bodyLimit }
   const errorHeaders: ErrorHeaders = {}
+  // Plain routes with `config.triviumRoute` seen after this plugin, and the guard's definition of each.
+  const plainRoutes: { label: string; rules: unknown }[] = []
+  const guarded = new Map<unknown, EndpointDefinition>()
+  // Routes added before this plugin cannot be seen by onRoute, and Fastify lists no route's config. When
+  // there are any, an app-wide preHandler reads each request's route config and guards (or refuses) those
+  // with the option; an app whose routes all come after Trivium's plugins pays nothing per request.
+  let earlyGuard: EarlyRouteGuard | undefined
+  if (fastify.printRoutes() !== '(empty tree)') {
+    fastify.addHook('preHandler', (request, reply, done) => {
+      const config = request.routeOptions.config
+      const rules: unknown = 'triviumRoute' in config ? config.triviumRoute : undefined
+      if (rules === undefined || guarded.has(rules)) return done()
+      if (typeof rules === 'object' && rules !== null && earlyGuard !== undefined) {
+        return earlyGuard(rules, request, reply, done)
+      }
+      // Fail closed: a server fault (its rule cannot be enforced), named in the log, not to the client.
+      request.log.error(
+        { route: request.routeOptions.url },
+        '@trivium/core: a route added before @trivium/core has config.triviumRoute but no route guard runs: register @trivium/auth',
+      )
+      reply.headers(errorHeaders)
+      replyWithError(new InternalErrorException(INTERNAL_ERROR_MESSAGE), request, reply)
+    })
+  }
+  fastify.addHook('onRoute', (route) => {
+    // The option's type is declared by @trivium/auth; core only needs to see that it is there.
+    const config = route.config
+    const rules: unknown = config !== undefined && 'triviumRoute' in config ? config.triviumRoute : undefined
+    if (rules === undefined) return
+    const method = Array.isArray(route.method) ? route.method.join(',') : String(route.method)
+    plainRoutes.push({ label: `route ${method} ${route.url}`, rules })
+  })
 
   function addBodyParser(format: WireFormat): void {
     if (format.contentType === 'application/json') return // Fastify's own (secure) JSON parser
@@ -185,6 +238,12 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
     },
     start(init) {
       return invoker.start(init)
+    },
+    guardRoute(rules, definition) {
+      guarded.set(rules, definition)
+    },
+    setEarlyRouteGuard(guard) {
+      earlyGuard = guard
     },
     registry,
     formats,
@@ -244,8 +303,28 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
 
   fastify.addHook('onReady', async () => {
     pipeline.checkOrder()
+    checkRules()
     registry.seal()
   })
+
+  /** Every rule declared on an endpoint or plain route is enforced where it is declared (see endpoint-settings). */
+  function checkRules(): void {
+    const anywhere = pipeline.enforcedAnywhere()
+    for (const definition of registry.list()) {
+      const target = { label: `endpoint "${definition.name}"`, settings: definition.config }
+      checkSettings(target, pipeline.enforcedFor(definition), anywhere)
+    }
+    for (const { label, rules } of plainRoutes) {
+      const definition = guarded.get(rules)
+      if (definition === undefined) {
+        throw new EndpointSettingsError(
+          `${label} has config.triviumRoute, but no route guard enforces it: register @trivium/auth before the route (in its context or an ancestor)`,
+        )
+      }
+      const target = { label, settings: definition.config, ownKeys: ['name'], defaults: { auth: 'required' } }
+      checkSettings(target, pipeline.enforcedFor(definition), anywhere)
+    }
+  }
 }
 
 export const triviumCorePlugin = fp(triviumCore, { fastify: '5.x', name: '@trivium/core' })

@@ -4,6 +4,7 @@
 // calling `next`, or abort by throwing. For a streaming endpoint the pipeline runs once, when the
 // stream opens, and `next()` resolves to the AsyncIterable of items.
 import type { TriviumCall } from './call.js'
+import { enforcedSettings } from './endpoint-settings.js'
 import type { EndpointDefinition } from './registry.js'
 
 export type Next = () => Promise<unknown>
@@ -98,14 +99,28 @@ export class Pipeline {
     this.contexts.set(definition, context)
   }
 
+  private entriesFor(definition: EndpointDefinition): Entry[] {
+    const context = this.contexts.get(definition)
+    return this.entries.filter((e) => e.scope === undefined || within(e.scope, context))
+  }
+
   private chainFor(definition: EndpointDefinition): Chain {
     let chain = this.chains.get(definition)
     if (!chain) {
-      const context = this.contexts.get(definition)
-      chain = chainOf(this.entries.filter((e) => e.scope === undefined || within(e.scope, context)))
+      chain = chainOf(this.entriesFor(definition))
       this.chains.set(definition, chain)
     }
     return chain
+  }
+
+  /** The endpoint settings the chain of `definition` enforces (`enforcesSettings`). */
+  enforcedFor(definition: EndpointDefinition): Set<string> {
+    return new Set(this.entriesFor(definition).flatMap((e) => enforcedSettings(e.fn)))
+  }
+
+  /** Every endpoint setting some registered middleware enforces, in any context. */
+  enforcedAnywhere(): Set<string> {
+    return new Set(this.entries.flatMap((e) => enforcedSettings(e.fn)))
   }
 
   names(): string[] {

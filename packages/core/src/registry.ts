@@ -61,6 +61,8 @@ export type EndpointDefinition<Req = any, Res = any> = UnaryDefinition<Req, Res>
 /** Endpoint names: dot-separated segments of letters, digits, `_` and `-`, each starting with a letter. */
 export const ENDPOINT_NAME_PATTERN = /^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)*$/
 export const MAX_ENDPOINT_NAME_BYTES = 255
+/** The longest `timeoutMs`: the largest delay a Node timer takes (2^31 - 1 ms, ~24.8 days). */
+export const MAX_TIMEOUT_MS = 2_147_483_647
 
 export class RegistrationError extends Error {
   readonly code = 'TRV_REGISTRATION'
@@ -118,6 +120,15 @@ export class EndpointRegistry {
     const status = options.status ?? 200
     if (!Number.isInteger(status) || status < 200 || status > 299) {
       throw new RegistrationError(`endpoint "${name}": status must be a 2xx code`)
+    }
+    const timeoutMs = options.timeoutMs
+    if (
+      timeoutMs !== undefined &&
+      (!Number.isInteger(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_TIMEOUT_MS)
+    ) {
+      throw new RegistrationError(
+        `endpoint "${name}": timeoutMs must be a positive integer number of milliseconds (at most ${MAX_TIMEOUT_MS}), got ${String(timeoutMs)}`,
+      )
     }
     if (options.bodyLimit !== undefined && (!Number.isInteger(options.bodyLimit) || options.bodyLimit <= 0)) {
       throw new RegistrationError(`endpoint "${name}": bodyLimit must be a positive integer (bytes)`)

@@ -1,6 +1,6 @@
 // Shared by the tests: a small set of endpoints and a structural check of a document.
 import { Validator } from '@seriousme/openapi-schema-validator'
-import trivium, { emptyModel, jsonSchemaModel, type Model } from '@trivium/core'
+import trivium, { emptyModel, enforcesSettings, jsonSchemaModel, type Model } from '@trivium/core'
 import Fastify, { type FastifyInstance } from 'fastify'
 
 export const Task = jsonSchemaModel<{ id: number; title: string; done: boolean }>('Task', {
@@ -67,12 +67,24 @@ export const Project = jsonSchemaModel('Project', {
   },
 })
 
+/**
+ * The document describes rules; enforcing them is the other plugins' job (tested there). Without an
+ * enforcer core refuses to start with them, so this stand-in declares them enforced.
+ */
+export function describeRulesOnly(fastify: FastifyInstance): void {
+  fastify.trivium.use(
+    enforcesSettings(['auth', 'permissions', 'roles', 'rateLimit'], (_call, next) => next()),
+    { name: 'rules-described-here' },
+  )
+}
+
 export async function tasksApp(
   register?: (fastify: FastifyInstance) => PromiseLike<unknown>,
   models: { create?: Model } = {},
 ): Promise<FastifyInstance> {
   const fastify = Fastify()
   await fastify.register(trivium)
+  describeRulesOnly(fastify)
   if (register) await register(fastify)
   const t = fastify.trivium
   t.endpoint(

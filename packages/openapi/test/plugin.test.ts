@@ -4,7 +4,7 @@ import { securityHeaders } from '@trivium/protections'
 import Fastify from 'fastify'
 import fp from 'fastify-plugin'
 import t from 'tap'
-import { problemsOf, tasksApp } from './helpers.js'
+import { describeRulesOnly, problemsOf, tasksApp } from './helpers.js'
 
 const INFO = { title: 'Tasks <API>', version: '1.0.0' }
 
@@ -98,6 +98,7 @@ t.test('the docs page: text/html, grouped endpoints, rights, schemas, nothing ex
 t.test('everything interpolated into the page is escaped', async (t) => {
   const fastify = Fastify()
   await fastify.register(trivium)
+  describeRulesOnly(fastify)
   await fastify.register(openapi, {
     info: { title: 'X', version: '1', description: '<img src=x onerror=alert(1)>' },
   })

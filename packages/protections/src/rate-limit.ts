@@ -5,6 +5,7 @@ import {
   checkEndpointNames,
   directMiddleware,
   type EndpointDefinition,
+  enforcesSettings,
   type Middleware,
   RateLimitExceededException,
   type TriviumCall,
@@ -237,19 +238,23 @@ const rateLimitPlugin: FastifyPluginAsync<RateLimitPluginOptions> = async (
 
   // Not an async function: with the memory store the verdict is synchronous, and the call goes on
   // without an extra promise and microtask per request. Errors still come back as a rejected promise.
-  const middleware: Middleware = directMiddleware((call, next) => {
-    try {
-      const state = stateOf(call)
-      const limit = state.limit
-      if (limit === false) return next()
-      const outcome = limiter.check(keyIn(state.keys, call), limit)
-      const text = state.limitText
-      if (outcome instanceof Promise) return outcome.then((result) => apply(call, limit, text, result, next))
-      return apply(call, limit, text, outcome, next)
-    } catch (err) {
-      return Promise.reject(err)
-    }
-  })
+  const middleware: Middleware = enforcesSettings(
+    ['rateLimit'],
+    directMiddleware((call, next) => {
+      try {
+        const state = stateOf(call)
+        const limit = state.limit
+        if (limit === false) return next()
+        const outcome = limiter.check(keyIn(state.keys, call), limit)
+        const text = state.limitText
+        if (outcome instanceof Promise)
+          return outcome.then((result) => apply(call, limit, text, result, next))
+        return apply(call, limit, text, outcome, next)
+      } catch (err) {
+        return Promise.reject(err)
+      }
+    }),
+  )
 
   fastify.trivium.use(
     middleware,

@@ -70,6 +70,15 @@ const triviumRbacPlugin: FastifyPluginAsync<TriviumRbacOptions> = async (
     checkEndpointNames(registry, '@trivium/rbac', 'roles', Object.keys(roles))
     checkEndpointNames(registry, '@trivium/rbac', 'live', live)
     for (const def of registry.list()) checkEndpointConfig(def.name, def.config)
+    // A map entry is a rule too: it holds only where this plugin's middleware runs.
+    for (const name of new Set([...Object.keys(permissions), ...Object.keys(roles), ...live])) {
+      const def = registry.get(name)
+      if (def !== undefined && !fastify.trivium.pipeline.enforcedFor(def).has('permissions')) {
+        throw new TypeError(
+          `@trivium/rbac: endpoint "${name}" is named in this plugin's options, but it is registered outside the context @trivium/rbac was registered in: register @trivium/rbac in that context or an ancestor`,
+        )
+      }
+    }
   })
 }
 

@@ -6,7 +6,13 @@
 //   - both lists present → both must pass (permissions are checked first).
 // Requirements come from the endpoint's registration (`permissions`, `roles`) unless the plugin's
 // option maps name the endpoint, which then replace the declaration.
-import { directMiddleware, ForbiddenException, type Middleware, type TriviumCall } from '@trivium/core'
+import {
+  directMiddleware,
+  enforcesSettings,
+  ForbiddenException,
+  type Middleware,
+  type TriviumCall,
+} from '@trivium/core'
 import type { RbacService } from './service.js'
 
 declare module '@trivium/core' {
@@ -121,7 +127,8 @@ export function createRbacMiddleware(options: RbacMiddlewareOptions = {}): Middl
 
   // Not an async function: the token-snapshot check is synchronous, so an allowed call goes on without
   // an extra promise and microtask. Errors still come back as a rejected promise.
-  return directMiddleware(function rbac(call, next) {
+  return enforcesSettings(['permissions', 'roles', 'liveRbac'], directMiddleware(rbac))
+  function rbac(call: TriviumCall<any>, next: () => Promise<unknown>): Promise<unknown> {
     try {
       const identity = call.identity
       if (identity === undefined) return next()
@@ -137,7 +144,7 @@ export function createRbacMiddleware(options: RbacMiddlewareOptions = {}): Middl
     } catch (err) {
       return Promise.reject(err)
     }
-  })
+  }
 }
 
 /** What a check reads: the identity's snapshot, or the database's current rights. */

@@ -8,6 +8,7 @@
 //   }, handler)
 import {
   directMiddleware,
+  enforcesSettings,
   type FieldError,
   type Middleware,
   type TriviumCall,
@@ -138,10 +139,13 @@ export function checkCall(call: TriviumCall<any>): void {
 
 /** The middleware: `fastify.trivium.use(validationMiddleware(), { name: 'validation' })`. */
 export function validationMiddleware(): Middleware {
-  return directMiddleware((call, next) => {
-    checkCall(call)
-    return next()
-  })
+  return enforcesSettings(
+    ['validate', 'sanitize'],
+    directMiddleware((call, next) => {
+      checkCall(call)
+      return next()
+    }),
+  )
 }
 
 /** Checks every endpoint's declaration once at start-up, so a typo in a rule fails `ready()`. */

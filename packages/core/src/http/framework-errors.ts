@@ -1,15 +1,23 @@
 // HTTP errors produced below the routes (PROTOCOL.md "Errors": HTTP errors are always the JSON error
 // body): Node's parser errors (`clientError`: duplicate Content-Length, unknown methods, oversized
-// headers), Fastify's router errors (bad URL encoding, a path parameter over `maxParamLength`) and the
-// not-found context's own errors (QUERY without Content-Type). They get the body with `code` and
-// `requestId`, and the headers in `errorHeaders` (filled by @trivium/protections with the security headers).
+// headers), an HTTP/1.1 request without Host, Fastify's router errors (bad URL encoding, a path parameter
+// over `maxParamLength`), the not-found context's own errors (QUERY without Content-Type) and the errors
+// of routes that are not endpoints (plugins' own routes: static files answering 403, 412, 416). They get
+// the body with `code` and `requestId`, and the headers in `errorHeaders` (filled by
+// @trivium/protections with the security headers).
+import { type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import {
+  ForbiddenException,
+  NotFoundException,
+  normalizeError,
   PayloadTooLargeException,
   TimeoutException,
   type TriviumError,
   toErrorBody,
+  UnauthorizedException,
+  UnsupportedMediaTypeException,
   ValidationException,
 } from '../errors.js'
 import { sendError } from './error-reply.js'
@@ -44,21 +52,68 @@ function frameworkErrorOf(err: { code?: string }): TriviumError | undefined {
       return withStatus(new ValidationException('A path parameter is too long'), 414)
     case 'FST_ERR_ROUTE_MISSING_CONTENT_TYPE':
       return new ValidationException('A Content-Type header is required')
+    case 'FST_STATIC_FORBIDDEN_PATH': // @fastify/static: `..`, a NUL byte (nothing is read)
+      return new ForbiddenException('The path leads outside the static files')
     default:
       return undefined
   }
 }
 
-/** The error handler of the not-found context and of Fastify's `frameworkErrors`. */
+// Any other 4xx of a route that is not an endpoint keeps its status and gets the kind of that status;
+// the message is the status text, never the error's own (a plugin's message may name a file).
+function clientFaultOf(status: unknown): TriviumError | undefined {
+  if (typeof status !== 'number' || !Number.isInteger(status) || status < 400 || status > 499)
+    return undefined
+  const message = STATUS_CODES[status] ?? 'Bad Request'
+  switch (status) {
+    case 401:
+      return new UnauthorizedException(message)
+    case 403:
+      return new ForbiddenException(message)
+    case 404:
+      return new NotFoundException(message)
+    case 408:
+      return withStatus(new TimeoutException(message), 408)
+    case 413:
+      return new PayloadTooLargeException(message)
+    case 415:
+      return new UnsupportedMediaTypeException(message)
+    default:
+      return withStatus(new ValidationException(message), status)
+  }
+}
+
+function errorOf(err: unknown, reply: FastifyReply): unknown {
+  if (typeof err !== 'object' || err === null) return err
+  const framework = frameworkErrorOf(err)
+  if (framework) return framework
+  const { error, internal } = normalizeError(err)
+  if (!internal) return error
+  const { statusCode, headers } = err as { statusCode?: unknown; headers?: unknown }
+  const fault = clientFaultOf(statusCode)
+  if (fault === undefined) return err
+  // What the status needs (Content-Range of a 416, Allow of a 405), as Fastify's own handler sets them.
+  if (typeof headers === 'object' && headers !== null) reply.headers(headers as Record<string, string>)
+  return fault
+}
+
+/**
+ * The error handler of the root context (routes that are not endpoints), of the not-found context and
+ * of Fastify's `frameworkErrors`.
+ */
 export function frameworkErrorHandler(headers: ErrorHeaders) {
   return (err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply => {
     reply.headers(headers)
-    const mapped = typeof err === 'object' && err !== null ? frameworkErrorOf(err) : undefined
-    return sendError(mapped ?? err, request, reply)
+    return sendError(errorOf(err, reply), request, reply)
   }
 }
 
 let clientErrors = 0
+
+/** The body of an error answered before Fastify has a request (so with an id of its own). */
+function clientErrorBody(error: TriviumError): string {
+  return JSON.stringify(toErrorBody(error, `req-client-${++clientErrors}`))
+}
 
 /** Node's `clientError`: no Fastify request exists, so the response is written on the socket. */
 export function clientErrorHandler(headers: ErrorHeaders) {
@@ -66,7 +121,7 @@ export function clientErrorHandler(headers: ErrorHeaders) {
     if (err.code === 'ECONNRESET' || socket.destroyed) return
     if (socket.writable) {
       const error = clientErrorOf(err)
-      const body = JSON.stringify(toErrorBody(error, `req-client-${++clientErrors}`))
+      const body = clientErrorBody(error)
       const lines = [
         `HTTP/1.1 ${error.statusCode} ${statusText(error.statusCode)}`,
         'Content-Type: application/json; charset=utf-8',
@@ -98,6 +153,33 @@ function fastifyOptions(fastify: FastifyInstance): { frameworkErrors?: unknown }
   return undefined
 }
 
+const MISSING_HOST = 'HTTP/1.1 requests must have a Host header'
+
+/**
+ * An HTTP/1.1 request without Host is refused (RFC 9112 §3.2) before Fastify sees it. Node refuses it
+ * itself with a bare 400 (no body, no headers) unless the server was created with
+ * `Fastify({ http: { requireHostHeader: false } })`: then it reaches the server's request listener,
+ * Fastify's handler, which this wraps.
+ */
+function requireHost(server: Server, headers: ErrorHeaders): void {
+  const listeners = server.listeners('request')
+  const fastifyHandler = listeners[0] as ((req: IncomingMessage, res: ServerResponse) => void) | undefined
+  if (fastifyHandler === undefined || listeners.length !== 1) return
+  server.removeListener('request', fastifyHandler)
+  server.on('request', function refuseMissingHost(this: Server, req: IncomingMessage, res: ServerResponse) {
+    if (req.headers.host !== undefined || req.httpVersion !== '1.1')
+      return fastifyHandler.call(this, req, res)
+    const body = clientErrorBody(new ValidationException(MISSING_HOST))
+    res.writeHead(400, {
+      ...headers,
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+      connection: 'close',
+    })
+    res.end(body)
+  })
+}
+
 /**
  * Installs the handlers on the server, unless the application brought its own: a `clientErrorHandler`
  * or `frameworkErrors` given to `Fastify()` is kept.
@@ -114,4 +196,5 @@ export function installFrameworkErrors(fastify: FastifyInstance, headers: ErrorH
     server.removeListener('clientError', fastifyDefault as (...args: unknown[]) => void)
     server.on('clientError', clientErrorHandler(headers))
   }
+  requireHost(server as Server, headers)
 }

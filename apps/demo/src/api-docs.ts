@@ -6,6 +6,9 @@ import fastifySwaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 
 export const DOCS_PATH = '/docs'
+/** Swagger UI loads only its own files from this server (no CDN); images it draws are data: URIs. */
+export const DOCS_CSP =
+  "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; object-src 'none'; frame-ancestors 'none'"
 const STATIC_INDEX = `${DOCS_PATH}/static/index.html`
 
 // @fastify/swagger-ui redirects its static index.html to the docs page by replacing the URL's ending, so
@@ -26,9 +29,7 @@ export async function registerApiDocs(app: FastifyInstance): Promise<void> {
   await app.register(fastifySwaggerUi, {
     routePrefix: DOCS_PATH,
     uiConfig: { persistAuthorization: false, deepLinking: true },
-    // Swagger UI loads only its own files from this server (no CDN); images it draws are data: URIs.
-    staticCSP:
-      "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; object-src 'none'; frame-ancestors 'none'",
+    staticCSP: DOCS_CSP,
     transformStaticCSP: (header) => header,
     uiHooks: { onRequest: canonicalIndex },
   })

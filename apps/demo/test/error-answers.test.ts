@@ -1,5 +1,6 @@
 // Issue 29 items 3 and 4, over real sockets: every error the demo answers is the documented error body
-// with the security headers, including the ones answered below the routes (HTTP/1.1 without Host) and by
+// with the security headers, including the ones answered below the routes (HTTP/1.1 without Host, an
+// unsupported Expect) and by
 // the Swagger UI's static files (a path leaving the folder, 416, 412); /docs/static/index.html with a
 // query string ends on the docs page instead of redirecting to itself.
 import http from 'node:http'
@@ -91,6 +92,15 @@ t.test('every error answer is the error body with the security headers', async (
     expectErrorAnswer(t, await raw(port, 'HEAD /health HTTP/1.1\r\n\r\n'), missingHost, true)
     // HTTP/1.0 has no Host requirement.
     t.equal((await raw(port, 'GET /health HTTP/1.0\r\n\r\n')).status, 200)
+  })
+
+  await t.test('an Expect other than 100-continue: 417', async (t) => {
+    expectErrorAnswer(t, await raw(port, `GET /health HTTP/1.1\r\n${close}Expect: 200-ok\r\n\r\n`), {
+      status: 417,
+      code: 'TRV_VALIDATION',
+      error: 'ValidationException',
+      message: 'Only "Expect: 100-continue" is supported',
+    })
   })
 
   await t.test('Swagger UI static files: a path leaving the folder is refused, nothing read', async (t) => {

@@ -237,3 +237,69 @@ t.test("errorHandler: false keeps Fastify's own; a non-boolean is refused", asyn
     },
   )
 })
+
+t.test('Expect other than 100-continue: 417 with the error body and the headers', async (t) => {
+  const port = await app()
+  expectBody(
+    t,
+    await raw(port, 'GET /tasks/1 HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nConnection: close\r\n\r\n'),
+    417,
+    'TRV_VALIDATION',
+    'ValidationException',
+    'Only "Expect: 100-continue" is supported',
+  )
+})
+
+t.test('a request arriving while the server closes: 503 with the error body and the headers', async (t) => {
+  let release = () => {}
+  const gate = new Promise<void>((resolve) => {
+    release = resolve
+  })
+  let closingStarted = () => {}
+  const closing = new Promise<void>((resolve) => {
+    closingStarted = resolve
+  })
+  const fastify = Fastify({ http: { requireHostHeader: false } })
+  await fastify.register(trivium)
+  Object.assign(fastify.trivium.errorHeaders, SECURITY)
+  fastify.get('/slow', async () => {
+    await gate
+    return { ok: true }
+  })
+  fastify.addHook('preClose', (done) => {
+    closingStarted()
+    done()
+  })
+  await fastify.listen({ port: 0, host: '127.0.0.1' })
+  let requests = 0
+  fastify.server.on('request', () => requests++)
+  const port = (fastify.server.address() as net.AddressInfo).port
+  const socket = net.connect(port, '127.0.0.1')
+  let data = ''
+  socket.on('data', (c) => {
+    data += c
+  })
+  const ended = new Promise((resolve) => socket.on('close', resolve))
+  const until = async (what: string, done: () => boolean) => {
+    for (const deadline = Date.now() + 10_000; !done(); await new Promise((r) => setTimeout(r, 10)))
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+  }
+  socket.write('GET /slow HTTP/1.1\r\nHost: x\r\n\r\n')
+  await until('the first request', () => requests === 1)
+  const closed = fastify.close()
+  await closing
+  socket.write('GET /slow HTTP/1.1\r\nHost: x\r\n\r\n') // pipelined on the busy connection
+  await until('the second request', () => requests === 2)
+  release()
+  await ended
+  await closed
+  const second = data.indexOf('HTTP/1.1 ', 1)
+  t.match(data.slice(0, second), /^HTTP\/1.1 200 /)
+  const [head = '', body = ''] = data.slice(second).split('\r\n\r\n')
+  const [statusLine = '', ...lines] = head.split('\r\n')
+  const headers = Object.fromEntries(
+    lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+  )
+  const res: Raw = { status: Number(statusLine.split(' ')[1]), headers, body: JSON.parse(body) }
+  expectBody(t, res, 503, 'TRV_SERVICE_UNAVAILABLE', 'ServiceUnavailableException', 'Server is shutting down')
+})

@@ -13,6 +13,7 @@ import {
   NotFoundException,
   normalizeError,
   PayloadTooLargeException,
+  ServiceUnavailableException,
   TimeoutException,
   type TriviumError,
   toErrorBody,
@@ -154,29 +155,47 @@ function fastifyOptions(fastify: FastifyInstance): { frameworkErrors?: unknown }
 }
 
 const MISSING_HOST = 'HTTP/1.1 requests must have a Host header'
+const SHUTTING_DOWN = 'Server is shutting down'
+const EXPECTATION = 'Only "Expect: 100-continue" is supported'
+
+/** An error answered on Node's response, before Fastify has a request. */
+function writeError(res: ServerResponse, error: TriviumError, headers: ErrorHeaders): void {
+  const body = clientErrorBody(error)
+  res.writeHead(error.statusCode, {
+    ...headers,
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    connection: 'close',
+  })
+  res.end(body)
+}
 
 /**
- * An HTTP/1.1 request without Host is refused (RFC 9112 §3.2) before Fastify sees it. Node refuses it
- * itself with a bare 400 (no body, no headers) unless the server was created with
- * `Fastify({ http: { requireHostHeader: false } })`: then it reaches the server's request listener,
- * Fastify's handler, which this wraps.
+ * What Node or Fastify would otherwise answer before any hook, with a bare body and none of the headers:
+ * - an HTTP/1.1 request without Host (RFC 9112 §3.2). Node refuses it itself with an empty 400 unless the
+ *   server was created with `Fastify({ http: { requireHostHeader: false } })`: then it reaches the
+ *   server's request listener, Fastify's handler, which this wraps;
+ * - a request arriving while the server closes (Fastify's own 503 body otherwise);
+ * - an `Expect` other than 100-continue (Node's empty 417 otherwise).
  */
-function requireHost(server: Server, headers: ErrorHeaders): void {
+function refuseBeforeFastify(fastify: FastifyInstance, server: Server, headers: ErrorHeaders): void {
+  server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => {
+    writeError(res, withStatus(new ValidationException(EXPECTATION), 417), headers)
+  })
   const listeners = server.listeners('request')
   const fastifyHandler = listeners[0] as ((req: IncomingMessage, res: ServerResponse) => void) | undefined
   if (fastifyHandler === undefined || listeners.length !== 1) return
+  let closing = false
+  fastify.addHook('preClose', (done) => {
+    closing = true
+    done()
+  })
   server.removeListener('request', fastifyHandler)
-  server.on('request', function refuseMissingHost(this: Server, req: IncomingMessage, res: ServerResponse) {
-    if (req.headers.host !== undefined || req.httpVersion !== '1.1')
-      return fastifyHandler.call(this, req, res)
-    const body = clientErrorBody(new ValidationException(MISSING_HOST))
-    res.writeHead(400, {
-      ...headers,
-      'content-type': 'application/json; charset=utf-8',
-      'content-length': Buffer.byteLength(body),
-      connection: 'close',
-    })
-    res.end(body)
+  server.on('request', function refuseEarly(this: Server, req: IncomingMessage, res: ServerResponse) {
+    if (closing) writeError(res, new ServiceUnavailableException(SHUTTING_DOWN), headers)
+    else if (req.headers.host === undefined && req.httpVersion === '1.1')
+      writeError(res, new ValidationException(MISSING_HOST), headers)
+    else fastifyHandler.call(this, req, res)
   })
 }
 
@@ -196,5 +215,5 @@ export function installFrameworkErrors(fastify: FastifyInstance, headers: ErrorH
     server.removeListener('clientError', fastifyDefault as (...args: unknown[]) => void)
     server.on('clientError', clientErrorHandler(headers))
   }
-  requireHost(server as Server, headers)
+  refuseBeforeFastify(fastify, server as Server, headers)
 }

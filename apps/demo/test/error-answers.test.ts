@@ -84,6 +84,8 @@ t.test('every error answer is the error body with the security headers', async (
       'POST /auth/login HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}',
       'GET /docs HTTP/1.1\r\n\r\n',
       'GET /no/such/route HTTP/1.1\r\n\r\n',
+      // a WebSocket upgrade, which Node hands to its 'upgrade' listeners instead
+      'GET /ws HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
     ]) {
       const res = await raw(port, request)
       expectErrorAnswer(t, res, missingHost)

@@ -3,6 +3,7 @@
 import {
   ForbiddenException,
   jsonFormat,
+  MISSING_HOST,
   normalizeError,
   toErrorBody,
   UnsupportedMediaTypeException,
@@ -57,6 +58,10 @@ export function upgradeCheck(
     if (String(request.headers.upgrade).toLowerCase() !== 'websocket') return undefined // handler answers
     const refusal = server.refusal(request.ip)
     if (refusal) return sendUpgradeError(refusal, request, reply)
+    // Node's Host check (or core's) never sees an upgrade: Node hands it to the 'upgrade' listeners.
+    if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
+      return sendUpgradeError(new ValidationException(MISSING_HOST), request, reply)
+    }
     const origin = request.headers.origin
     if (origin !== undefined && !allowOrigin(origin, request)) {
       return sendUpgradeError(new ForbiddenException(ORIGIN_NOT_ALLOWED), request, reply)

@@ -154,7 +154,8 @@ function fastifyOptions(fastify: FastifyInstance): { frameworkErrors?: unknown }
   return undefined
 }
 
-const MISSING_HOST = 'HTTP/1.1 requests must have a Host header'
+/** The refusal of an HTTP/1.1 request without Host (also of a WebSocket upgrade, which Node routes apart). */
+export const MISSING_HOST = 'HTTP/1.1 requests must have a Host header'
 const SHUTTING_DOWN = 'Server is shutting down'
 const EXPECTATION = 'Only "Expect: 100-continue" is supported'
 

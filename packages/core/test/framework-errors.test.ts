@@ -157,6 +157,7 @@ t.test('HTTP/1.1 without Host: 400 with the error body and the headers, before a
     'GET /tasks/1 HTTP/1.1\r\n\r\n',
     'POST /tasks/1 HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}',
     'GET /nowhere HTTP/1.1\r\nConnection: keep-alive\r\n\r\n',
+    'GET /tasks/1 HTTP/2.0\r\n\r\n', // not HTTP/2, a request line that says so over HTTP/1
   ]) {
     const res = await raw(port, request)
     expectBody(

@@ -2,6 +2,7 @@
 // documented order, before the socket is handed to ws.
 import {
   ForbiddenException,
+  hostMissing,
   jsonFormat,
   MISSING_HOST,
   normalizeError,
@@ -59,7 +60,7 @@ export function upgradeCheck(
     const refusal = server.refusal(request.ip)
     if (refusal) return sendUpgradeError(refusal, request, reply)
     // Node's Host check (or core's) never sees an upgrade: Node hands it to the 'upgrade' listeners.
-    if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
+    if (hostMissing(request.raw)) {
       return sendUpgradeError(new ValidationException(MISSING_HOST), request, reply)
     }
     const origin = request.headers.origin

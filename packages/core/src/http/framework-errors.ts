@@ -154,34 +154,50 @@ function fastifyOptions(fastify: FastifyInstance): { frameworkErrors?: unknown }
   return undefined
 }
 
-/** The refusal of an HTTP/1.1 request without Host (also of a WebSocket upgrade, which Node routes apart). */
+/** The refusal of a request without Host (also of a WebSocket upgrade, which Node routes apart). */
 export const MISSING_HOST = 'HTTP/1.1 requests must have a Host header'
 const SHUTTING_DOWN = 'Server is shutting down'
 const EXPECTATION = 'Only "Expect: 100-continue" is supported'
 
-/** An error answered on Node's response, before Fastify has a request. */
-function writeError(res: ServerResponse, error: TriviumError, headers: ErrorHeaders): void {
+/** An error answered on Node's response, before Fastify has a request; HTTP/1 connections then close. */
+function writeError(
+  req: IncomingMessage,
+  res: ServerResponse,
+  error: TriviumError,
+  headers: ErrorHeaders,
+): void {
   const body = clientErrorBody(error)
   res.writeHead(error.statusCode, {
     ...headers,
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(body),
-    connection: 'close',
+    // HTTP/2 forbids connection headers
+    ...(req.httpVersionMajor === 1 ? { connection: 'close' } : {}),
   })
   res.end(body)
 }
 
 /**
+ * Whether a request lacks the Host every HTTP/1.1 request needs (RFC 9112 §3.2): only HTTP/1.0 may omit
+ * it (a bogus `HTTP/2.0` request line over HTTP/1 may not); real HTTP/2 carries `:authority` instead.
+ */
+export function hostMissing(req: IncomingMessage): boolean {
+  return (
+    req.headers.host === undefined && req.headers[':authority'] === undefined && req.httpVersion !== '1.0'
+  )
+}
+
+/**
  * What Node or Fastify would otherwise answer before any hook, with a bare body and none of the headers:
- * - an HTTP/1.1 request without Host (RFC 9112 §3.2). Node refuses it itself with an empty 400 unless the
- *   server was created with `Fastify({ http: { requireHostHeader: false } })`: then it reaches the
- *   server's request listener, Fastify's handler, which this wraps;
+ * - a request without Host (`hostMissing`). Node refuses an HTTP/1.1 one itself with an empty 400
+ *   unless the server was created with `Fastify({ http: { requireHostHeader: false } })`: then it
+ *   reaches the server's request listener, Fastify's handler, which this wraps;
  * - a request arriving while the server closes (Fastify's own 503 body otherwise);
  * - an `Expect` other than 100-continue (Node's empty 417 otherwise).
  */
 function refuseBeforeFastify(fastify: FastifyInstance, server: Server, headers: ErrorHeaders): void {
-  server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => {
-    writeError(res, withStatus(new ValidationException(EXPECTATION), 417), headers)
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    writeError(req, res, withStatus(new ValidationException(EXPECTATION), 417), headers)
   })
   const listeners = server.listeners('request')
   const fastifyHandler = listeners[0] as ((req: IncomingMessage, res: ServerResponse) => void) | undefined
@@ -193,9 +209,8 @@ function refuseBeforeFastify(fastify: FastifyInstance, server: Server, headers: 
   })
   server.removeListener('request', fastifyHandler)
   server.on('request', function refuseEarly(this: Server, req: IncomingMessage, res: ServerResponse) {
-    if (closing) writeError(res, new ServiceUnavailableException(SHUTTING_DOWN), headers)
-    else if (req.headers.host === undefined && req.httpVersion === '1.1')
-      writeError(res, new ValidationException(MISSING_HOST), headers)
+    if (closing) writeError(req, res, new ServiceUnavailableException(SHUTTING_DOWN), headers)
+    else if (hostMissing(req)) writeError(req, res, new ValidationException(MISSING_HOST), headers)
     else fastifyHandler.call(this, req, res)
   })
 }

@@ -85,6 +85,9 @@ function createServer(config: DemoConfig): FastifyInstance {
     },
     trustProxy: config.trustProxy,
     bodyLimit: config.bodyLimit,
+    // @trivium/core refuses an HTTP/1.1 request without Host with the error body and the security
+    // headers; Node's own check would answer first, with an empty 400.
+    http: { requireHostHeader: false },
   })
 }
 

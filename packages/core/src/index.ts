@@ -27,7 +27,7 @@ export { checkEndpointNames, closestEndpointName, closestName } from './endpoint
 export { EndpointSettingsError, enforcedSettings, enforcesSettings } from './endpoint-settings.js'
 export * from './errors.js'
 export * from './formats.js'
-export type { ErrorHeaders } from './http/framework-errors.js'
+export { type ErrorHeaders, hostMissing, MISSING_HOST } from './http/framework-errors.js'
 export { TRANSPORT_OVERRIDE, type TransportOverride } from './http/symbols.js'
 export { HttpMapping, type HttpRequestParts } from './http-mapping.js'
 export { encodePayload, type InvokeInit, type InvokeResult, type StartedCall } from './invoke.js'
@@ -43,6 +43,12 @@ export interface TriviumCoreOptions {
    * when the application installs its own not-found handler.
    */
   notFoundHandler?: boolean
+  /**
+   * Answer the errors of the application's routes that are not endpoints (plugins' own routes, such as
+   * static files) with the Trivium error body. Default true; set false when the application installs its
+   * own root error handler.
+   */
+  errorHandler?: boolean
   /** Largest request body accepted on endpoint routes, in bytes (default 1 MiB). */
   bodyLimit?: number
 }
@@ -129,7 +135,9 @@ function validateOptions(options: TriviumCoreOptions): Required<TriviumCoreOptio
   const notFoundHandler = options.notFoundHandler ?? true
   if (typeof notFoundHandler !== 'boolean')
     throw new TypeError('@trivium/core: notFoundHandler must be a boolean')
-  return { bodyLimit, notFoundHandler }
+  const errorHandler = options.errorHandler ?? true
+  if (typeof errorHandler !== 'boolean') throw new TypeError('@trivium/core: errorHandler must be a boolean')
+  return { bodyLimit, notFoundHandler, errorHandler }
 }
 
 // PROTOCOL.md "Decoding rules": one JSON rule on every transport. HTTP bodies go through Fastify's
@@ -277,6 +285,9 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
     },
   })
   installFrameworkErrors(fastify, errorHeaders)
+  // Endpoint routes have their own; this one is for every other route (Fastify's default body has no
+  // `requestId` and varies by plugin).
+  if (options.errorHandler) fastify.setErrorHandler(frameworkErrorHandler(errorHeaders))
 
   if (options.notFoundHandler) {
     const handler = (request: FastifyRequest, reply: FastifyReply) => {

@@ -2,17 +2,19 @@
 // `requestId`) and the headers of `fastify.trivium.errorHeaders`.
 import net from 'node:net'
 import trivium from '@trivium/core'
-import Fastify, { type FastifyReply } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify'
 import type { Test } from 'tap'
 import t from 'tap'
 
 const SECURITY = { 'x-content-type-options': 'nosniff', 'x-frame-options': 'DENY' }
 
-async function app() {
-  const fastify = Fastify()
+// Without Node's own Host check (README "Errors"), so that core answers a missing Host.
+async function app(routes: (fastify: FastifyInstance) => void = () => {}) {
+  const fastify = Fastify({ http: { requireHostHeader: false } })
   await fastify.register(trivium)
   Object.assign(fastify.trivium.errorHeaders, SECURITY)
   fastify.trivium.endpoint('tasks.get', { method: 'GET', url: '/tasks/:id' }, (req) => req)
+  routes(fastify)
   await fastify.listen({ port: 0, host: '127.0.0.1' })
   t.teardown(() => fastify.close())
   return (fastify.server.address() as net.AddressInfo).port
@@ -142,4 +144,163 @@ t.test("an application's own frameworkErrors and clientErrorHandler are kept", a
   t.same((await raw(port, 'BREW / HTTP/1.1\r\nHost: x\r\n\r\n')).body, { mine: true })
   const bad = await fastify.inject(`/tasks/${'1'.repeat(200)}`)
   t.equal(bad.body, 'mine')
+})
+
+t.test('HTTP/1.1 without Host: 400 with the error body and the headers, before any route runs', async (t) => {
+  let routed = 0
+  const port = await app((fastify) => {
+    fastify.addHook('onRequest', async () => {
+      routed++
+    })
+  })
+  for (const request of [
+    'GET /tasks/1 HTTP/1.1\r\n\r\n',
+    'POST /tasks/1 HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}',
+    'GET /nowhere HTTP/1.1\r\nConnection: keep-alive\r\n\r\n',
+    'GET /tasks/1 HTTP/2.0\r\n\r\n', // not HTTP/2, a request line that says so over HTTP/1
+  ]) {
+    const res = await raw(port, request)
+    expectBody(
+      t,
+      res,
+      400,
+      'TRV_VALIDATION',
+      'ValidationException',
+      'HTTP/1.1 requests must have a Host header',
+    )
+    t.equal(res.headers.connection, 'close')
+  }
+  t.equal(routed, 0)
+  // HTTP/1.0 has no Host requirement; an empty Host is a Host.
+  t.equal((await raw(port, 'GET /tasks/1 HTTP/1.0\r\n\r\n')).status, 200)
+  t.equal((await raw(port, 'GET /tasks/1 HTTP/1.1\r\nHost:\r\nConnection: close\r\n\r\n')).status, 200)
+  t.equal(routed, 2)
+})
+
+t.test(
+  "errors of routes that are not endpoints: the error body, the status kept, never the error's text",
+  async (t) => {
+    const port = await app((fastify) => {
+      fastify.get('/static/*', async () => {
+        // as @fastify/static raises them (http-errors / @fastify/error shapes)
+        throw Object.assign(new Error('Forbidden /srv/app/package.json'), {
+          statusCode: 403,
+          code: 'FST_STATIC_FORBIDDEN_PATH',
+        })
+      })
+      fastify.get('/range', async () => {
+        throw Object.assign(new Error('range of /srv/app/file.css'), {
+          statusCode: 416,
+          headers: { 'content-range': 'bytes */10' },
+        })
+      })
+      fastify.get('/broken', async () => {
+        throw new Error('at /srv/app/broken.js:1')
+      })
+    })
+    const get = (path: string) => raw(port, `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)
+    const forbidden = await get('/static/x')
+    expectBody(
+      t,
+      forbidden,
+      403,
+      'TRV_FORBIDDEN',
+      'ForbiddenException',
+      'The path leads outside the static files',
+    )
+    const range = await get('/range')
+    expectBody(t, range, 416, 'TRV_VALIDATION', 'ValidationException', 'Range Not Satisfiable')
+    t.equal(range.headers['content-range'], 'bytes */10')
+    const broken = await get('/broken')
+    expectBody(t, broken, 500, 'TRV_INTERNAL', 'InternalErrorException', 'Internal server error')
+  },
+)
+
+t.test("errorHandler: false keeps Fastify's own; a non-boolean is refused", async (t) => {
+  const fastify = Fastify()
+  await fastify.register(trivium, { errorHandler: false })
+  fastify.get('/range', async () => {
+    throw Object.assign(new Error('Range Not Satisfiable'), { statusCode: 416 })
+  })
+  t.teardown(() => fastify.close())
+  t.same((await fastify.inject('/range')).json(), {
+    statusCode: 416,
+    error: 'Range Not Satisfiable',
+    message: 'Range Not Satisfiable',
+  })
+  await t.rejects(
+    async () =>
+      Fastify()
+        .register(trivium, { errorHandler: 'yes' as never })
+        .ready(),
+    {
+      message: '@trivium/core: errorHandler must be a boolean',
+    },
+  )
+})
+
+t.test('Expect other than 100-continue: 417 with the error body and the headers', async (t) => {
+  const port = await app()
+  expectBody(
+    t,
+    await raw(port, 'GET /tasks/1 HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nConnection: close\r\n\r\n'),
+    417,
+    'TRV_VALIDATION',
+    'ValidationException',
+    'Only "Expect: 100-continue" is supported',
+  )
+})
+
+t.test('a request arriving while the server closes: 503 with the error body and the headers', async (t) => {
+  let release = () => {}
+  const gate = new Promise<void>((resolve) => {
+    release = resolve
+  })
+  let closingStarted = () => {}
+  const closing = new Promise<void>((resolve) => {
+    closingStarted = resolve
+  })
+  const fastify = Fastify({ http: { requireHostHeader: false } })
+  await fastify.register(trivium)
+  Object.assign(fastify.trivium.errorHeaders, SECURITY)
+  fastify.get('/slow', async () => {
+    await gate
+    return { ok: true }
+  })
+  fastify.addHook('preClose', (done) => {
+    closingStarted()
+    done()
+  })
+  await fastify.listen({ port: 0, host: '127.0.0.1' })
+  let requests = 0
+  fastify.server.on('request', () => requests++)
+  const port = (fastify.server.address() as net.AddressInfo).port
+  const socket = net.connect(port, '127.0.0.1')
+  let data = ''
+  socket.on('data', (c) => {
+    data += c
+  })
+  const ended = new Promise((resolve) => socket.on('close', resolve))
+  const until = async (what: string, done: () => boolean) => {
+    for (const deadline = Date.now() + 10_000; !done(); await new Promise((r) => setTimeout(r, 10)))
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+  }
+  socket.write('GET /slow HTTP/1.1\r\nHost: x\r\n\r\n')
+  await until('the first request', () => requests === 1)
+  const closed = fastify.close()
+  await closing
+  socket.write('GET /slow HTTP/1.1\r\nHost: x\r\n\r\n') // pipelined on the busy connection
+  await until('the second request', () => requests === 2)
+  release()
+  await ended
+  await closed
+  const second = data.indexOf('HTTP/1.1 ', 1)
+  t.match(data.slice(0, second), /^HTTP\/1.1 200 /)
+  const [head = '', body = ''] = data.slice(second).split('\r\n\r\n')
+  const [statusLine = '', ...lines] = head.split('\r\n')
+  const headers = Object.fromEntries(
+    lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+  )
+  const res: Raw = { status: Number(statusLine.split(' ')[1]), headers, body: JSON.parse(body) }
+  expectBody(t, res, 503, 'TRV_SERVICE_UNAVAILABLE', 'ServiceUnavailableException', 'Server is shutting down')
 })

@@ -2,7 +2,9 @@
 // documented order, before the socket is handed to ws.
 import {
   ForbiddenException,
+  hostMissing,
   jsonFormat,
+  MISSING_HOST,
   normalizeError,
   toErrorBody,
   UnsupportedMediaTypeException,
@@ -57,6 +59,10 @@ export function upgradeCheck(
     if (String(request.headers.upgrade).toLowerCase() !== 'websocket') return undefined // handler answers
     const refusal = server.refusal(request.ip)
     if (refusal) return sendUpgradeError(refusal, request, reply)
+    // Node's Host check (or core's) never sees an upgrade: Node hands it to the 'upgrade' listeners.
+    if (hostMissing(request.raw)) {
+      return sendUpgradeError(new ValidationException(MISSING_HOST), request, reply)
+    }
     const origin = request.headers.origin
     if (origin !== undefined && !allowOrigin(origin, request)) {
       return sendUpgradeError(new ForbiddenException(ORIGIN_NOT_ALLOWED), request, reply)

@@ -158,3 +158,36 @@ t.test('protocol violations are logged at warn without a stack, at most 10 a min
     t.equal(line.reason, 'Invalid WebSocket frame: MASK must be set')
   }
 })
+
+t.test(
+  'an upgrade without Host: 400 naming the header (Node routes upgrades past its Host check)',
+  async (t) => {
+    const { app, url } = await buildApp()
+    t.teardown(() => app.close())
+    const { port } = new URL(url)
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), '127.0.0.1', () => {
+        socket.write(
+          'GET /ws HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n' +
+            'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
+        )
+      })
+      let data = ''
+      socket.on('data', (c) => {
+        data += c
+      })
+      socket.on('close', () => resolve(data))
+      socket.on('error', reject)
+    })
+    const [head = '', body = ''] = answer.split('\r\n\r\n')
+    t.match(head, /^HTTP\/1\.1 400 Bad Request\r\n/)
+    t.match(head, /\r\ncontent-type: application\/json; charset=utf-8\r\n/i)
+    t.match(JSON.parse(body), {
+      statusCode: 400,
+      code: 'TRV_VALIDATION',
+      error: 'ValidationException',
+      message: 'HTTP/1.1 requests must have a Host header',
+      requestId: /./,
+    })
+  },
+)

@@ -69,6 +69,7 @@ export async function startConformanceServer(options: {
       }
     },
     'tickers.status': (req) => ({ finished: finished.has(req.runId) }),
+    lookup: (req) => req,
   })
 
   await options.register?.(app)

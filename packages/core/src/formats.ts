@@ -58,6 +58,49 @@ export function parseJson(text: string): unknown {
   }
 }
 
+export const LONE_SURROGATE_MESSAGE =
+  'must not contain a lone surrogate (a \\uD800-\\uDFFF escape without its pair)'
+
+// A lone surrogate (`"\ud800"`) is valid JSON text but not Unicode text: UTF-8 cannot carry it, so it
+// would be stored (and echoed) as U+FFFD. Every Unicode JSON text decodes to well-formed strings; only
+// a `\u` escape can produce an unpaired one.
+const LONE_SURROGATE = /\p{Cs}/u
+
+/** The path of the first string (value or key) holding a lone surrogate (`title`, `tags[1]`), or undefined. */
+function findLoneSurrogate(value: unknown, path: string): string | undefined {
+  if (typeof value === 'string') return LONE_SURROGATE.test(value) ? path : undefined
+  if (typeof value !== 'object' || value === null) return undefined
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = findLoneSurrogate(value[i], `${path}[${i}]`)
+      if (found !== undefined) return found
+    }
+    return undefined
+  }
+  for (const key of Object.keys(value)) {
+    // A key is named with JSON's escape (`\ud800`): the error body must not carry the surrogate itself.
+    const at = LONE_SURROGATE.test(key) ? JSON.stringify(key).slice(1, -1) : key
+    const child = path ? `${path}.${at}` : at
+    if (at !== key) return child
+    const found = findLoneSurrogate((value as Record<string, unknown>)[key], child)
+    if (found !== undefined) return found
+  }
+  return undefined
+}
+
+/**
+ * Refuses a parsed JSON request value holding a lone surrogate in any string or key, naming the field
+ * (PROTOCOL.md "Decoding rules"): one rule for every JSON transport, before the model sees the value.
+ */
+export function refuseLoneSurrogates(model: Model, json: unknown): void {
+  const field = findLoneSurrogate(json, '')
+  if (field === undefined) return
+  const name = field || '(body)'
+  throw new ValidationException(`Invalid ${model.name}: ${name} ${LONE_SURROGATE_MESSAGE}`, [
+    { field: name, message: LONE_SURROGATE_MESSAGE },
+  ])
+}
+
 /**
  * Payload bytes → request value, in any format. Zero bytes are the empty model (`fromJSON({})`) in
  * every format: the binary version byte is only written when there is a model to read.
@@ -75,7 +118,10 @@ export const jsonFormat: WireFormat = {
     if (bytes.length === 0 || (bytes.length === 2 && bytes[0] === 0x7b && bytes[1] === 0x7d)) {
       return model.fromJSON({})
     }
-    return model.fromJSON(parseJson(decodeUtf8(bytes)))
+    const text = decodeUtf8(bytes)
+    const json = parseJson(text)
+    if (text.includes('\\u')) refuseLoneSurrogates(model, json)
+    return model.fromJSON(json)
   },
   encode(model, value) {
     return model.stringify ? model.stringify(value) : JSON.stringify(model.toJSON(value))

@@ -221,7 +221,38 @@ t.test('the OpenAPI document and the service agree on every field check', async 
       resource: 'r',
       action: 'read',
     }),
+    // Last: it deletes (the other cases are done with `task` by then).
+    'tasks.delete': () => ({ id: task.id }),
   }
+
+  // Every operation whose request has a constrained field is compared: none is left out.
+  const RULES = [
+    'minLength',
+    'maxLength',
+    'pattern',
+    'minimum',
+    'maximum',
+    'minItems',
+    'maxItems',
+    'x-max-utf8-bytes',
+  ]
+  const constrained = (schema: Schema | undefined): boolean =>
+    schema !== undefined &&
+    (RULES.some(
+      (rule) => schema[rule] !== undefined && !(rule === 'maximum' && schema[rule] === 2147483647),
+    ) ||
+      constrained(schema.items))
+  for (const methods of Object.values(doc.paths))
+    for (const op of Object.values(methods)) {
+      let body = op.requestBody?.content['application/json'].schema
+      if (body?.$ref) body = doc.components.schemas[body.$ref.split('/').pop()]
+      const fields = [
+        ...(op.parameters ?? []).map((p: Schema) => p.schema),
+        ...Object.values(body?.properties ?? {}),
+      ] as Schema[]
+      if (fields.some(constrained))
+        t.ok(bases[op.operationId], `${op.operationId} has constrained fields: compared`)
+    }
 
   let compared = 0
   for (const [name, base] of Object.entries(bases)) {

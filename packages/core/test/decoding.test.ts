@@ -214,6 +214,18 @@ t.test(
       headers: { 'content-type': 'application/json' },
     })
     t.same([pair.statusCode, pair.json()], [200, { title: '😀😀' }])
+    // A surrogate's percent-encoded bytes are never decoded into one: the path refuses them, the query
+    // keeps the text as sent.
+    const Find = jsonSchemaModel('Find', { type: 'object', properties: { q: { type: 'string' } } })
+    const found = Fastify()
+    await found.register(trivium)
+    found.trivium.endpoint('find', { method: 'GET', url: '/find/:q', request: Find }, (req) => req)
+    found.trivium.endpoint('search', { method: 'GET', url: '/search', request: Find }, (req) => req)
+    const path = await found.inject('/find/%ED%A0%80')
+    t.same([path.statusCode, path.json().message], [400, 'The URL is not valid (bad percent-encoding)'])
+    const query = await found.inject('/search?q=%ED%A0%80')
+    t.same([query.statusCode, query.json()], [200, { q: '%ED%A0%80' }])
+    await found.close()
   },
 )
 

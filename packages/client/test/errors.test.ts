@@ -12,6 +12,7 @@ const names = [
   'ValidationException',
   'RateLimitExceededException',
   'NotFoundException',
+  'ConflictException',
   'UnsupportedMediaTypeException',
   'PayloadTooLargeException',
   'ServiceUnavailableException',

@@ -27,6 +27,7 @@ t.test('rules are written into the JSON Schema of the field', async (t) => {
     id: { type: 'int32', minimum: 1 },
     data: { type: 'bytes', maxLength: 8 },
     plain: 'string',
+    secret: { type: 'string', maxLength: 72, 'x-max-utf8-bytes': 72 },
   })
   t.same(s.properties.title, {
     type: 'string',
@@ -43,7 +44,8 @@ t.test('rules are written into the JSON Schema of the field', async (t) => {
   })
   t.same(s.properties.id, { type: 'integer', minimum: 1, maximum: 2147483647 })
   t.same(s.properties.data, { type: 'string', contentEncoding: 'base64', maxLength: 8 })
-  t.same(s.required, ['title', 'id', 'data', 'plain'])
+  t.same(s.properties.secret, { type: 'string', maxLength: 72, 'x-max-utf8-bytes': 72 }, 'x- extensions too')
+  t.same(s.required, ['title', 'id', 'data', 'plain', 'secret'])
 })
 
 t.test('a rule that does not fit its type or value is a schema problem', async (t) => {

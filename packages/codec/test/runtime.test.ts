@@ -5,7 +5,9 @@ import {
   decodeMessage,
   EncodeError,
   encodeMessage,
+  type FieldError,
   FORMAT_VERSION,
+  jInt32,
 } from '@trivium/codec/runtime'
 import type { Test } from 'tap'
 import t from 'tap'
@@ -253,6 +255,18 @@ t.test('reader: every kind of bad input is a DecodeError with an exact message',
     () => new BinaryReader(bytes(`23 00 00 00${' e2 82'.repeat(17)} ac`)).string(),
     'invalid UTF-8 in string at offset 0',
   )
+  // A surrogate's UTF-8-shaped bytes (CESU-8) are invalid UTF-8: a binary string cannot carry a lone
+  // surrogate, short or long (PROTOCOL.md "Decoding rules").
+  decodeError(
+    t,
+    () => new BinaryReader(bytes('03 00 00 00 ed a0 80')).string(),
+    'invalid UTF-8 in string at offset 0',
+  )
+  decodeError(
+    t,
+    () => new BinaryReader(bytes(`43 00 00 00${' 61'.repeat(64)} ed b0 80`)).string(),
+    'invalid UTF-8 in string at offset 0',
+  )
   decodeError(t, () => new BinaryReader(bytes('02')).bool(), 'invalid bool byte 0x02 at offset 0')
   decodeError(t, () => new BinaryReader(bytes('ff')).presence(), 'invalid optional marker 0xff at offset 0')
   decodeError(
@@ -392,5 +406,30 @@ t.test(
       () => new BinaryReader(bytes('01 00 00 00 80')).string(),
       'invalid UTF-8 in string at offset 0',
     )
+  },
+)
+
+t.test(
+  'int32 from JSON: any integer outside int32 is the 32-bit message, beyond float range too',
+  async (t) => {
+    const messages = (value: unknown): FieldError[] => {
+      const errors: FieldError[] = []
+      jInt32(value, errors, '', 'id')
+      return errors
+    }
+    const INT32 = [{ field: 'id', message: 'must be a 32-bit integer' }]
+    for (const value of [
+      2 ** 31,
+      -(2 ** 31) - 1,
+      2 ** 53,
+      1e21,
+      Number.POSITIVE_INFINITY,
+      Number.NEGATIVE_INFINITY,
+    ])
+      t.same(messages(value), INT32, String(value))
+    t.same(messages(JSON.parse(`1${'0'.repeat(400)}`)), INT32, 'a 401-digit JSON number')
+    for (const value of [1.5, '7', Number.NaN])
+      t.same(messages(value), [{ field: 'id', message: 'must be integer' }], String(value))
+    t.same(messages(-(2 ** 31)), [])
   },
 )

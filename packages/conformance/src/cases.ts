@@ -21,7 +21,14 @@ export interface UnaryCase {
   warmup?: number
   expect: { value: unknown } | { error: ExpectedError }
   note?: string
+  /** Formats that can carry the request (default: every format of the transport). */
+  formats?: ('json' | 'binary')[]
 }
+
+const INT32 = 'must be a 32-bit integer'
+const LONE = 'must not contain a lone surrogate (a \\uD800-\\uDFFF escape without its pair)'
+/** Only JSON can carry these requests: the binary writer refuses a non-int32 (EncodeError) before sending. */
+const JSON_ONLY: ('json' | 'binary')[] = ['json']
 
 const big = 9007199254740993n // 2^53 + 1: must survive every transport unrounded
 
@@ -172,5 +179,80 @@ export const unaryCases: UnaryCase[] = [
     request: {},
     expect: { error: { kind: 'NotFoundException', code: 'TRV_NOT_FOUND' } },
     note: 'HTTP names the route (`Route GET /missing not found`), frames the endpoint (`Unknown endpoint: missing.endpoint`)',
+  },
+  {
+    name: 'path and query parameters are converted as in a JSON body',
+    endpoint: 'lookup',
+    token: 'member',
+    request: { id: 7, limit: -2 },
+    expect: { value: { id: 7, limit: -2 } },
+  },
+  {
+    name: 'an int32 path parameter beyond 2^53 is a 32-bit error',
+    endpoint: 'lookup',
+    token: 'member',
+    request: { id: 2 ** 53, limit: null },
+    formats: JSON_ONLY,
+    expect: {
+      error: {
+        kind: 'ValidationException',
+        code: 'TRV_VALIDATION',
+        message: `Invalid Lookup: id ${INT32}`,
+        details: [{ field: 'id', message: INT32 }],
+      },
+    },
+  },
+  {
+    name: 'an int32 query parameter in exponent notation beyond int32 is a 32-bit error',
+    endpoint: 'lookup',
+    token: 'member',
+    request: { id: 1, limit: 1e21 },
+    formats: JSON_ONLY,
+    expect: {
+      error: {
+        kind: 'ValidationException',
+        code: 'TRV_VALIDATION',
+        message: `Invalid Lookup: limit ${INT32}`,
+        details: [{ field: 'limit', message: INT32 }],
+      },
+    },
+  },
+  {
+    name: 'an int32 body field beyond int32 is a 32-bit error',
+    endpoint: 'echo',
+    token: 'member',
+    request: { text: 'x', count: 2 ** 31 },
+    formats: JSON_ONLY,
+    expect: {
+      error: {
+        kind: 'ValidationException',
+        code: 'TRV_VALIDATION',
+        message: `Invalid Echo: count ${INT32}`,
+        details: [{ field: 'count', message: INT32 }],
+      },
+    },
+  },
+  {
+    name: 'a lone surrogate in a JSON string is refused, naming the field',
+    endpoint: 'echo',
+    token: 'member',
+    request: { text: 'a\ud800b', count: 1 },
+    // The binary format cannot carry one: its strings are strict UTF-8 (a surrogate's bytes are invalid).
+    formats: JSON_ONLY,
+    expect: {
+      error: {
+        kind: 'ValidationException',
+        code: 'TRV_VALIDATION',
+        message: `Invalid Echo: text ${LONE}`,
+        details: [{ field: 'text', message: LONE }],
+      },
+    },
+  },
+  {
+    name: 'a surrogate pair (a character beyond U+FFFF) is text like any other',
+    endpoint: 'echo',
+    token: 'member',
+    request: { text: 'a\ud83d\ude00b', count: 1 },
+    expect: { value: { text: 'a😀b', count: 1 } },
   },
 ]

@@ -70,6 +70,7 @@ export async function startConformanceServer(options: {
       }
     },
     'tickers.status': (req) => ({ finished: finished.has(req.runId) }),
+    lookup: (req) => req,
   })
 
   await options.register?.(app)

@@ -58,6 +58,64 @@ export function parseJson(text: string): unknown {
   }
 }
 
+export const LONE_SURROGATE_MESSAGE =
+  'must not contain a lone surrogate (a \\uD800-\\uDFFF escape without its pair)'
+
+// A lone surrogate (`"\ud800"`) is valid JSON text but not Unicode text: UTF-8 cannot carry it, so it
+// would be stored (and echoed) as U+FFFD. Every Unicode JSON text decodes to well-formed strings; only
+// a `\u` escape can produce an unpaired one.
+// String.prototype.isWellFormed (Node 20; typed from ES2024, this package's lib is ES2023) costs about
+// half of /\p{Cs}/u per string: it runs on every string and key of every JSON HTTP body.
+const isWellFormed = (String.prototype as unknown as { isWellFormed: (this: string) => boolean }).isWellFormed
+const lone = (text: string): boolean => !isWellFormed.call(text)
+
+/** True when a string or key anywhere in `value` holds a lone surrogate (the common, clean case: no paths built). */
+function hasLoneSurrogate(value: unknown): boolean {
+  if (typeof value === 'string') return lone(value)
+  if (typeof value !== 'object' || value === null) return false
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (hasLoneSurrogate(value[i])) return true
+    return false
+  }
+  for (const key in value) {
+    if (lone(key) || hasLoneSurrogate((value as Record<string, unknown>)[key])) return true
+  }
+  return false
+}
+
+/** The path of the first string (value or key) holding a lone surrogate (`title`, `tags[1]`). */
+function loneSurrogatePath(value: unknown, path: string): string | undefined {
+  if (typeof value === 'string') return lone(value) ? path : undefined
+  if (typeof value !== 'object' || value === null) return undefined
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = loneSurrogatePath(value[i], `${path}[${i}]`)
+      if (found !== undefined) return found
+    }
+    return undefined
+  }
+  for (const key of Object.keys(value)) {
+    // A key is named with JSON's escape (`\ud800`): the error body must not carry the surrogate itself.
+    if (lone(key))
+      return path ? `${path}.${JSON.stringify(key).slice(1, -1)}` : JSON.stringify(key).slice(1, -1)
+    const found = loneSurrogatePath((value as Record<string, unknown>)[key], path ? `${path}.${key}` : key)
+    if (found !== undefined) return found
+  }
+  return undefined
+}
+
+/**
+ * Refuses a parsed JSON request value holding a lone surrogate in any string or key, naming the field
+ * (PROTOCOL.md "Decoding rules"): one rule for every JSON transport, before the model sees the value.
+ */
+export function refuseLoneSurrogates(model: Model, json: unknown): void {
+  if (!hasLoneSurrogate(json)) return
+  const name = loneSurrogatePath(json, '') || '(body)'
+  throw new ValidationException(`Invalid ${model.name}: ${name} ${LONE_SURROGATE_MESSAGE}`, [
+    { field: name, message: LONE_SURROGATE_MESSAGE },
+  ])
+}
+
 /**
  * Payload bytes → request value, in any format. Zero bytes are the empty model (`fromJSON({})`) in
  * every format: the binary version byte is only written when there is a model to read.
@@ -75,7 +133,10 @@ export const jsonFormat: WireFormat = {
     if (bytes.length === 0 || (bytes.length === 2 && bytes[0] === 0x7b && bytes[1] === 0x7d)) {
       return model.fromJSON({})
     }
-    return model.fromJSON(parseJson(decodeUtf8(bytes)))
+    const text = decodeUtf8(bytes)
+    const json = parseJson(text)
+    if (text.includes('\\u')) refuseLoneSurrogates(model, json)
+    return model.fromJSON(json)
   },
   encode(model, value) {
     return model.stringify ? model.stringify(value) : JSON.stringify(model.toJSON(value))

@@ -10,6 +10,9 @@ import type { HttpMethod } from './registry.js'
 
 export type { HttpRequestParts }
 
+/** A JSON number (leading zeros allowed, as before): what a query or path value may spell for an integer. */
+const NUMBER_TEXT = /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/
+
 type FieldKind = 'integer' | 'number' | 'boolean' | 'string' | 'array' | 'other'
 
 export class HttpMapping {
@@ -112,10 +115,11 @@ export class HttpMapping {
     const v = raw
     if (typeof v !== 'string') return v
     switch (kind) {
-      case 'integer': {
-        if (/^-?\d{1,15}$/.test(v)) return Number(v)
-        return v
-      }
+      case 'integer':
+        // Number text becomes the number JSON.parse makes of it (beyond 2^53 rounded, beyond float range
+        // Infinity), so the model answers as it does for a JSON body: `9007199254740993` or `1e21` in a
+        // path is `must be a 32-bit integer` on every transport, `1.5` is `must be integer`.
+        return NUMBER_TEXT.test(v) ? Number(v) : v
       case 'number': {
         const n = Number(v)
         return v.trim() !== '' && Number.isFinite(n) ? n : v

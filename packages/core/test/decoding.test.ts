@@ -163,6 +163,72 @@ t.test('__proto__ and constructor.prototype keys: one rule on HTTP and frames', 
   t.same(fine.result, { title: 'prototype of constructor', constructor: 'a string is fine' })
 })
 
+t.test(
+  'a lone surrogate in any JSON string or key is refused, naming the field, on HTTP and frames',
+  async (t) => {
+    const { fastify, stored } = await app()
+    await fastify.ready()
+    const LONE = 'must not contain a lone surrogate (a \\uD800-\\uDFFF escape without its pair)'
+    const cases: [url: string, endpoint: string, body: string, model: string, field: string][] = [
+      ['/tasks', 'tasks.create', '{"title":"a\\ud800b"}', 'CreateTask', 'title'],
+      ['/tasks', 'tasks.create', '{"title":"\\udc00"}', 'CreateTask', 'title'],
+      ['/tasks', 'tasks.create', '{"title":"x\\ud83d"}', 'CreateTask', 'title'],
+      ['/tasks/1', 'tasks.update', '{"tags":["ok","\\ude00"]}', 'any', 'tags[1]'],
+      ['/tasks/1', 'tasks.update', '{"meta":{"\\ud800":1}}', 'any', 'meta.\\ud800'],
+      ['/tasks/1', 'tasks.update', '"\\ud800"', 'any', '(body)'],
+    ]
+    for (const [url, endpoint, body, model, field] of cases) {
+      const expected = { message: `Invalid ${model}: ${field} ${LONE}`, details: [{ field, message: LONE }] }
+      const http = await fastify.inject({
+        method: url === '/tasks' ? 'POST' : 'PUT',
+        url,
+        payload: body,
+        headers: { 'content-type': 'application/json' },
+      })
+      t.equal(http.statusCode, 400, `HTTP ${body}`)
+      t.same(
+        [http.json().code, http.json().message, http.json().details],
+        ['TRV_VALIDATION', expected.message, expected.details],
+      )
+      const frame = await fastify.trivium
+        .invoke({
+          protocol: 'websocket',
+          format: jsonFormat,
+          requestId: 'c:1',
+          log: fastify.log,
+          endpoint,
+          payload: Buffer.from(body),
+        })
+        .then(
+          () => undefined,
+          (err: ValidationException) => ({ message: err.message, details: err.details }),
+        )
+      t.same(frame, expected, `frame ${body}`)
+    }
+    t.same(stored, [], 'nothing reached a handler')
+    // A pair is one character beyond U+FFFF, in an escape or as UTF-8.
+    const pair = await fastify.inject({
+      method: 'POST',
+      url: '/tasks',
+      payload: '{"title":"\\ud83d\\ude00😀"}',
+      headers: { 'content-type': 'application/json' },
+    })
+    t.same([pair.statusCode, pair.json()], [200, { title: '😀😀' }])
+    // A surrogate's percent-encoded bytes are never decoded into one: the path refuses them, the query
+    // keeps the text as sent.
+    const Find = jsonSchemaModel('Find', { type: 'object', properties: { q: { type: 'string' } } })
+    const found = Fastify()
+    await found.register(trivium)
+    found.trivium.endpoint('find', { method: 'GET', url: '/find/:q', request: Find }, (req) => req)
+    found.trivium.endpoint('search', { method: 'GET', url: '/search', request: Find }, (req) => req)
+    const path = await found.inject('/find/%ED%A0%80')
+    t.same([path.statusCode, path.json().message], [400, 'The URL is not valid (bad percent-encoding)'])
+    const query = await found.inject('/search?q=%ED%A0%80')
+    t.same([query.statusCode, query.json()], [200, { q: '%ED%A0%80' }])
+    await found.close()
+  },
+)
+
 t.test('a scalar query parameter given twice is a 400 naming it; lists stay lists', async (t) => {
   const fastify = Fastify()
   await fastify.register(trivium)

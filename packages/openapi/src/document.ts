@@ -129,6 +129,14 @@ export const ERROR_RESPONSES: Readonly<Record<string, { name: string; response: 
     name: 'NotFound',
     response: { description: 'NotFoundException (TRV_NOT_FOUND)', content: errorContent },
   },
+  '409': {
+    name: 'Conflict',
+    response: {
+      description:
+        'ConflictException (TRV_CONFLICT): the request contradicts what is stored (a name that already exists)',
+      content: errorContent,
+    },
+  },
   '413': {
     name: 'PayloadTooLarge',
     response: {

@@ -354,6 +354,11 @@ t.test('errorStatuses adds the statuses only the handler knows; anything unknown
     { method: 'POST', url: '/login', request: Login, response: Login, errorStatuses: [401] },
     () => ({}),
   )
+  app.trivium.endpoint(
+    'roles.create',
+    { method: 'POST', url: '/roles', request: Login, response: Login, errorStatuses: [409] },
+    () => ({}),
+  )
   await app.ready()
   const document = buildOpenApi(app.trivium.registry, INFO, { auth: true })
   t.same(Object.keys(document.paths['/login']?.post?.responses ?? {}), [
@@ -367,13 +372,16 @@ t.test('errorStatuses adds the statuses only the handler knows; anything unknown
     '500',
     '503',
   ])
+  const conflict = document.paths['/roles']?.post?.responses?.['409'] as { $ref: string }
+  t.same(conflict, { $ref: '#/components/responses/Conflict' })
+  t.match(document.components.responses.Conflict, { description: /^ConflictException \(TRV_CONFLICT\)/ })
   const bad = Fastify()
   await bad.register(trivium)
   bad.trivium.endpoint('x', { method: 'GET', url: '/x', errorStatuses: [418] } as never, () => ({}))
   await bad.ready()
   t.throws(() => buildOpenApi(bad.trivium.registry, INFO), {
     message:
-      '@trivium/openapi: endpoint "x": errorStatuses must list statuses among 400, 401, 403, 404, 413, 415, 429, 500, 503',
+      '@trivium/openapi: endpoint "x": errorStatuses must list statuses among 400, 401, 403, 404, 409, 413, 415, 429, 500, 503',
   })
   await app.close()
   await bad.close()

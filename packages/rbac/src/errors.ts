@@ -1,7 +1,8 @@
 // Typed errors for bad input. Only core's kinds are used, so every transport sends them with the
-// standard body: an unknown id is NotFoundException (404), a duplicate name or a malformed argument is
-// ValidationException (400) with `details` naming the field. SQL errors never reach a client.
-import { type FieldError, NotFoundException, ValidationException } from '@trivium/core'
+// standard body: an unknown id is NotFoundException (404), a duplicate name ConflictException (409), a
+// malformed argument ValidationException (400) with `details` naming the field. SQL errors never reach
+// a client.
+import { ConflictException, type FieldError, NotFoundException, ValidationException } from '@trivium/core'
 
 export const MAX_NAME_LENGTH = 100
 export const MAX_DESCRIPTION_LENGTH = 1000
@@ -10,6 +11,11 @@ const INT4_MAX = 2147483647
 export function invalid(field: string, message: string): ValidationException {
   const details: FieldError[] = [{ field, message }]
   return new ValidationException(message, details)
+}
+
+/** A role or permission name that is already taken: the request is valid, the store says no. */
+export function nameTaken(what: 'Role' | 'Permission', name: string): ConflictException {
+  return new ConflictException(`${what} "${name}" already exists`)
 }
 
 export function roleNotFound(roleId: number): NotFoundException {

@@ -14,6 +14,7 @@ import {
   checkName,
   checkOptionalId,
   invalid,
+  nameTaken,
   permissionNotFound,
   roleNotFound,
   userNotFound,
@@ -376,7 +377,7 @@ export class RbacService {
 
   /**
    * Creates the role and its permission links in one transaction: a duplicate name
-   * (ValidationException) or an unknown permission id (NotFoundException) leaves nothing behind.
+   * (ConflictException) or an unknown permission id (NotFoundException) leaves nothing behind.
    */
   async createRole(name: string, description: string, permissionIds: number[] = []): Promise<Role> {
     checkName(name, 'name')
@@ -406,7 +407,7 @@ export class RbacService {
           )
         }
       } catch (err) {
-        if (isUniqueViolation(err)) throw invalid('name', `Role "${name}" already exists`)
+        if (isUniqueViolation(err)) throw nameTaken('Role', name)
         if (isForeignKeyViolation(err)) throw permissionNotFound(ids) // a permission vanished meanwhile
         throw err
       }
@@ -414,7 +415,7 @@ export class RbacService {
     })
   }
 
-  /** Creates a permission. A duplicate name is ValidationException. */
+  /** Creates a permission. A duplicate name is ConflictException. */
   async createPermission(
     name: string,
     description: string,
@@ -433,7 +434,7 @@ export class RbacService {
       )
       return rows[0] as Permission
     } catch (err) {
-      if (isUniqueViolation(err)) throw invalid('name', `Permission "${name}" already exists`)
+      if (isUniqueViolation(err)) throw nameTaken('Permission', name)
       throw err
     }
   }

@@ -79,11 +79,10 @@ for (const engine of engines) {
       t.equal(await rbac.getRoleByName('ghost'), null)
       await rbac.createRole('viewer', 'reads', [read.id])
       t.same(await errorOf(rbac.createRole('viewer', 'again', [read.id])), {
-        statusCode: 400,
-        code: 'TRV_VALIDATION',
-        error: 'ValidationException',
+        statusCode: 409,
+        code: 'TRV_CONFLICT',
+        error: 'ConflictException',
         message: 'Role "viewer" already exists',
-        details: [{ field: 'name', message: 'Role "viewer" already exists' }],
       })
       const counts = await client.query<{ roles: number; links: number }>(
         'SELECT (SELECT count(*)::int FROM roles) AS roles, (SELECT count(*)::int FROM role_permissions) AS links',
@@ -95,11 +94,10 @@ for (const engine of engines) {
   t.test(`${engine.name}: createPermission rejects duplicates and bad input with typed errors`, async (t) => {
     const { rbac } = await setup(t, engine)
     t.same(await errorOf(rbac.createPermission('tasks:read', 'again', 'tasks', 'read')), {
-      statusCode: 400,
-      code: 'TRV_VALIDATION',
-      error: 'ValidationException',
+      statusCode: 409,
+      code: 'TRV_CONFLICT',
+      error: 'ConflictException',
       message: 'Permission "tasks:read" already exists',
-      details: [{ field: 'name', message: 'Permission "tasks:read" already exists' }],
     })
     t.equal(
       (await errorOf(rbac.createPermission('', 'x', 'tasks', 'read'))).message,

@@ -27,6 +27,7 @@ export const ERROR_KINDS = {
   ValidationException: { code: 'TRV_VALIDATION', status: 400 },
   RateLimitExceededException: { code: 'TRV_RATE_LIMITED', status: 429 },
   NotFoundException: { code: 'TRV_NOT_FOUND', status: 404 },
+  ConflictException: { code: 'TRV_CONFLICT', status: 409 },
   UnsupportedMediaTypeException: { code: 'TRV_UNSUPPORTED_MEDIA_TYPE', status: 415 },
   PayloadTooLargeException: { code: 'TRV_PAYLOAD_TOO_LARGE', status: 413 },
   ServiceUnavailableException: { code: 'TRV_SERVICE_UNAVAILABLE', status: 503 },
@@ -126,6 +127,13 @@ export class NotFoundException extends TriviumError {
   }
 }
 
+/** The request is valid but contradicts what is stored: a name that already exists. */
+export class ConflictException extends TriviumError {
+  constructor(message: string, options?: TriviumErrorOptions) {
+    super(message, ...spec('ConflictException'), options)
+  }
+}
+
 export class UnsupportedMediaTypeException extends TriviumError {
   constructor(message: string, options?: TriviumErrorOptions) {
     super(message, ...spec('UnsupportedMediaTypeException'), options)
@@ -175,6 +183,7 @@ const CLASS_BY_KIND: Record<
   TokenExpiredException,
   ForbiddenException,
   NotFoundException,
+  ConflictException,
   UnsupportedMediaTypeException,
   PayloadTooLargeException,
   ServiceUnavailableException,

@@ -164,7 +164,7 @@ export const endpoints = {
     request: CreateRole,
     response: Role,
     streaming: false,
-    config: {"roles":["admin"],"liveRbac":true},
+    config: {"roles":["admin"],"liveRbac":true,"errorStatuses":[409]},
   },
   "admin.roles.assign": {
     name: "admin.roles.assign",
@@ -194,7 +194,7 @@ export const endpoints = {
     request: CreatePermission,
     response: Permission,
     streaming: false,
-    config: {"roles":["admin"],"liveRbac":true},
+    config: {"roles":["admin"],"liveRbac":true,"errorStatuses":[409]},
   },
 } as const satisfies Record<string, $rt.EndpointSpec<any, any>>
 

@@ -293,8 +293,10 @@ export class RegisterRequest implements RegisterRequestData {
       "password": {
         "type": "string",
         "minLength": 8,
+        "maxLength": 72,
+        "x-max-utf8-bytes": 72,
         "pattern": "^(?![\\s\\S]*\\u0000)(?=[\\s\\S]*[A-Z])(?=[\\s\\S]*[a-z])(?=[\\s\\S]*[0-9])(?=[\\s\\S]*[!@#$%^&*(),.?\":{}|<>])",
-        "description": "At least 8 characters, with an uppercase letter, a lowercase letter, a digit and one of !@#$%^&*(),.?\":{}|<>"
+        "description": "At least 8 characters, with an uppercase letter, a lowercase letter, a digit and one of !@#$%^&*(),.?\":{}|<>; at most 72 bytes in UTF-8 (bcrypt reads no further; `x-max-utf8-bytes`): 72 ASCII characters, fewer with accents or emoji (`maxLength` counts characters, so it is only the ASCII bound). Longer is `Password must be at most 72 bytes`"
       }
     },
     "required": [

@@ -50,6 +50,8 @@ export interface FieldRules {
   maxItems?: number
   /** Rules of each item of a list. */
   items?: FieldRules
+  /** OpenAPI specification extensions, copied as they are (`"x-max-utf8-bytes": 72`). */
+  [extension: `x-${string}`]: unknown
 }
 
 const STRING_RULES = ['minLength', 'maxLength', 'pattern', 'format']
@@ -76,6 +78,8 @@ function ruleProblems(raw: Record<string, unknown>, t: TypeNode, where: string):
       if (typeof value !== 'string') problems.push(`${where}description must be a string`)
       continue
     }
+    // OpenAPI specification extensions (`x-…`) say what JSON Schema cannot (a limit in UTF-8 bytes).
+    if (key.startsWith('x-')) continue
     if (!allowed.includes(key)) {
       problems.push(`${where}rule "${key}" does not apply to this type`)
       continue

@@ -172,7 +172,10 @@ export function jInt32(j: unknown, e: FieldError[], p: string, k: string | numbe
       e,
       p,
       k,
-      typeof j === 'number' && Number.isInteger(j) ? 'must be a 32-bit integer' : 'must be integer',
+      // An integer outside int32, including one beyond float range (JSON `1e400` is Infinity).
+      typeof j === 'number' && (Number.isInteger(j) || Math.abs(j) === Number.POSITIVE_INFINITY)
+        ? 'must be a 32-bit integer'
+        : 'must be integer',
     )
   }
   return 0

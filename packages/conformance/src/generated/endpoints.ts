@@ -2,7 +2,7 @@
 
 import type * as $rt from "@trivium/codec/runtime"
 import { asModel, asModels } from "@trivium/codec/runtime"
-import { CountRequest, type CountRequestData, Echo, type EchoData, Empty, type EmptyData, Pong, type PongData, Tick, type TickData, TickerRequest, type TickerRequestData, TickerStatus, type TickerStatusData } from './models.js'
+import { CountRequest, type CountRequestData, Echo, type EchoData, Empty, type EmptyData, Lookup, type LookupData, Pong, type PongData, Tick, type TickData, TickerRequest, type TickerRequestData, TickerStatus, type TickerStatusData } from './models.js'
 
 /** Every endpoint of the schema: name, HTTP route, models and pass-through settings. */
 export const endpoints = {
@@ -76,6 +76,16 @@ export const endpoints = {
     streaming: true,
     config: {},
   },
+  "lookup": {
+    name: "lookup",
+    method: "GET",
+    url: "/lookup/:id",
+    status: 200,
+    request: Lookup,
+    response: Lookup,
+    streaming: false,
+    config: {},
+  },
   "tickers.status": {
     name: "tickers.status",
     method: "GET",
@@ -117,6 +127,8 @@ export function createTypedClient(client: $rt.RuntimeClient) {
       asModels(Tick, client.stream("count", request, options)),
     ticker: (request: TickerRequestData, options?: $rt.CallOptions): AsyncIterable<Tick> =>
       asModels(Tick, client.stream("ticker", request, options)),
+    lookup: async (request: LookupData, options?: $rt.CallOptions): Promise<Lookup> =>
+      asModel(Lookup, await client.call("lookup", request, options)),
     tickers: {
       status: async (request: TickerRequestData, options?: $rt.CallOptions): Promise<TickerStatus> =>
         asModel(TickerStatus, await client.call("tickers.status", request, options)),

@@ -895,3 +895,147 @@ export class TickerStatus implements TickerStatusData {
   }
 }
 Object.defineProperty(TickerStatus, 'name', { value: "TickerStatus" })
+
+/** Data of model Lookup: plain objects of this shape can be encoded and sent. */
+export interface LookupData {
+  /** `int32` */
+  readonly id: number
+  /** `int32?` */
+  readonly limit?: number | null
+}
+
+/** Constructor argument of Lookup: nullable fields may be left out (null). */
+export interface LookupInit {
+  id: number
+  limit?: number | null
+}
+
+export class Lookup implements LookupData {
+  /** `int32` */
+  readonly id: number
+  /** `int32?` */
+  readonly limit: number | null
+
+  /** JSON Schema of the JSON form. */
+  static readonly jsonSchema: $rt.JsonSchema = {
+    "title": "Lookup",
+    "type": "object",
+    "properties": {
+      "id": {
+        "type": "integer",
+        "minimum": -2147483648,
+        "maximum": 2147483647
+      },
+      "limit": {
+        "type": [
+          "integer",
+          "null"
+        ],
+        "minimum": -2147483648,
+        "maximum": 2147483647
+      }
+    },
+    "required": [
+      "id"
+    ]
+  }
+
+  constructor(init: LookupInit) {
+    this.id = init.id
+    this.limit = init.limit ?? null
+  }
+
+  /** Checks and converts the JSON form; throws a ValidationException naming every bad field. */
+  static fromJSON(json: unknown): Lookup {
+    const e: $rt.FieldError[] = []
+    const v = Lookup.fromJSONAt(json, e, '', '')
+    if (e.length > 0) throw $rt.validationError("Lookup", e)
+    return v
+  }
+
+  static fromJSONAt(j: unknown, e: $rt.FieldError[], p: string, k: string | number): Lookup {
+    if (!$rt.isObject(j)) {
+      $rt.fail(e, p, k, j === undefined && p + k !== '' ? 'is required' : j === null && p + k !== '' ? 'must not be null' : 'must be object')
+      return undefined as unknown as Lookup
+    }
+    const q = k === '' ? p : $rt.joinPath(p, k)
+    return new Lookup({
+      id: $rt.jInt32(j.id, e, q, "id"),
+      limit: (j.limit == null ? null : $rt.jInt32(j.limit, e, q, "limit")),
+    })
+  }
+
+  /** The JSON form (a null optional model reference is omitted). */
+  static toJSON(v: LookupData): Record<string, unknown> {
+    const o: Record<string, unknown> = {
+      id: v.id,
+      limit: (v.limit ?? null),
+    }
+    return o
+  }
+
+  static write(w: $rt.BinaryWriter, v: LookupData): void {
+    const at = w.beginModel()
+    w.int32(v.id)
+    if (v.limit == null) w.presence(false)
+    else {
+      w.presence(true)
+      w.int32(v.limit)
+    }
+    w.endModel(at)
+  }
+
+  static read(r: $rt.BinaryReader): Lookup {
+    const outer = r.enterModel()
+    const f$id = r.int32()
+    const f$limit = r.pos < r.end ? (r.presence() ? r.int32() : null) : null
+    r.exitModel(outer)
+    return new Lookup({ id: f$id, limit: f$limit })
+  }
+
+  /** Binary form: format version byte, then the model. */
+  static encode(v: LookupData): Uint8Array {
+    return $rt.encodeMessage(Lookup.write, v)
+  }
+
+  /** Reads the binary form; bad bytes throw DecodeError. */
+  static decode(bytes: Uint8Array, options?: $rt.ReaderOptions): Lookup {
+    return $rt.decodeMessage(Lookup.read, bytes, options)
+  }
+
+  static equalsValue(a: LookupData, b: LookupData): boolean {
+    return (
+      a.id === b.id &&
+      (a.limit == null ? b.limit == null : b.limit != null && a.limit === b.limit)
+    )
+  }
+
+  static hashValue(v: LookupData): number {
+    let h = $rt.hashString("Lookup")
+    h = $rt.hashCombine(h, (v.id | 0))
+    h = $rt.hashCombine(h, (v.limit == null ? 0 : (v.limit | 0)))
+    return h
+  }
+
+  /** Value equality: same model and equal fields. */
+  equals(other: unknown): boolean {
+    return other === this || (other instanceof Lookup && Lookup.equalsValue(this, other))
+  }
+
+  hashCode(): number {
+    return Lookup.hashValue(this)
+  }
+
+  /** A copy with some fields replaced (`undefined` keeps a field; `null` clears a nullable one). */
+  copyWith(patch: Partial<LookupInit>): Lookup {
+    return new Lookup({
+      id: patch.id === undefined ? this.id : patch.id,
+      limit: patch.limit === undefined ? this.limit : patch.limit,
+    })
+  }
+
+  toJSON(): Record<string, unknown> {
+    return Lookup.toJSON(this)
+  }
+}
+Object.defineProperty(Lookup, 'name', { value: "Lookup" })

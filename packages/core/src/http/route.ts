@@ -3,7 +3,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { TriviumCall } from '../call.js'
 import { UnsupportedMediaTypeException, ValidationException } from '../errors.js'
-import { decodePayload, type FormatRegistry, jsonFormat, type WireFormat } from '../formats.js'
+import {
+  decodePayload,
+  type FormatRegistry,
+  jsonFormat,
+  refuseLoneSurrogates,
+  type WireFormat,
+} from '../formats.js'
 import type { Pipeline } from '../middleware.js'
 import type { EndpointDefinition } from '../registry.js'
 import { routeToHandler } from '../router.js'
@@ -36,6 +42,8 @@ function jsonDecoder(definition: EndpointDefinition): (this: TriviumCall) => unk
   const model = definition.request
   return function decodeJson(this: TriviumCall): unknown {
     const request = this.raw as FastifyRequest
+    // Percent-decoded path and query cannot hold a lone surrogate; a JSON body's `\u` escapes can.
+    if (mapping.hasBody) refuseLoneSurrogates(model, request.body)
     return model.fromJSON(
       mapping.fromHttp(
         request.params as Record<string, string> | undefined,

@@ -90,6 +90,12 @@ export interface RevocationMirrorOptions {
    * a subscription that died silently (no TCP reset) stops being trusted after at most this long.
    */
   maxSilenceMs?: number
+  /**
+   * With `durable`: every this many ms the copy is compared with the rows the durable store received
+   * lately (default 5000), which catches a change stored there whose announcement never went out (its
+   * writer lost Redis, then died).
+   */
+  pollMs?: number
 }
 
 export interface RedisRevocationStoreOptions {
@@ -136,6 +142,8 @@ const DOWN = new Set(['end', 'close', 'reconnecting'])
 const MARKER_TTL_MS = 60_000
 /** How often the Redis copy is checked against its marker (with `durable`). */
 const COPY_CHECK_MS = 1000
+/** How far back (ms) the poll of the durable store looks beyond its interval: clock skew between writers. */
+const POLL_OVERLAP_MS = 60_000
 
 type AnnouncedChange = Extract<RevocationChange, { op: 'add' | 'remove' }>
 
@@ -349,6 +357,10 @@ class Mirror {
   private readonly unannounced = new Map<string, AnnouncedChange>()
   private checkingCopy = false
   private lastCopyCheck = 0
+  private readonly pollMs: number
+  private lastPoll = Date.now()
+  /** While a poll runs: the jtis changed by announcements meanwhile (newer than the poll's rows). */
+  private touched: Set<string> | undefined
 
   constructor(
     private readonly store: RedisRevocationStore,
@@ -378,9 +390,11 @@ class Mirror {
     }
     this.heartbeatMs = options.heartbeatMs ?? 250
     this.maxSilenceMs = options.maxSilenceMs ?? 1000
+    this.pollMs = options.pollMs ?? 5000
     for (const [name, value] of [
       ['heartbeatMs', this.heartbeatMs],
       ['maxSilenceMs', this.maxSilenceMs],
+      ['pollMs', this.pollMs],
     ] as const) {
       if (!Number.isSafeInteger(value) || value < 1) {
         throw new TypeError(`@trivium/auth: mirror.${name} must be a positive integer (milliseconds)`)
@@ -468,6 +482,7 @@ class Mirror {
   /** `local`: this store made the change (applied at once, before its announcement comes back). */
   apply(change: RevocationChange, local = false): void {
     if (change.op === 'ping' || change.list !== this.store.prefix) return
+    this.touched?.add(change.jti)
     // Remembered until its announcement is back (announcements of one store arrive in `seq` order).
     if (local && change.seq !== undefined && change.seq > this.ownSeqBack) {
       this.localSeq.set(change.jti, change.seq)
@@ -561,6 +576,7 @@ class Mirror {
     if (this.state === 'on' && now - this.lastPingBackSentAt > this.maxSilenceMs) {
       this.lose()
     }
+    if (this.store.durable !== undefined) this.maintain(now)
     if (!this.channel.subscribed) return // nothing would come back; onResubscribed reloads
     if (this.state === 'off' && !this.syncing) void this.sync()
     // Drop expired copies (they already answer false); bounded work per tick.
@@ -568,10 +584,52 @@ class Mirror {
       this.entries.sweep(now)
     }
     this.ping()
-    if (this.store.durable !== undefined && now - this.lastCopyCheck >= COPY_CHECK_MS) {
+  }
+
+  /** With `durable`: the Redis copy's check, the retries of failed announcements, the poll. */
+  private maintain(now: number): void {
+    if (now - this.lastCopyCheck >= COPY_CHECK_MS && !DOWN.has(this.client.status)) {
       this.lastCopyCheck = now
       void this.checkCopy()
       for (const change of this.unannounced.values()) this.announce(change).catch(() => {})
+    }
+    if (now - this.lastPoll >= this.pollMs && this.state === 'on' && this.touched === undefined) {
+      this.lastPoll = now
+      void this.poll(now)
+    }
+  }
+
+  /** Adds the durable store's recent rows the copy lacks; tells the reload listeners when there were any. */
+  private async poll(now: number): Promise<void> {
+    const durable = this.store.durable!
+    const generation = this.generation
+    const touched = new Set<string>()
+    this.touched = touched
+    try {
+      const rows = await durable.entries(now - this.pollMs - POLL_OVERLAP_MS)
+      if (generation !== this.generation || this.closed) return
+      let added = 0
+      for (const [jti, expiresAt] of rows) {
+        if (touched.has(jti) || this.has(jti)) continue
+        this.entries.set(jti, expiresAt)
+        added++
+      }
+      if (added > 0) this.reloaded()
+    } catch {
+      // the durable store unreachable: the next poll tries again
+    } finally {
+      if (this.touched === touched) this.touched = undefined
+    }
+  }
+
+  private reloaded(): void {
+    const isListed = (jti: string) => this.has(jti)
+    for (const listener of [...this.reloadListeners]) {
+      try {
+        listener(isListed)
+      } catch {
+        // a listener's failure is its own; the copy is loaded
+      }
     }
   }
 
@@ -644,14 +702,8 @@ class Mirror {
       for (const waiter of [...this.waiters]) waiter()
       // Revocations announced while the subscription was down were missed: let the owner check its
       // sessions against the fresh copy.
-      const isListed = (jti: string) => this.has(jti)
-      for (const listener of [...this.reloadListeners]) {
-        try {
-          listener(isListed)
-        } catch {
-          // a listener's failure is its own; the copy is loaded
-        }
-      }
+      this.lastPoll = Date.now()
+      this.reloaded()
       if (this.store.durable !== undefined) void this.checkCopy()
     } catch {
       this.lose() // Redis unreachable: try again on a later tick

@@ -26,8 +26,11 @@ export interface RevocationStore {
  * Redis list, the in-memory mirror) are rebuilt from (`SqlRevocationStore`; README "Durable source").
  */
 export interface DurableRevocationStore extends RevocationStore {
-  /** Every entry not expired now: [jti, expiry in ms since the epoch or null (never)]. */
-  entries(): Promise<[string, number | null][]>
+  /**
+   * Every entry not expired now: [jti, expiry in ms since the epoch or null (never)]; with
+   * `addedSinceMs`, only those added at or after that time.
+   */
+  entries(addedSinceMs?: number): Promise<[string, number | null][]>
 }
 
 export const STORE_UNAVAILABLE = 'Revocation list is unavailable'

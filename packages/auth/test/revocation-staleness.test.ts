@@ -2,74 +2,11 @@
 // maxSilenceMs" (PROTOCOL.md "Revocation window"). The mirror checks the age of the last heartbeat that
 // came back on every lookup, not only on its heartbeat tick, so the bound holds at every heartbeat phase.
 // A private redis-server; the subscription goes through a proxy that holds the bytes (no reset).
-import { type ChildProcess, spawn } from 'node:child_process'
-import { once } from 'node:events'
-import net from 'node:net'
 import { RedisRevocationStore } from '@trivium/auth'
 import { RedisChannel, RedisPubSub } from '@trivium/redis-bus'
 import { Redis } from 'ioredis'
 import t from 'tap'
-
-async function freePort(): Promise<number> {
-  const server = net.createServer().listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const { port } = server.address() as net.AddressInfo
-  await new Promise((r) => server.close(r))
-  return port
-}
-
-async function startRedis(port: number): Promise<ChildProcess> {
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', ''], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let out = ''
-  await new Promise<void>((resolve, reject) => {
-    proc.stdout!.on('data', (chunk) => {
-      out += chunk
-      if (out.includes('Ready to accept connections')) resolve()
-    })
-    proc.once('exit', (code) => reject(new Error(`redis-server exited with ${code}:\n${out}`)))
-  })
-  return proc
-}
-
-/** Forwards bytes both ways; `hold()` keeps them (the connection stays open), `release()` delivers them. */
-async function holdingProxy(target: number) {
-  let held = false
-  let queue: [net.Socket, Buffer][] = []
-  const sockets = new Set<net.Socket>()
-  const server = net.createServer((inbound) => {
-    const outbound = net.connect(target, '127.0.0.1')
-    sockets.add(inbound).add(outbound)
-    const forward = (to: net.Socket) => (data: Buffer) => (held ? queue.push([to, data]) : to.write(data))
-    inbound.on('data', forward(outbound))
-    outbound.on('data', forward(inbound))
-    const close = () => {
-      inbound.destroy()
-      outbound.destroy()
-    }
-    inbound.on('error', close).on('close', close)
-    outbound.on('error', close).on('close', close)
-  })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    hold: () => {
-      held = true
-    },
-    release: () => {
-      held = false
-      for (const [to, data] of queue) to.write(data)
-      queue = []
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy()
-        server.close(() => resolve())
-      }),
-  }
-}
+import { freePort, holdingProxy, startRedis } from './redis-process.js'
 
 t.test(
   'a silent subscription is distrusted no later than maxSilenceMs, at any heartbeat phase',

@@ -140,7 +140,7 @@ t.test('durable source: the database keeps the list, Redis and the mirrors are c
         if (isListed('y')) listed.push('y')
       })
       proxy.hold()
-      await t.rejects(a.store.add('y', 600), { statusCode: 503 })
+      await t.rejects(a.store.add('y', 600), { statusCode: 503, code: 'TRV_SERVICE_UNAVAILABLE' })
       await a.store.close() // no retry will come from A
       proxy.drop() // the script never reached Redis
       await within(5000, () => c.store.contains('y'), 'C finds y in its poll of the database')

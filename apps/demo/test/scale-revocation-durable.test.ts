@@ -12,6 +12,7 @@ import t from 'tap'
 import {
   api,
   backendEnv,
+  dropBackend,
   type Instance,
   keysWithTtl,
   login,
@@ -186,3 +187,24 @@ t.test(
     t.same([res.status, res.body.message], [401, REVOKED], 'and the token is refused on B')
   },
 )
+
+t.test('without Redis, the list is the database table: a restart of the demo keeps it', async (t) => {
+  const backend = newBackend()
+  const env = {
+    DATABASE_URL: backend.databaseUrl,
+    DATABASE_SCHEMA: backend.schema,
+    REDIS_URL: '',
+    REDIS_PREFIX: backend.prefix,
+  }
+  t.teardown(() => dropBackend(backend))
+  const first = await startProcess('A', env)
+  t.teardown(() => first.stop())
+  await register(first.base, 'restart')
+  const { accessToken } = await login(first.base, 'restart')
+  t.equal((await api(first.base, 'POST', '/auth/logout', { token: accessToken, body: {} })).status, 200)
+  await first.stop()
+  const second = await startProcess('A', env)
+  t.teardown(() => second.stop())
+  const res = await api(second.base, 'GET', '/auth/me', { token: accessToken })
+  t.same([res.status, res.body.message], [401, REVOKED], 'still revoked after the restart')
+})

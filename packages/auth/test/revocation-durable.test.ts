@@ -159,6 +159,30 @@ t.test('durable source: the database keeps the list, Redis and the mirrors are c
     },
   )
 
+  await t.test('Redis frozen (SIGSTOP): never "not listed"; answered from the database', async (t) => {
+    await b.store.mirrorReady(10_000)
+    redis.kill('SIGSTOP')
+    t.teardown(() => {
+      redis.kill('SIGCONT')
+    })
+    const seen = new Set<string>()
+    // Until the frozen copy is distrusted and the lookups go to the database.
+    await within(
+      5000,
+      async () => {
+        seen.add(String(await b.store.contains('r1').catch((err) => err.statusCode)))
+        return b.store.mirrorState !== 'on'
+      },
+      'the copy is distrusted',
+    )
+    t.equal(await b.store.contains('r1'), true, 'listed: asked the database')
+    t.equal(await b.store.contains('never-listed'), false, 'not listed: asked the database')
+    t.notOk(seen.has('false'), `never "not listed" meanwhile (${[...seen].join(', ')})`)
+    redis.kill('SIGCONT')
+    await b.store.mirrorReady(10_000)
+    t.equal(await b.store.contains('r1'), true, 'from the reloaded copy')
+  })
+
   await t.test('options are checked', async (t) => {
     t.throws(() => new RedisRevocationStore({ client: b.client, durable }), /durable needs the mirror option/)
     t.throws(

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import triviumAuth, { type AuthFlows, RedisRevocationStore } from '@trivium/auth'
-import { SqlTokenLedger, SqlUserStore } from '@trivium/auth/sql'
+import { SqlRevocationStore, SqlTokenLedger, SqlUserStore } from '@trivium/auth/sql'
 import triviumCodec from '@trivium/codec'
 import triviumCore, {
   redactingRequestSerializer,
@@ -148,17 +148,22 @@ async function registerAuth(
   secrets: Secrets,
   { sql, redis, fanout }: Backends,
 ): Promise<AuthFlows> {
+  // The database is the revocation list's source of truth (PROTOCOL.md "Revocation window"): a revoked
+  // token stays refused across a restart or data loss of Redis or of an instance.
+  const durable = new SqlRevocationStore({ client: sql })
   const revocationStore = redis
     ? new RedisRevocationStore({
         client: redis,
         // The spec's default key is blacklist:token:<jti>; a deployment prefix goes in front of it.
         prefix: process.env.REDIS_PREFIX ? `${config.redisPrefix}blacklist:token:` : undefined,
         // Lookups answered from an in-memory copy kept current over the fan-out's Redis pub/sub:
-        // no Redis round trip per request (auth README "Revocation list", PROTOCOL.md).
+        // no Redis round trip per request (auth README "Revocation list", PROTOCOL.md); the copy and the
+        // Redis keys are rebuilt from the database whenever they may be incomplete.
         mirror: fanout.revocationList ? { channel: fanout.revocationList } : undefined,
+        durable: fanout.revocationList ? durable : undefined,
       })
-    : undefined
-  if (revocationStore) app.addHook('onClose', () => revocationStore.close())
+    : durable
+  if (revocationStore instanceof RedisRevocationStore) app.addHook('onClose', () => revocationStore.close())
   await app.register(triviumAuth, {
     secret: secrets.signingSecret,
     issuer: 'trivium-tasks',
@@ -261,6 +266,17 @@ async function prepareHandlerContext(
     if (notice.userId !== undefined)
       app.push.closeSessions({ userId: notice.userId }, 'Token has been revoked')
   })
+  // Revocations announced while this instance's subscription was down were missed (and so were their
+  // notices above): after every reload of the list, the open sessions are checked against it.
+  const revocation = app.triviumAuth.revocation
+  if (revocation instanceof RedisRevocationStore) {
+    revocation.onMirrorReload((isListed) =>
+      app.push.closeSessions(
+        (session) => session.tokenId !== undefined && isListed(session.tokenId),
+        'Token has been revoked',
+      ),
+    )
+  }
   fanout.onRightsChange((userId) => app.rbac.invalidateLive(userId))
   fanout.onResync(() => app.rbac.invalidateLive())
   await fanout.ready()

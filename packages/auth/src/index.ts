@@ -36,6 +36,7 @@ export {
   type RevocationRedisClient,
 } from './redis-revocation.js'
 export {
+  type DurableRevocationStore,
   MemoryRevocationStore,
   type MemoryRevocationStoreOptions,
   type RevocationStore,

@@ -7,16 +7,28 @@
 // and every instance applies the announcements. The copy is used only while it is known to be complete
 // (README "Revocation list", PROTOCOL.md "Revocation window"); otherwise `contains` asks Redis as without
 // a mirror.
+//
+// With `durable` (a SqlRevocationStore) the durable store is the source of truth: every change is stored
+// there first, the mirror is loaded from it, lookups the mirror cannot answer ask it, and the Redis keys
+// are a copy that is rebuilt from it whenever Redis is found to have lost it (the marker key `<prefix>`
+// holds the run id of the Redis server the copy was written to: a restart without persistence, FLUSHALL,
+// eviction of the marker or a failover to a replica changes or removes it).
 import { createHash } from 'node:crypto'
 import { ServiceUnavailableException } from '@trivium/core'
 import { ExpiringSet } from './expiring-set.js'
-import { checkJti, checkTtl, type RevocationStore, STORE_UNAVAILABLE } from './revocation.js'
+import {
+  checkJti,
+  checkTtl,
+  type DurableRevocationStore,
+  type RevocationStore,
+  STORE_UNAVAILABLE,
+} from './revocation.js'
 
 /** The part of an ioredis client the store uses (an ioredis `Redis` or `Cluster` fits). */
 export interface RevocationRedisClient {
   readonly status: string
   set(key: string, value: string): Promise<unknown>
-  set(key: string, value: string, mode: 'EX', seconds: number): Promise<unknown>
+  set(key: string, value: string, mode: 'EX' | 'PX', amount: number): Promise<unknown>
   exists(key: string): Promise<number>
   del(key: string): Promise<number>
   disconnect(): void
@@ -34,6 +46,10 @@ export interface RevocationRedisClient {
   pttl?(key: string): Promise<number>
   /** The mirror only: the heartbeat. */
   publish?(channel: string, message: string): Promise<number>
+  /** With `durable` only: checking the Redis copy (`GET` marker, `INFO server`, `PEXPIRE` marker). */
+  get?(key: string): Promise<string | null>
+  info?(section: string): Promise<string>
+  pexpire?(key: string, ms: number): Promise<number>
 }
 
 /** What the mirror announces: a change of the list, or a heartbeat of one store. */
@@ -74,6 +90,12 @@ export interface RevocationMirrorOptions {
    * a subscription that died silently (no TCP reset) stops being trusted after at most this long.
    */
   maxSilenceMs?: number
+  /**
+   * With `durable`: every this many ms the copy is compared with the rows the durable store received
+   * lately (default 5000), which catches a change stored there whose announcement never went out (its
+   * writer lost Redis, then died).
+   */
+  pollMs?: number
 }
 
 export interface RedisRevocationStoreOptions {
@@ -87,6 +109,12 @@ export interface RedisRevocationStoreOptions {
   closeClient?: boolean
   /** Answer `contains` from an in-memory copy kept current over this channel (see README). */
   mirror?: RevocationMirrorOptions
+  /**
+   * The source of truth (a `SqlRevocationStore`; needs `mirror`): changes are stored there first, the
+   * mirror is loaded from it, lookups the mirror cannot answer ask it, and the Redis keys are rebuilt
+   * from it when Redis lost them (README "Durable source").
+   */
+  durable?: DurableRevocationStore
 }
 
 export const DEFAULT_REDIS_PREFIX = 'blacklist:token:'
@@ -110,6 +138,14 @@ return 1
 const ADD_SHA = createHash('sha1').update(ADD_AND_ANNOUNCE_LUA).digest('hex')
 const REMOVE_SHA = createHash('sha1').update(REMOVE_AND_ANNOUNCE_LUA).digest('hex')
 const DOWN = new Set(['end', 'close', 'reconnecting'])
+/** The marker's TTL: refreshed on every check of the copy (so it also goes when every instance is gone). */
+const MARKER_TTL_MS = 60_000
+/** How often the Redis copy is checked against its marker (with `durable`). */
+const COPY_CHECK_MS = 1000
+/** How far back (ms) the poll of the durable store looks beyond its interval: clock skew between writers. */
+const POLL_OVERLAP_MS = 60_000
+
+type AnnouncedChange = Extract<RevocationChange, { op: 'add' | 'remove' }>
 
 /** Mirror states: 'off' asks Redis, 'syncing' loads the list (and still asks Redis), 'on' answers locally. */
 export type MirrorState = 'off' | 'syncing' | 'on'
@@ -121,6 +157,8 @@ export class RedisRevocationStore implements RevocationStore {
   private readonly timeoutMs: number
   private readonly closeClient: boolean
   private readonly mirror: Mirror | undefined
+  /** @internal */
+  readonly durable: DurableRevocationStore | undefined
 
   constructor(options: RedisRevocationStoreOptions) {
     if (!options || typeof options.client !== 'object' || options.client === null) {
@@ -131,7 +169,35 @@ export class RedisRevocationStore implements RevocationStore {
     if (typeof this.prefix !== 'string') throw new TypeError('@trivium/auth: prefix must be a string')
     this.timeoutMs = options.commandTimeoutMs ?? 1000
     this.closeClient = options.closeClient ?? false
+    const durable = options.durable
+    if (durable !== undefined) {
+      if (
+        durable === null ||
+        typeof durable !== 'object' ||
+        typeof durable.entries !== 'function' ||
+        typeof durable.add !== 'function'
+      ) {
+        throw new TypeError('@trivium/auth: durable must be a SqlRevocationStore (a store with entries())')
+      }
+      if (options.mirror === undefined) throw new TypeError('@trivium/auth: durable needs the mirror option')
+      for (const method of ['get', 'info', 'pexpire'] as const) {
+        if (typeof this.client[method] !== 'function') {
+          throw new TypeError(`@trivium/auth: durable needs an ioredis client (missing ${method})`)
+        }
+      }
+    }
+    this.durable = durable
     if (options.mirror !== undefined) this.mirror = new Mirror(this, this.client, options.mirror)
+  }
+
+  /**
+   * Calls `listener` each time the mirror has been (re)loaded and answers again, with a lookup into the
+   * fresh copy: revocations announced while the subscription was down were missed, so the sessions and
+   * streams of this instance should be checked against it (the demo closes the listed ones). Returns an
+   * unsubscribe function. Never called without `mirror`.
+   */
+  onMirrorReload(listener: (isListed: (jti: string) => boolean) => void): () => void {
+    return this.mirror?.onReload(listener) ?? (() => {})
   }
 
   /** Where the mirror is (undefined without `mirror`): only 'on' answers `contains` from memory. */
@@ -172,6 +238,8 @@ export class RedisRevocationStore implements RevocationStore {
   async add(jti: string, ttlSeconds?: number): Promise<void> {
     const key = this.prefix + checkJti(jti)
     const ttl = checkTtl(ttlSeconds)
+    // The source of truth first: no copy ever holds an entry the durable store could lose.
+    await this.durable?.add(jti, ttl)
     const mirror = this.mirror
     if (mirror === undefined) {
       await this.run(() =>
@@ -181,21 +249,22 @@ export class RedisRevocationStore implements RevocationStore {
     }
     const list = this.prefix
     const change = mirror.stamp(ttl === undefined ? { op: 'add', list, jti } : { op: 'add', list, jti, ttl })
-    const announcement = mirror.encode(change)
-    await this.run(() =>
-      mirror.script(ADD_SHA, ADD_AND_ANNOUNCE_LUA, key, ttl === undefined ? '' : ttl, announcement),
-    )
+    // Stored durably: this instance refuses the token at once, even if Redis fails now.
+    if (this.durable) mirror.apply(change, true)
+    await mirror.announce(change)
     // This instance refuses the token at once, without waiting for its own announcement.
     mirror.apply(change, true)
   }
 
   async contains(jti: string): Promise<boolean> {
     const mirror = this.mirror
-    if (mirror !== undefined && mirror.state === 'on' && mirror.channel.subscribed) {
-      // Redis down for this client: fail closed exactly as without the mirror.
-      if (DOWN.has(this.client.status)) throw new ServiceUnavailableException(STORE_UNAVAILABLE)
-      return mirror.has(jti)
+    // Redis down for this client: fail closed exactly as without the mirror.
+    if (mirror !== undefined && DOWN.has(this.client.status)) {
+      throw new ServiceUnavailableException(STORE_UNAVAILABLE)
     }
+    if (mirror?.trusted()) return mirror.has(jti)
+    // The copy is not known to be complete: ask the source of truth, else Redis.
+    if (this.durable !== undefined) return this.durable.contains(jti)
     const key = this.prefix + jti
     return (await this.run(() => this.client.exists(key))) === 1
   }
@@ -207,15 +276,18 @@ export class RedisRevocationStore implements RevocationStore {
       await this.run(() => this.client.del(key))
       return
     }
+    await this.durable?.remove(jti)
     const change = mirror.stamp({ op: 'remove', list: this.prefix, jti })
-    const announcement = mirror.encode(change)
-    await this.run(() => mirror.script(REMOVE_SHA, REMOVE_AND_ANNOUNCE_LUA, key, announcement))
+    await mirror.announce(change)
     mirror.apply(change, true)
   }
 
-  /** Redis expires entries itself (the mirror drops its expired copies on its heartbeat); nothing to do. */
+  /**
+   * Redis expires entries itself (the mirror drops its expired copies on its heartbeat): only the durable
+   * store's expired rows are deleted.
+   */
   async cleanup(): Promise<number> {
-    return 0
+    return this.durable ? this.durable.cleanup() : 0
   }
 
   async close(): Promise<void> {
@@ -280,6 +352,15 @@ class Mirror {
   private closed = false
   private readonly waiters = new Set<() => void>()
   private readonly pingWaiters = new Set<() => void>()
+  private readonly reloadListeners = new Set<(isListed: (jti: string) => boolean) => void>()
+  /** Changes stored durably whose Redis write and announcement failed: retried on the heartbeat. */
+  private readonly unannounced = new Map<string, AnnouncedChange>()
+  private checkingCopy = false
+  private lastCopyCheck = 0
+  private readonly pollMs: number
+  private lastPoll = Date.now()
+  /** While a poll runs: the jtis changed by announcements meanwhile (newer than the poll's rows). */
+  private touched: Set<string> | undefined
 
   constructor(
     private readonly store: RedisRevocationStore,
@@ -309,9 +390,11 @@ class Mirror {
     }
     this.heartbeatMs = options.heartbeatMs ?? 250
     this.maxSilenceMs = options.maxSilenceMs ?? 1000
+    this.pollMs = options.pollMs ?? 5000
     for (const [name, value] of [
       ['heartbeatMs', this.heartbeatMs],
       ['maxSilenceMs', this.maxSilenceMs],
+      ['pollMs', this.pollMs],
     ] as const) {
       if (!Number.isSafeInteger(value) || value < 1) {
         throw new TypeError(`@trivium/auth: mirror.${name} must be a positive integer (milliseconds)`)
@@ -355,6 +438,42 @@ class Mirror {
     return this.entries.has(jti, Date.now())
   }
 
+  /**
+   * Whether the copy may answer now: loaded, subscribed, and a heartbeat came back within maxSilenceMs.
+   * Checked on every lookup (not only on the heartbeat tick), so a silent subscription is distrusted
+   * exactly maxSilenceMs after the last heartbeat known to have come back was sent.
+   */
+  trusted(): boolean {
+    if (this.state !== 'on' || !this.channel.subscribed) return false
+    if (Date.now() - this.lastPingBackSentAt <= this.maxSilenceMs) return true
+    this.lose()
+    return false
+  }
+
+  onReload(listener: (isListed: (jti: string) => boolean) => void): () => void {
+    this.reloadListeners.add(listener)
+    return () => this.reloadListeners.delete(listener)
+  }
+
+  /** SET/DEL + PUBLISH in one script; with `durable`, a failure is retried on the heartbeat (and rejects). */
+  async announce(change: AnnouncedChange): Promise<void> {
+    const key = this.store.prefix + change.jti
+    const announcement = this.encode(change)
+    try {
+      await this.store.run(() =>
+        change.op === 'add'
+          ? this.script(ADD_SHA, ADD_AND_ANNOUNCE_LUA, key, change.ttl ?? '', announcement)
+          : this.script(REMOVE_SHA, REMOVE_AND_ANNOUNCE_LUA, key, announcement),
+      )
+      if ((this.unannounced.get(change.jti)?.seq ?? 0) <= (change.seq ?? 0))
+        this.unannounced.delete(change.jti)
+    } catch (err) {
+      // Stored durably but the other instances were not told: retry until Redis takes it.
+      if (this.store.durable && !this.closed) this.unannounced.set(change.jti, change)
+      throw err
+    }
+  }
+
   /** Numbers a change of this store (see `RevocationChange`). */
   stamp<C extends RevocationChange & { op: 'add' | 'remove' }>(change: C): C {
     return { ...change, by: this.id, seq: ++this.seq }
@@ -363,6 +482,7 @@ class Mirror {
   /** `local`: this store made the change (applied at once, before its announcement comes back). */
   apply(change: RevocationChange, local = false): void {
     if (change.op === 'ping' || change.list !== this.store.prefix) return
+    this.touched?.add(change.jti)
     // Remembered until its announcement is back (announcements of one store arrive in `seq` order).
     if (local && change.seq !== undefined && change.seq > this.ownSeqBack) {
       this.localSeq.set(change.jti, change.seq)
@@ -456,6 +576,7 @@ class Mirror {
     if (this.state === 'on' && now - this.lastPingBackSentAt > this.maxSilenceMs) {
       this.lose()
     }
+    if (this.store.durable !== undefined) this.maintain(now)
     if (!this.channel.subscribed) return // nothing would come back; onResubscribed reloads
     if (this.state === 'off' && !this.syncing) void this.sync()
     // Drop expired copies (they already answer false); bounded work per tick.
@@ -463,6 +584,93 @@ class Mirror {
       this.entries.sweep(now)
     }
     this.ping()
+  }
+
+  /** With `durable`: the Redis copy's check, the retries of failed announcements, the poll. */
+  private maintain(now: number): void {
+    if (now - this.lastCopyCheck >= COPY_CHECK_MS && !DOWN.has(this.client.status)) {
+      this.lastCopyCheck = now
+      void this.checkCopy()
+      for (const change of this.unannounced.values()) this.announce(change).catch(() => {})
+    }
+    if (now - this.lastPoll >= this.pollMs && this.state === 'on' && this.touched === undefined) {
+      this.lastPoll = now
+      void this.poll(now)
+    }
+  }
+
+  /** Adds the durable store's recent rows the copy lacks; tells the reload listeners when there were any. */
+  private async poll(now: number): Promise<void> {
+    const durable = this.store.durable!
+    const generation = this.generation
+    const touched = new Set<string>()
+    this.touched = touched
+    try {
+      const rows = await durable.entries(now - this.pollMs - POLL_OVERLAP_MS)
+      if (generation !== this.generation || this.closed) return
+      let added = 0
+      for (const [jti, expiresAt] of rows) {
+        if (touched.has(jti) || this.has(jti)) continue
+        this.entries.set(jti, expiresAt)
+        added++
+      }
+      if (added > 0) this.reloaded()
+    } catch {
+      // the durable store unreachable: the next poll tries again
+    } finally {
+      if (this.touched === touched) this.touched = undefined
+    }
+  }
+
+  private reloaded(): void {
+    const isListed = (jti: string) => this.has(jti)
+    for (const listener of [...this.reloadListeners]) {
+      try {
+        listener(isListed)
+      } catch {
+        // a listener's failure is its own; the copy is loaded
+      }
+    }
+  }
+
+  /**
+   * With `durable`: the Redis keys are a copy of the durable list, marked by the key `<prefix>` holding the
+   * run id of the server they were written to. A marker that is gone (restart without persistence,
+   * FLUSHALL, eviction, expiry) or names another server (failover to a replica) means the copy is lost
+   * or stale: every entry is written again, then the marker.
+   */
+  private async checkCopy(): Promise<void> {
+    const durable = this.store.durable
+    if (durable === undefined || this.checkingCopy || this.closed) return
+    this.checkingCopy = true
+    try {
+      const client = this.client as Required<RevocationRedisClient>
+      const prefix = this.store.prefix
+      const [info, marker] = await this.store.run(() =>
+        Promise.all([client.info('server'), client.get(prefix)]),
+      )
+      const runId = /run_id:(\w+)/.exec(info)?.[1] ?? '?'
+      if (marker === runId && (await this.store.run(() => client.pexpire(prefix, MARKER_TTL_MS))) === 1)
+        return
+      const entries = await durable.entries()
+      for (let i = 0; i < entries.length; i += 500) {
+        const now = Date.now()
+        await this.store.run(() =>
+          Promise.all(
+            entries.slice(i, i + 500).map(([jti, expiresAt]) => {
+              if (expiresAt === null) return client.set(prefix + jti, '1')
+              return expiresAt > now ? client.set(prefix + jti, '1', 'PX', expiresAt - now) : undefined
+            }),
+          ),
+        )
+      }
+      // Written last, with the run id read before the entries: a restart meanwhile is found next time.
+      await this.store.run(() => client.set(prefix, runId, 'PX', MARKER_TTL_MS))
+    } catch {
+      // Redis or the durable store unreachable: checked again on a later tick.
+    } finally {
+      this.checkingCopy = false
+    }
   }
 
   /**
@@ -492,6 +700,11 @@ class Mirror {
       if (generation !== this.generation || this.closed || !this.channel.subscribed) return
       this.state = 'on'
       for (const waiter of [...this.waiters]) waiter()
+      // Revocations announced while the subscription was down were missed: let the owner check its
+      // sessions against the fresh copy.
+      this.lastPoll = Date.now()
+      this.reloaded()
+      if (this.store.durable !== undefined) void this.checkCopy()
     } catch {
       this.lose() // Redis unreachable: try again on a later tick
     } finally {
@@ -519,6 +732,8 @@ class Mirror {
   }
 
   private async load(): Promise<Map<string, number | null>> {
+    // The source of truth when there is one: the Redis keys may have been lost.
+    if (this.store.durable !== undefined) return new Map(await this.store.durable.entries())
     const client = this.client as Required<RevocationRedisClient>
     const prefix = this.store.prefix
     const pattern = `${escapeGlob(prefix)}*`
@@ -531,7 +746,7 @@ class Mirror {
       const now = Date.now()
       keys.forEach((key, i) => {
         const ttl = ttls[i]!
-        if (ttl === -2) return // expired or deleted since SCAN
+        if (ttl === -2 || key.length === prefix.length) return // expired or deleted since SCAN; the marker
         loaded.set(key.slice(prefix.length), ttl === -1 ? null : now + ttl)
       })
     } while (cursor !== '0')

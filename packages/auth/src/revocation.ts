@@ -21,6 +21,18 @@ export interface RevocationStore {
   close?(): Promise<void>
 }
 
+/**
+ * A store that keeps the list durably and can hand out all of it: the source of truth that copies (the
+ * Redis list, the in-memory mirror) are rebuilt from (`SqlRevocationStore`; README "Durable source").
+ */
+export interface DurableRevocationStore extends RevocationStore {
+  /**
+   * Every entry not expired now: [jti, expiry in ms since the epoch or null (never)]; with
+   * `addedSinceMs`, only those added at or after that time.
+   */
+  entries(addedSinceMs?: number): Promise<[string, number | null][]>
+}
+
 export const STORE_UNAVAILABLE = 'Revocation list is unavailable'
 
 export function checkJti(jti: unknown): string {

@@ -4,7 +4,7 @@
 // ServiceUnavailableException (503): the middleware then refuses the request (fail closed).
 import { type Migration, runMigrations, type SqlClient } from '@trivium/sql'
 import type { LedgerEntry, TokenLedger } from './ledger.js'
-import type { RevocationStore } from './revocation.js'
+import type { DurableRevocationStore } from './revocation.js'
 import type { Clock } from './tokens.js'
 
 export const AUTH_MIGRATIONS: Migration[] = [
@@ -45,6 +45,12 @@ CREATE UNIQUE INDEX auth_users_email_key ON auth_users (lower(email));`,
 );
 CREATE INDEX auth_issued_tokens_user_idx ON auth_issued_tokens (user_id, expires_at);`,
   },
+  {
+    version: 4,
+    name: 'revoked_tokens_created_at',
+    // The mirror's poll of recent rows (RedisRevocationStore with `durable`).
+    sql: 'CREATE INDEX revoked_tokens_created_at_idx ON revoked_tokens (created_at);',
+  },
 ]
 
 /** Creates or updates the package's tables (idempotent, safe from several instances at once). */
@@ -58,7 +64,7 @@ export interface SqlRevocationStoreOptions {
 }
 
 /** Table variant: revoked_tokens(jti, expires_at, created_at). Call `migrate()` once at start. */
-export class SqlRevocationStore implements RevocationStore {
+export class SqlRevocationStore implements DurableRevocationStore {
   private readonly client: SqlClient
   private readonly clock: Clock
 
@@ -105,6 +111,17 @@ export class SqlRevocationStore implements RevocationStore {
       [jti, this.now()],
     )
     return rows.length > 0
+  }
+
+  /** Every row not expired now (what a copy of the list is rebuilt from); or only those created since. */
+  async entries(addedSinceMs?: number): Promise<[string, number | null][]> {
+    const { rows } = await this.client.query<{ jti: string; expires_at: Date | string | null }>(
+      `SELECT jti, expires_at FROM revoked_tokens WHERE (expires_at IS NULL OR expires_at > $1)${
+        addedSinceMs === undefined ? '' : ' AND created_at >= $2'
+      }`,
+      addedSinceMs === undefined ? [this.now()] : [this.now(), new Date(addedSinceMs)],
+    )
+    return rows.map((r) => [r.jti, r.expires_at === null ? null : new Date(r.expires_at).getTime()])
   }
 
   async remove(jti: string): Promise<void> {

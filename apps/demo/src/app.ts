@@ -85,6 +85,11 @@ function createServer(config: DemoConfig): FastifyInstance {
     },
     trustProxy: config.trustProxy,
     bodyLimit: config.bodyLimit,
+    // Shutdown (README "Graceful shutdown"): idle keep-alive connections are closed at once; a call that
+    // arrives during the drain reaches @trivium/core, which answers the 503 error body (Fastify's own
+    // 503 would be a plain `{"error":"Service Unavailable"}`); both with `Connection: close`.
+    forceCloseConnections: 'idle',
+    return503OnClosing: false,
   })
 }
 

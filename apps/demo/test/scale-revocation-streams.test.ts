@@ -31,11 +31,15 @@ t.test('a logout on A ends the SSE streams of the token on A and on B', async (t
   const untouched = openSse(b.base, '/tasks/watch', other)
   t.teardown(() => Promise.all([onA.close(), onB.close(), untouched.close()]))
 
-  // The streams are live: a created task reaches all three.
-  t.equal((await api(a.base, 'POST', '/tasks', { token, body: { title: 'seen' } })).status, 201)
+  // The streams are live once a created task reaches all three (a handler subscribes when its stream
+  // starts, so a task is created on every poll until each has seen one).
   const live = await until(
-    async () => [onA, onB, untouched].every((s) => s.events.some((e) => e.event === 'item')),
+    async () => {
+      t.equal((await api(a.base, 'POST', '/tasks', { token, body: { title: 'seen' } })).status, 201)
+      return [onA, onB, untouched].every((s) => s.events.some((e) => e.event === 'item'))
+    },
     20_000,
+    100,
   )
   t.ok(live, 'the streams deliver events')
 
@@ -56,9 +60,10 @@ t.test('a logout on A ends the SSE streams of the token on A and on B', async (t
   }
 
   // Another token of the same user keeps its stream.
+  const before = untouched.events.length
   t.equal((await api(a.base, 'POST', '/tasks', { token: other, body: { title: 'after' } })).status, 201)
   t.ok(
-    await until(async () => untouched.events.filter((e) => e.event === 'item').length >= 2, 20_000),
+    await until(async () => untouched.events.slice(before).some((e) => e.event === 'item'), 20_000),
     'a stream of another token still delivers',
   )
   t.notOk(untouched.ended)

@@ -99,15 +99,19 @@ t.test('SIGTERM drains every transport and the process exits 0', async (t) => {
       payload: Buffer.concat([encodeMetadata({ auth_token: token, format: 'json' }), JSON_EMPTY]),
     }),
   )
-  // Every stream is live once a created task reaches all three.
-  const created = await api(base, 'POST', '/tasks', { token, body: { title: 'before' } })
-  t.equal(created.status, 201)
+  // Every stream is live once a created task reaches all three (a handler subscribes when its stream
+  // starts, so a task is created on every poll until each has seen one).
   const live = await until(
-    async () =>
-      sse.events.some((e) => e.event === 'item') &&
-      wsFrames.some((f) => f.type === FrameType.STREAM_ITEM) &&
-      tcpFrames.some((f) => f.type === FrameType.STREAM_ITEM),
+    async () => {
+      t.equal((await api(base, 'POST', '/tasks', { token, body: { title: 'before' } })).status, 201)
+      return (
+        sse.events.some((e) => e.event === 'item') &&
+        wsFrames.some((f) => f.type === FrameType.STREAM_ITEM) &&
+        tcpFrames.some((f) => f.type === FrameType.STREAM_ITEM)
+      )
+    },
     20_000,
+    100,
   )
   t.ok(live, 'the three streams deliver events')
 

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import net from 'node:net'
 import { encodeMetadata, encodeTcpFrame, encodeWsFrame, FrameType, TcpFrameReader } from '@trivium/wire'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { POSTGRES_URL, startDemo } from './helpers.js'
 import {
   api,
@@ -129,8 +129,6 @@ async function checkRounds(
     )
   }
 }
-
-type Test = Parameters<Parameters<typeof t.test>[1]>[0]
 
 for (const tcpMode of ['direct', 'inject'] as const) {
   t.test(`one instance, TCP ${tcpMode}: logout over its own session is answered, then closed`, async (t) => {

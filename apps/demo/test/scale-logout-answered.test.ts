@@ -5,8 +5,10 @@
 import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import net from 'node:net'
+import { createClient } from '@trivium/client/node'
 import { encodeMetadata, encodeTcpFrame, encodeWsFrame, FrameType, TcpFrameReader } from '@trivium/wire'
 import t, { type Test } from 'tap'
+import { endpoints } from '../dist/generated/endpoints.js'
 import { POSTGRES_URL, startDemo } from './helpers.js'
 import {
   api,
@@ -148,6 +150,18 @@ for (const tcpMode of ['direct', 'inject'] as const) {
     }
     await register(target.base, 'leaver')
     await checkRounds(t, target, 'leaver')
+
+    // What the issue saw from @trivium/client: auth.logout rejected with NetworkException.
+    for (const transport of ['websocket', 'tcp'] as const) {
+      const { accessToken: token } = await login(target.base, 'leaver')
+      const client =
+        transport === 'websocket'
+          ? createClient({ transport, url: `ws://127.0.0.1:${http}/ws`, endpoints, token, format: 'json' })
+          : createClient({ transport, host: '127.0.0.1', port: target.tcp, endpoints, token, format: 'json' })
+      t.teardown(() => client.close())
+      t.match(await client.call('auth.me', {}), { username: 'leaver' })
+      t.same(await client.call('auth.logout', {}), { ok: true }, `@trivium/client over ${transport}`)
+    }
   })
 }
 

@@ -88,6 +88,11 @@ function createServer(config: DemoConfig): FastifyInstance {
     // @trivium/core refuses an HTTP/1.1 request without Host with the error body and the security
     // headers; Node's own check would answer first, with an empty 400.
     http: { requireHostHeader: false },
+    // Shutdown (README "Graceful shutdown"): idle keep-alive connections are closed at once; a call that
+    // arrives during the drain reaches @trivium/core, which answers the 503 error body (Fastify's own
+    // 503 would be a plain `{"error":"Service Unavailable"}`); both with `Connection: close`.
+    forceCloseConnections: 'idle',
+    return503OnClosing: false,
   })
 }
 

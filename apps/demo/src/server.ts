@@ -1,5 +1,6 @@
 // Entry point: `pnpm start` at the repository root runs this. Graceful shutdown on SIGINT/SIGTERM:
-// WebSocket/TCP clients get GOAWAY, in-flight calls and streams drain, then connections close.
+// WebSocket/TCP clients get GOAWAY, streams of every transport end with the 503 error, calls in flight
+// are answered within the grace, then connections close and the process exits 0.
 import { buildApp } from './app.js'
 import { loadConfig } from './config.js'
 import { startTelemetry } from './telemetry.js'
@@ -19,6 +20,8 @@ try {
 const { app, generatedAdminPassword } = demo
 
 let closing = false
+/** The frame transports' default `shutdownGraceMs`: the longest a call in flight is waited for. */
+const SHUTDOWN_GRACE_MS = 3000
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
     if (closing) return
@@ -26,6 +29,9 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     app.log.info({ signal }, 'shutting down: draining in-flight requests and streams')
     const force = setTimeout(() => process.exit(1), 15_000)
     force.unref()
+    // HTTP calls still running after the grace are cut, as the frame transports abort theirs then.
+    const cut = setTimeout(() => app.server.closeAllConnections(), SHUTDOWN_GRACE_MS)
+    cut.unref()
     app.close().then(
       () => process.exit(0),
       (err) => {

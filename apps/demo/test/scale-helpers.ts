@@ -436,6 +436,7 @@ export function openSse(base: string, path: string, token: string) {
   })
   response.catch(() => {})
   const events: { event: string; id?: string; data: any }[] = []
+  let ended = false
   const done = (async () => {
     const res = await response
     const decoder = new TextDecoder()
@@ -464,6 +465,7 @@ export function openSse(base: string, path: string, token: string) {
           end = buffer.indexOf('\n\n')
         }
       }
+      ended = true
     } catch {
       // aborted
     }
@@ -471,6 +473,10 @@ export function openSse(base: string, path: string, token: string) {
   return {
     response,
     events,
+    /** The server ended the response (not the client's close). */
+    get ended() {
+      return ended
+    },
     async close() {
       controller.abort()
       await done

@@ -22,5 +22,6 @@ export type FrameRejectReason =
   | 'in_flight_limit'
   | 'duplicate_id'
   | 'shutting_down'
+  | 'session_closed'
   | 'bad_metadata'
   | 'bad_format'

@@ -1,5 +1,7 @@
 // @trivium/core — the Fastify plugin. Validates options, creates the registry and pipeline, decorates
 // `fastify.trivium`, and serves every endpoint over HTTP. Other transports use `trivium.invoke`.
+
+import type { SessionHub } from '@trivium/wire/sessions'
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { checkSettings, EndpointSettingsError } from './endpoint-settings.js'
@@ -8,6 +10,7 @@ import { FormatRegistry, type WireFormat } from './formats.js'
 import { replyWithError } from './http/error-reply.js'
 import { type ErrorHeaders, frameworkErrorHandler, installFrameworkErrors } from './http/framework-errors.js'
 import { registerHttpRoute } from './http/route.js'
+import { EventStreams } from './http/sse.js'
 import { type InvokeInit, type InvokeResult, Invoker, type StartedCall } from './invoke.js'
 import { type Middleware, type MiddlewareOptions, Pipeline } from './middleware.js'
 import {
@@ -28,6 +31,7 @@ export { EndpointSettingsError, enforcedSettings, enforcesSettings } from './end
 export * from './errors.js'
 export * from './formats.js'
 export { type ErrorHeaders, hostMissing, MISSING_HOST } from './http/framework-errors.js'
+export { SHUTDOWN_MESSAGE } from './http/sse.js'
 export { TRANSPORT_OVERRIDE, type TransportOverride } from './http/symbols.js'
 export { HttpMapping, type HttpRequestParts } from './http-mapping.js'
 export { encodePayload, type InvokeInit, type InvokeResult, type StartedCall } from './invoke.js'
@@ -103,6 +107,11 @@ export interface Trivium {
    * headers here: `Object.assign(fastify.trivium.errorHeaders, headers)`.
    */
   readonly errorHeaders: ErrorHeaders
+  /**
+   * The session hub of the frame transports (`fastify.push`, set by the first one registered). HTTP
+   * event streams register in it as well, so `closeSessions` (a revocation) ends them on every transport.
+   */
+  sessionHub: SessionHub | undefined
 }
 
 /** Guards one request to a route added before @trivium/core: `done()` to go on, or answer the reply. */
@@ -120,6 +129,8 @@ declare module 'fastify' {
 }
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024
+/** How often a shutting-down server closes the keep-alive connections that have become idle. */
+const IDLE_SWEEP_MS = 20
 
 /** The URL an endpoint of a context with `prefix` answers on (Fastify's own joining rule). */
 function withPrefix(prefix: string, url: string): string {
@@ -160,7 +171,8 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
   const pipeline = new Pipeline()
   const formats = new FormatRegistry()
   const invoker = new Invoker(registry, pipeline)
-  const routeContext = { pipeline, formats, bodyLimit: options.bodyLimit }
+  const streams = new EventStreams()
+  const routeContext = { pipeline, formats, bodyLimit: options.bodyLimit, streams }
   const errorHeaders: ErrorHeaders = {}
   // Plain routes with `config.triviumRoute` seen after this plugin, and the guard's definition of each.
   const plainRoutes: { label: string; rules: unknown }[] = []
@@ -258,6 +270,12 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
     pipeline,
     bodyLimit: options.bodyLimit,
     errorHeaders,
+    get sessionHub() {
+      return streams.hub
+    },
+    set sessionHub(hub) {
+      streams.hub = hub
+    },
   }
   const scoped = new WeakMap<FastifyInstance, Trivium>()
   function triviumOf(instance: FastifyInstance): Trivium {
@@ -336,6 +354,19 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
       checkSettings(target, pipeline.enforcedFor(definition), anywhere)
     }
   }
+  // Shutdown (PROTOCOL.md "HTTP streaming"): event streams end with the 503 error event, and each
+  // keep-alive connection is closed once it is idle (Node's server.close() closes only those idle at
+  // that moment, so one finishing a call later, or an ended stream's, would hold app.close() forever).
+  fastify.addHook('preClose', (done) => {
+    streams.shutdown()
+    const server = fastify.server
+    if (server.listening) {
+      const timer = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS)
+      timer.unref()
+      server.once('close', () => clearInterval(timer))
+    }
+    done()
+  })
 }
 
 export const triviumCorePlugin = fp(triviumCore, { fastify: '5.x', name: '@trivium/core' })

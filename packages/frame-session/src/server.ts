@@ -139,6 +139,8 @@ function pushHub(
   const hub = new SessionHub(options.bus)
   hubBus.set(hub, options.bus)
   fastify.decorate('push', hub)
+  // HTTP event streams register here too: one `closeSessions` ends a token's sessions on every transport.
+  fastify.trivium.sessionHub = hub
   fastify.addHook('onClose', async () => hub.close())
   return hub
 }

@@ -14,6 +14,7 @@ import {
   PayloadTooLargeException,
   RateLimitExceededException,
   ServiceUnavailableException,
+  SHUTDOWN_MESSAGE,
   type StartedCall,
   TokenExpiredException,
   TRIVIUM_CHANNELS,
@@ -42,7 +43,7 @@ const textEncoder = new TextEncoder()
 const MAX_TIMER_MS = 2 ** 31 - 1
 
 /** What a frame transport tells callers while it shuts down (ERROR 503 and the GOAWAY reason). */
-export const SHUTDOWN_MESSAGE = 'Server is shutting down'
+export { SHUTDOWN_MESSAGE }
 /** The spec's message for an expired token; also sent (ERROR id 0) when a session's token expires. */
 export const TOKEN_EXPIRED_MESSAGE = 'Token has expired'
 
@@ -130,6 +131,8 @@ export class FrameSession implements Session {
   readonly #init: SessionInit
   #expiryTimer: NodeJS.Timeout | undefined
   #drained: (() => void) | undefined
+  /** Set by `close(reason)` while the calls in flight are still being answered. */
+  #closing: UnauthorizedException | undefined
   /** The connection's credential (WebSocket: from the upgrade), found when a call asks: one per session. */
   readonly #connectionCredential: () => string | undefined
 
@@ -254,9 +257,27 @@ export class FrameSession implements Session {
     }
   }
 
-  /** Closes the session (revocation, `closeSessions`): ERROR id 0 UnauthorizedException, then close. */
+  /**
+   * Closes the session (revocation, `closeSessions`): ERROR id 0 UnauthorizedException, then close. The
+   * unary calls in flight are answered first (up to `shutdownGraceMs`; a logout revokes the token of
+   * its own session while it runs, and is still answered); streams stop at once, new REQUESTs get the
+   * same 401.
+   */
   close(reason: string): void {
-    this.fail(new UnauthorizedException(reason), 'session')
+    if (this.closed || this.#closing !== undefined) return
+    const error = new UnauthorizedException(reason)
+    this.#closing = error
+    for (const entry of this.inFlight.values()) if (entry.streaming) entry.abort(error)
+    if (this.running === 0) {
+      this.fail(error, 'session')
+      return
+    }
+    const timer = setTimeout(() => this.fail(error, 'session'), this.#ctx.options.shutdownGraceMs)
+    timer.unref()
+    this.#drained = () => {
+      clearTimeout(timer)
+      this.fail(error, 'session')
+    }
   }
 
   // ---- timers and shutdown (driven by the server) ----
@@ -336,6 +357,7 @@ export class FrameSession implements Session {
   #admission(id: number): [TriviumError, FrameRejectReason] | undefined {
     if (this.#ctx.isShuttingDown())
       return [new ServiceUnavailableException(SHUTDOWN_MESSAGE), 'shutting_down']
+    if (this.#closing !== undefined) return [this.#closing, 'session_closed']
     if (this.inFlight.has(id)) {
       return [new ValidationException(`Request id ${id} is already in flight`), 'duplicate_id']
     }

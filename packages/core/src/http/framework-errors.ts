@@ -22,6 +22,7 @@ import {
   ValidationException,
 } from '../errors.js'
 import { sendError } from './error-reply.js'
+import { SHUTDOWN_MESSAGE } from './sse.js'
 
 /** Headers put on every error answered below the routes, where route hooks do not run. */
 export type ErrorHeaders = Record<string, string>
@@ -156,7 +157,6 @@ function fastifyOptions(fastify: FastifyInstance): { frameworkErrors?: unknown }
 
 /** The refusal of a request without Host (also of a WebSocket upgrade, which Node routes apart). */
 export const MISSING_HOST = 'HTTP/1.1 requests must have a Host header'
-const SHUTTING_DOWN = 'Server is shutting down'
 const EXPECTATION = 'Only "Expect: 100-continue" is supported'
 
 /** An error answered on Node's response, before Fastify has a request; HTTP/1 connections then close. */
@@ -209,7 +209,7 @@ function refuseBeforeFastify(fastify: FastifyInstance, server: Server, headers: 
   })
   server.removeListener('request', fastifyHandler)
   server.on('request', function refuseEarly(this: Server, req: IncomingMessage, res: ServerResponse) {
-    if (closing) writeError(req, res, new ServiceUnavailableException(SHUTTING_DOWN), headers)
+    if (closing) writeError(req, res, new ServiceUnavailableException(SHUTDOWN_MESSAGE), headers)
     else if (hostMissing(req)) writeError(req, res, new ValidationException(MISSING_HOST), headers)
     else fastifyHandler.call(this, req, res)
   })

@@ -2,7 +2,7 @@
 // file is the parser (Fastify request → common request form) and the sender (value → reply).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { TriviumCall } from '../call.js'
-import { UnsupportedMediaTypeException, ValidationException } from '../errors.js'
+import { ServiceUnavailableException, UnsupportedMediaTypeException, ValidationException } from '../errors.js'
 import {
   decodePayload,
   type FormatRegistry,
@@ -15,7 +15,7 @@ import type { EndpointDefinition } from '../registry.js'
 import { routeToHandler } from '../router.js'
 import { isThenable } from '../thenable.js'
 import { sendError } from './error-reply.js'
-import { sendEventStream } from './sse.js'
+import { type EventStreams, SHUTDOWN_MESSAGE, sendEventStream } from './sse.js'
 import { strictBody } from './strict-body.js'
 import { CALL, TRANSPORT_OVERRIDE, type TransportOverride } from './symbols.js'
 
@@ -30,6 +30,7 @@ export interface HttpRouteContext {
   pipeline: Pipeline
   formats: FormatRegistry
   bodyLimit: number
+  streams: EventStreams
 }
 
 /**
@@ -78,16 +79,17 @@ function bytesDecoder(
   }
 }
 
+function abortOnClientClose(reply: FastifyReply, controller: AbortController): AbortSignal {
+  // The response's `close` (not the request's: that fires once the body is read) tells that the
+  // client went away before the answer was written.
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) controller.abort(new Error('client closed the request'))
+  })
+  return controller.signal
+}
+
 function lazyAbortSignal(reply: FastifyReply): () => AbortSignal {
-  return () => {
-    const controller = new AbortController()
-    // The response's `close` (not the request's: that fires once the body is read) tells that the
-    // client went away before the answer was written.
-    reply.raw.once('close', () => {
-      if (!reply.raw.writableFinished) controller.abort(new Error('client closed the request'))
-    })
-    return controller.signal
-  }
+  return () => abortOnClientClose(reply, new AbortController())
 }
 
 /**
@@ -108,7 +110,7 @@ export function registerHttpRoute(
   /** The URL within `fastify`'s prefix (`definition.url` is the full URL). */
   url: string = definition.url,
 ): void {
-  const { pipeline, formats } = ctx
+  const { pipeline, formats, streams } = ctx
   const mapping = definition.http
   const decodeJson = jsonDecoder(definition)
   const status = definition.status
@@ -120,10 +122,12 @@ export function registerHttpRoute(
     call: TriviumCall,
     requestFormat: WireFormat | undefined,
     result: unknown,
+    stream: AbortController | undefined,
   ): FastifyReply {
     if (call.responseHeaders) reply.headers(call.responseHeaders)
-    if (definition.streaming) {
-      return sendEventStream(request, reply, definition, jsonFormat, result as AsyncIterable<unknown>)
+    if (stream !== undefined) {
+      const items = result as AsyncIterable<unknown>
+      return sendEventStream(request, reply, definition, jsonFormat, items, call, streams, stream)
     }
     let responseFormat = formats.forAccept(request.headers.accept, requestFormat)
     if (responseFormat !== jsonFormat && !definition.response.encode) responseFormat = jsonFormat
@@ -155,6 +159,13 @@ export function registerHttpRoute(
     const transport = (request as unknown as Record<symbol, TransportOverride | undefined>)[
       TRANSPORT_OVERRIDE
     ]
+    // A call that arrived while the app shuts down (Fastify routes it with `Connection: close` once
+    // closing, when its `return503OnClosing` is off) gets our 503 body; one routed before is answered.
+    if (streams.closing && transport === undefined && reply.raw.getHeader('connection') === 'close') {
+      throw new ServiceUnavailableException(SHUTDOWN_MESSAGE)
+    }
+    // A stream's signal also aborts when the stream ends (revocation, shutdown): made up front.
+    const stream = definition.streaming ? new AbortController() : undefined
     const call = new TriviumCall({
       definition,
       protocol: transport?.protocol ?? 'http',
@@ -173,16 +184,16 @@ export function registerHttpRoute(
         requestFormat === undefined || requestFormat === jsonFormat
           ? decodeJson
           : bytesDecoder(definition, request, requestFormat),
-      signal: lazyAbortSignal(reply),
+      signal: stream ? abortOnClientClose(reply, stream) : lazyAbortSignal(reply),
     })
     ;(request as unknown as Record<symbol, unknown>)[CALL] = call
     const result = pipeline.run(call, routeToHandler)
     if (isThenable(result)) {
       return Promise.resolve(result).then((value) =>
-        pending(respond(request, reply, call, requestFormat, value)),
+        pending(respond(request, reply, call, requestFormat, value, stream)),
       )
     }
-    const sent = respond(request, reply, call, requestFormat, result)
+    const sent = respond(request, reply, call, requestFormat, result, stream)
     // Sent in this turn: Fastify needs nothing more (an async onSend hook finishes the reply itself),
     // except for a stream, which Fastify waits on.
     return definition.streaming ? pending(sent) : undefined

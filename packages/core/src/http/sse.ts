@@ -1,10 +1,75 @@
 // HTTP transport of streaming endpoints: Server-Sent Events, one JSON item per `item` event,
 // then `end`, or `error` with the error body (PROTOCOL.md "HTTP streaming").
 import { Readable } from 'node:stream'
+import type { Session, SessionHub } from '@trivium/wire/sessions'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { normalizeError, toErrorBody } from '../errors.js'
+import type { TriviumCall } from '../call.js'
+import {
+  normalizeError,
+  ServiceUnavailableException,
+  type TriviumError,
+  toErrorBody,
+  UnauthorizedException,
+} from '../errors.js'
 import type { WireFormat } from '../formats.js'
 import type { EndpointDefinition } from '../registry.js'
+
+/** What every transport tells callers while the app shuts down (SSE `error` event, frame ERROR, GOAWAY). */
+export const SHUTDOWN_MESSAGE = 'Server is shutting down'
+
+const noop = (): void => {}
+
+/** One open event stream, as the push hub sees it: `closeSessions` ends it like a WebSocket/TCP session. */
+class EventStreamSession implements Session {
+  readonly protocol = 'http'
+  userId: string | undefined = undefined
+  tokenId: string | undefined = undefined
+  readonly topics = new Set<string>()
+  constructor(
+    readonly id: string,
+    readonly stop: (error: TriviumError) => void,
+  ) {}
+  push(): void {}
+  close(reason: string): void {
+    this.stop(new UnauthorizedException(reason))
+  }
+}
+
+/**
+ * The event streams open on one app. Each registers in the frame transports' session hub (when the app
+ * has one), so a revocation's `closeSessions` ends it with the 401; shutdown ends them all with the 503.
+ */
+export class EventStreams {
+  /** `fastify.push` of @trivium/frame-session, set through `trivium.sessionHub`. */
+  hub: SessionHub | undefined = undefined
+  /** Set when the app starts shutting down: calls that arrive later are refused with 503. */
+  closing = false
+  readonly #open = new Set<EventStreamSession>()
+
+  open(call: TriviumCall, stop: (error: TriviumError) => void): EventStreamSession {
+    const session = new EventStreamSession(call.requestId, stop)
+    this.#open.add(session)
+    const identity = call.identity
+    if (this.hub !== undefined) {
+      this.hub.add(session)
+      if (identity !== undefined) this.hub.identify(session, identity.userId, identity.tokenId)
+    }
+    if (this.closing) stop(new ServiceUnavailableException(SHUTDOWN_MESSAGE))
+    return session
+  }
+
+  closed(session: EventStreamSession): void {
+    this.#open.delete(session)
+    this.hub?.delete(session)
+  }
+
+  /** Shutdown: every open stream ends with the 503 `error` event. */
+  shutdown(): void {
+    this.closing = true
+    const error = new ServiceUnavailableException(SHUTDOWN_MESSAGE)
+    for (const session of [...this.#open]) session.stop(error)
+  }
+}
 
 export function sendEventStream(
   request: FastifyRequest,
@@ -12,15 +77,28 @@ export function sendEventStream(
   definition: EndpointDefinition,
   format: WireFormat,
   items: AsyncIterable<unknown>,
+  call: TriviumCall,
+  streams: EventStreams,
+  /** The handler's `call.signal` (aborted when the stream ends, whatever ends it). */
+  controller: AbortController,
 ): FastifyReply {
   async function* events(): AsyncGenerator<string> {
     let id = 0
     const iterator = items[Symbol.asyncIterator]()
-    // A comment first, so the status and headers reach the client now, not with the first item.
-    yield ': stream open\n\n'
+    let stop: (error: TriviumError) => void = noop
+    const stopped = new Promise<never>((_, reject) => {
+      stop = reject
+    })
+    stopped.catch(noop)
+    const session = streams.open(call, stop)
     try {
+      // A comment first, so the status and headers reach the client now, not with the first item.
+      yield ': stream open\n\n'
       while (true) {
-        const step = await iterator.next()
+        const next = iterator.next()
+        next.catch(noop) // a rejection after a stop must not be unhandled
+        // A revocation or the shutdown ends the stream even while the handler waits for its next item.
+        const step = await Promise.race([next, stopped])
         if (step.done) break
         const data = format.encode(definition.response, step.value)
         yield `id: ${id++}\nevent: item\ndata: ${typeof data === 'string' ? data : Buffer.from(data).toString('utf8')}\n\n`
@@ -32,7 +110,10 @@ export function sendEventStream(
       yield `event: error\ndata: ${JSON.stringify(toErrorBody(error, request.id))}\n\n`
     } finally {
       // Runs when the client goes away too (Readable.from destroys the generator): stop the handler.
-      await iterator.return?.()
+      // Not awaited: a generator stuck in an await must not hold the response (call.signal tells it).
+      streams.closed(session)
+      controller.abort(new Error('stream ended'))
+      iterator.return?.()?.catch?.(noop)
     }
   }
   return reply

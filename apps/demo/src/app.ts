@@ -6,8 +6,13 @@ import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import triviumAuth, { type AuthFlows, RedisRevocationStore } from '@trivium/auth'
-import { SqlRevocationStore, SqlTokenLedger, SqlUserStore } from '@trivium/auth/sql'
+import triviumAuth, { type AuthFlows, RedisRevocationStore, type RevocationStore } from '@trivium/auth'
+import {
+  SingleWriterSqlRevocationStore,
+  SqlRevocationStore,
+  SqlTokenLedger,
+  SqlUserStore,
+} from '@trivium/auth/sql'
 import triviumCodec from '@trivium/codec'
 import triviumCore, {
   redactingRequestSerializer,
@@ -147,27 +152,45 @@ async function registerObservability(
 }
 
 /** Tokens, revocation and the credential flows (served by the demo's own endpoints, auth.ts). */
+/**
+ * The database is the revocation list's source of truth (PROTOCOL.md "What each store configuration
+ * keeps"): a revoked token stays refused across a restart or data loss of Redis or of an instance.
+ */
+async function revocationStoreFor(
+  config: DemoConfig,
+  sql: SqlClient,
+  redis: Redis | undefined,
+  fanout: Fanout,
+): Promise<RevocationStore> {
+  const durable = new SqlRevocationStore({ client: sql })
+  if (redis !== undefined) {
+    return new RedisRevocationStore({
+      client: redis,
+      // The spec's default key is blacklist:token:<jti>; a deployment prefix goes in front of it.
+      prefix: process.env.REDIS_PREFIX ? `${config.redisPrefix}blacklist:token:` : undefined,
+      // Lookups answered from an in-memory copy kept current over the fan-out's Redis pub/sub:
+      // no Redis round trip per request (auth README "Revocation list", PROTOCOL.md); the copy and the
+      // Redis keys are rebuilt from the database whenever they may be incomplete.
+      mirror: fanout.revocationList ? { channel: fanout.revocationList } : undefined,
+      durable: fanout.revocationList ? durable : undefined,
+    })
+  }
+  if (config.databaseUrl !== undefined) return durable // several instances may write: ask the table
+  // Embedded PGlite: this process is the database's only writer, so the whole table is held in memory
+  // (no query per request) and every revocation is written through to it.
+  const embedded = new SingleWriterSqlRevocationStore({ client: sql })
+  await embedded.migrate()
+  await embedded.load()
+  return embedded
+}
+
 async function registerAuth(
   app: FastifyInstance,
   config: DemoConfig,
   secrets: Secrets,
   { sql, redis, fanout }: Backends,
 ): Promise<AuthFlows> {
-  // The database is the revocation list's source of truth (PROTOCOL.md "Revocation window"): a revoked
-  // token stays refused across a restart or data loss of Redis or of an instance.
-  const durable = new SqlRevocationStore({ client: sql })
-  const revocationStore = redis
-    ? new RedisRevocationStore({
-        client: redis,
-        // The spec's default key is blacklist:token:<jti>; a deployment prefix goes in front of it.
-        prefix: process.env.REDIS_PREFIX ? `${config.redisPrefix}blacklist:token:` : undefined,
-        // Lookups answered from an in-memory copy kept current over the fan-out's Redis pub/sub:
-        // no Redis round trip per request (auth README "Revocation list", PROTOCOL.md); the copy and the
-        // Redis keys are rebuilt from the database whenever they may be incomplete.
-        mirror: fanout.revocationList ? { channel: fanout.revocationList } : undefined,
-        durable: fanout.revocationList ? durable : undefined,
-      })
-    : durable
+  const revocationStore = await revocationStoreFor(config, sql, redis, fanout)
   if (revocationStore instanceof RedisRevocationStore) app.addHook('onClose', () => revocationStore.close())
   await app.register(triviumAuth, {
     secret: secrets.signingSecret,

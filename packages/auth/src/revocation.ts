@@ -58,7 +58,7 @@ export interface MemoryRevocationStoreOptions {
 
 /** In-process list: a Map of jti → expiry (ms) or null. For one instance; use Redis or SQL for several. */
 export class MemoryRevocationStore implements RevocationStore {
-  private readonly entries = new ExpiringSet()
+  readonly #listed = new ExpiringSet()
   private readonly clock: Clock
   private readonly timer: NodeJS.Timeout | undefined
 
@@ -66,14 +66,15 @@ export class MemoryRevocationStore implements RevocationStore {
     this.clock = options.clock ?? Date.now
     const interval = options.sweepIntervalMs ?? 60_000
     if (interval > 0) {
-      this.timer = setInterval(() => void this.cleanup(), interval)
+      // The memory sweep only (a subclass's cleanup may reach a store that can fail).
+      this.timer = setInterval(() => this.#listed.sweep(this.clock()), interval)
       this.timer.unref()
     }
   }
 
   async add(jti: string, ttlSeconds?: number): Promise<void> {
     const ttl = checkTtl(ttlSeconds)
-    this.entries.set(checkJti(jti), ttl === undefined ? null : this.clock() + ttl * 1000)
+    this.#listed.set(checkJti(jti), ttl === undefined ? null : this.clock() + ttl * 1000)
   }
 
   async contains(jti: string): Promise<boolean> {
@@ -82,19 +83,24 @@ export class MemoryRevocationStore implements RevocationStore {
 
   /** Synchronous lookup (the middleware's fast path for this store). */
   containsSync(jti: string): boolean {
-    return this.entries.has(jti, this.clock())
+    return this.#listed.has(jti, this.clock())
   }
 
   async remove(jti: string): Promise<void> {
-    this.entries.delete(jti)
+    this.#listed.delete(jti)
+  }
+
+  /** Puts entries in as they are: [jti, expiry in ms since the epoch or null (never)]. */
+  protected restore(entries: Iterable<[string, number | null]>): void {
+    for (const [jti, expiresAt] of entries) this.#listed.set(jti, expiresAt)
   }
 
   async cleanup(): Promise<number> {
-    return this.entries.sweep(this.clock())
+    return this.#listed.sweep(this.clock())
   }
 
   get size(): number {
-    return this.entries.size
+    return this.#listed.size
   }
 
   async close(): Promise<void> {

@@ -4,7 +4,11 @@
 // ServiceUnavailableException (503): the middleware then refuses the request (fail closed).
 import { type Migration, runMigrations, type SqlClient } from '@trivium/sql'
 import type { LedgerEntry, TokenLedger } from './ledger.js'
-import type { DurableRevocationStore } from './revocation.js'
+import {
+  type DurableRevocationStore,
+  MemoryRevocationStore,
+  type MemoryRevocationStoreOptions,
+} from './revocation.js'
 import type { Clock } from './tokens.js'
 
 export const AUTH_MIGRATIONS: Migration[] = [
@@ -135,6 +139,52 @@ export class SqlRevocationStore implements DurableRevocationStore {
       [this.now()],
     )
     return rowCount
+  }
+}
+
+/**
+ * The revocation table held whole in memory, for a database that this process alone writes (embedded
+ * PGlite): lookups are answered from memory, synchronously, and never reach the database; every write goes
+ * to memory and then to the table, so the list survives a restart (`load()` reads it back before serving).
+ * Not for a database other processes write too: their revocations would never reach this copy — use
+ * `SqlRevocationStore`, or Redis with `durable` (README "Durable source").
+ */
+export class SingleWriterSqlRevocationStore extends MemoryRevocationStore implements DurableRevocationStore {
+  readonly #table: SqlRevocationStore
+
+  constructor(options: SqlRevocationStoreOptions & MemoryRevocationStoreOptions) {
+    super(options)
+    this.#table = new SqlRevocationStore(options)
+  }
+
+  /** Runs the package's migrations. */
+  migrate(): Promise<void> {
+    return this.#table.migrate()
+  }
+
+  /** Reads the table into memory; call once before serving. */
+  async load(): Promise<void> {
+    this.restore(await this.#table.entries())
+  }
+
+  // Memory first: a database that fails the write (503 to the caller) still leaves the token refused here.
+  override async add(jti: string, ttlSeconds?: number): Promise<void> {
+    await super.add(jti, ttlSeconds)
+    await this.#table.add(jti, ttlSeconds)
+  }
+
+  override async remove(jti: string): Promise<void> {
+    await this.#table.remove(jti)
+    await super.remove(jti)
+  }
+
+  override async cleanup(): Promise<number> {
+    await super.cleanup()
+    return this.#table.cleanup()
+  }
+
+  entries(addedSinceMs?: number): Promise<[string, number | null][]> {
+    return this.#table.entries(addedSinceMs)
   }
 }
 

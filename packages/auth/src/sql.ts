@@ -11,6 +11,7 @@ declare module './users.js' {
 export {
   AUTH_MIGRATIONS,
   migrateAuth,
+  SingleWriterSqlRevocationStore,
   SqlRevocationStore,
   type SqlRevocationStoreOptions,
   SqlTokenLedger,

@@ -25,7 +25,7 @@ const { createClient } = await import(new URL('../../packages/client/dist/node.j
 const { endpoints } = await import(new URL('../../apps/demo/dist/generated/endpoints.js', import.meta.url))
 
 const SECONDS = Number(process.env.FAULTS_SECONDS ?? 3)
-const ROUNDS = Number(process.env.FAULTS_ROUNDS ?? 20)
+const ROUNDS = Number(process.env.FAULTS_ROUNDS ?? 10)
 const PAUSE_MS = Number(process.env.FAULTS_PAUSE_MS ?? 20)
 const SSE_ROUNDS = 5
 const DEADLINE_S = Number(process.env.FAULTS_DEADLINE ?? 600)
@@ -92,6 +92,20 @@ async function login(base, username) {
     timeoutMs: 60_000,
   })
   if (res.status !== 200) throw new Error(`login ${username}: ${res.status} ${JSON.stringify(res.body)}`)
+  return res.body.accessToken
+}
+/**
+ * A new access token of the probe user without a login (bcrypt, seconds of CPU on a loaded machine): its
+ * refresh token, exchanged; a logout with an empty body revokes the access token only.
+ */
+let probeRefresh
+async function probeToken(base) {
+  const res = await http(base, 'POST', '/auth/refresh', {
+    body: { refreshToken: probeRefresh },
+    timeoutMs: 60_000,
+  })
+  if (res.status !== 200) throw new Error(`refresh: ${res.status} ${JSON.stringify(res.body)}`)
+  probeRefresh = res.body.refreshToken
   return res.body.accessToken
 }
 async function register(base, username) {
@@ -217,8 +231,8 @@ function openSse(instance, token) {
   return sse
 }
 const revocation = { http: [], ws: [], sseOpen: 0, sseTotal: 0, missed: 0 }
-async function revocationRound(origin, others, user, withSse) {
-  const token = await login(origin.base, user)
+async function revocationRound(origin, others, withSse) {
+  const token = await probeToken(origin.base)
   const sessions = await Promise.all(others.map((o) => openSession(o, token)))
   // SSE in the first rounds only: a stream that stays open costs the round its 2 s wait below.
   const streams = withSse ? others.map((o) => openSse(o, token)) : []
@@ -306,8 +320,18 @@ async function main() {
     `3 instances up in ${Math.round(now() - started)} ms (PostgreSQL ${bin ? 'own' : 'shared'}, Redis own)`,
   )
 
-  for (const name of ['A', 'B', 'C', 'probe']) await register(instances.A.base, `user_${name.toLowerCase()}`)
-  for (const i of all()) tokens[i.name] = await login(i.base, `user_${i.name.toLowerCase()}`)
+  await Promise.all(['a', 'b', 'c', 'probe'].map((name) => register(instances.A.base, `user_${name}`)))
+  await Promise.all(
+    all().map(async (i) => {
+      tokens[i.name] = await login(i.base, `user_${i.name.toLowerCase()}`)
+    }),
+  )
+  probeRefresh = (
+    await http(instances.A.base, 'POST', '/auth/login', {
+      body: { username: 'user_probe', password: PASSWORD },
+      timeoutMs: 60_000,
+    })
+  ).body.refreshToken
   for (const i of all())
     for (const transport of ['http', 'websocket', 'tcp']) await startWorker(i, transport, tokens[i.name])
 
@@ -318,11 +342,15 @@ async function main() {
   for (let r = 0; r < ROUNDS; r++) {
     const list = all()
     const origin = list[r % list.length]
+    const began = now()
     await revocationRound(
       origin,
       list.filter((i) => i !== origin),
-      'user_probe',
       r < SSE_ROUNDS,
+    )
+    const loginMs = Math.round(revocation.loginMs.at(-1))
+    process.stdout.write(
+      `  round ${r + 1}/${ROUNDS}: ${Math.round(now() - began)} ms (login ${loginMs} ms)\n`,
     )
   }
 
@@ -335,7 +363,7 @@ async function main() {
 
   // C partitioned from Redis (bytes held); a token revoked on A meanwhile.
   setPhase('partition')
-  const partitionToken = await login(instances.A.base, 'user_probe')
+  const partitionToken = await probeToken(instances.A.base)
   const partitionSession = await openSession(instances.C, partitionToken)
   proxy.hold()
   const held = now()
@@ -363,7 +391,7 @@ async function main() {
 
   // Redis killed and started again, empty; a token revoked before.
   setPhase('redis-empty')
-  const emptyToken = await login(instances.A.base, 'user_probe')
+  const emptyToken = await probeToken(instances.A.base)
   await http(instances.A.base, 'POST', '/auth/logout', { token: emptyToken, body: {} })
   await redis.kill()
   await sleep(1000)

@@ -18,6 +18,7 @@ export async function openDatabase(config: DemoConfig): Promise<SqlClient> {
       schema: config.databaseSchema,
       connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     }).catch((err: unknown) => {
+      if (err instanceof TypeError) throw err // a bad option (DATABASE_SCHEMA), named by @trivium/sql
       throw new ConfigError(describeDatabaseError(url, err, CONNECT_TIMEOUT_MS))
     })
   }

@@ -172,7 +172,7 @@ export class Postgres {
 /**
  * A TCP proxy (loopback) in front of `targetPort`. `hold()` stops forwarding in both directions while the
  * connections stay open (new ones are accepted and held too): a partition that resets nothing, as a
- * silent network failure; `release()` delivers what was held and forwards again.
+ * silent network failure; `release()` forwards again.
  */
 export class HoldingProxy {
   held = false
@@ -214,9 +214,17 @@ export class HoldingProxy {
     this.held = true
   }
 
-  release() {
+  /**
+   * Ends the hold. `drop`: the held bytes are lost and the connections reset (as when a firewall or NAT
+   * forgets them), so what was published meanwhile never arrives; otherwise they are delivered late.
+   */
+  release({ drop = false } = {}) {
     this.held = false
-    for (const queue of this.#queues) for (const chunk of queue.chunks.splice(0)) queue.to.write(chunk)
+    for (const queue of this.#queues) {
+      const chunks = queue.chunks.splice(0)
+      if (drop) queue.to.destroy()
+      else for (const chunk of chunks) queue.to.write(chunk)
+    }
   }
 
   async close() {

@@ -5,7 +5,8 @@
 //               closed, SSE stream ended), FAULTS_ROUNDS rounds, before any fault;
 //   redis-stall Redis frozen (SIGSTOP) for FAULTS_SECONDS, then SIGCONT;
 //   partition   instance C's Redis connections held by a proxy (bytes held, nothing reset) for
-//               FAULTS_SECONDS; a token revoked on A meanwhile, polled on C;
+//               FAULTS_SECONDS, then reset (the held bytes lost); a token revoked on A meanwhile, polled
+//               on C, and its WebSocket session on C watched;
 //   redis-empty Redis killed and restarted empty (no persistence); a token revoked before, polled after;
 //   pg-restart  PostgreSQL fast shutdown and start (needs the server binaries; skipped without them);
 //   kill-C      instance C SIGKILLed: what the survivors' clients see;
@@ -283,6 +284,16 @@ async function recovery(list, path, from) {
   return times.some((t) => t === undefined) ? undefined : Math.max(...times)
 }
 
+/** On a loaded machine a start-up can miss Fastify's 10 s plugin timeout: one more try, said so. */
+async function startInstance(name, env) {
+  try {
+    return await Instance.start(name, env)
+  } catch (err) {
+    console.log(`instance ${name} failed to start, starting it again: ${String(err.message).split('\n')[0]}`)
+    return Instance.start(name, env)
+  }
+}
+
 async function main() {
   const bin = postgresBinDir()
   const id = randomBytes(4).toString('hex')
@@ -310,10 +321,10 @@ async function main() {
   }
   const started = now()
   // A first (it migrates), then B and C; C reaches Redis through the proxy (the partition fault).
-  instances.A = await Instance.start('A', env)
+  instances.A = await startInstance('A', env)
   ;[instances.B, instances.C] = await Promise.all([
-    Instance.start('B', env),
-    Instance.start('C', { ...env, REDIS_URL: proxy.url }),
+    startInstance('B', env),
+    startInstance('C', { ...env, REDIS_URL: proxy.url }),
   ])
   const all = () => Object.values(instances).filter((i) => i.running)
   console.log(
@@ -348,10 +359,7 @@ async function main() {
       list.filter((i) => i !== origin),
       r < SSE_ROUNDS,
     )
-    const loginMs = Math.round(revocation.loginMs.at(-1))
-    process.stdout.write(
-      `  round ${r + 1}/${ROUNDS}: ${Math.round(now() - began)} ms (login ${loginMs} ms)\n`,
-    )
+    process.stdout.write(`  round ${r + 1}/${ROUNDS}: ${Math.round(now() - began)} ms\n`)
   }
 
   // Redis frozen: connections open, nothing answered.
@@ -377,7 +385,9 @@ async function main() {
     revokedAt,
   )
   await sleep(Math.max(0, SECONDS * 1000 - (now() - held)))
-  proxy.release()
+  // The partition ends with the connections reset and the held bytes lost: the revocation announced
+  // meanwhile never reaches C's subscription, only C's resync can find it.
+  proxy.release({ drop: true })
   const released = now()
   figures.partitionRecovery = await recovery([instances.C], '/auth/me', released)
   figures.partitionSessionClosed = await timeUntil(

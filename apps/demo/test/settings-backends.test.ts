@@ -32,7 +32,7 @@ const WRONG = 'wrong-Secret-77ab'
 // The start-up check waits 5 s for an answer; the rest is a node start-up on a loaded 2-core machine
 // (up to 30 s seen at load 25).
 const EXIT_WITHIN_MS = 90_000
-// Eleven start-ups one after the other: more than the runner's 120 s per file on a loaded machine.
+// Thirteen start-ups one after the other: more than the runner's 120 s per file on a loaded machine.
 t.setTimeout(15 * 60_000)
 
 interface Run {
@@ -168,6 +168,17 @@ t.test('a bad REDIS_URL or DATABASE_URL names the setting and the fix in one lin
     t.equal(run.output, `${PREFIX}${line}\n`, `${name}: one line, naming the setting and the fix`)
     t.notMatch(run.output, WRONG, `${name}: the password is not printed`)
     t.ok(run.ms < EXIT_WITHIN_MS, `${name}: exits within ${EXIT_WITHIN_MS} ms (took ${run.ms} ms)`)
+  }
+
+  // A port already taken (here by the black hole) names its setting too.
+  for (const setting of ['PORT', 'TCP_PORT']) {
+    const run = await start({ ...onPostgres, PORT: '0', TCP_PORT: '0', [setting]: String(hole) })
+    t.not(run.code, 0, `${setting} in use: refuses to start`)
+    t.equal(
+      run.output,
+      `${PREFIX}${setting}: 127.0.0.1:${hole} is already in use — stop what listens there or set another ${setting}\n`,
+      `${setting} in use: one line, naming the setting and the fix`,
+    )
   }
 
   // start:cluster checks both settings in its primary, before any worker starts: the same line, its prefix.

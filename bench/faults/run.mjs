@@ -194,7 +194,9 @@ async function stopWorkers(filter = () => true) {
 // ---- revocation probes --------------------------------------------------------------------------------
 /** A WebSocket session authenticated at the upgrade; `closedAt` is set when the server closes it. */
 async function openSession(instance, token) {
-  const ws = new WebSocket(`ws://127.0.0.1:${instance.http}/ws?token=${encodeURIComponent(token)}`)
+  const ws = new WebSocket(`ws://127.0.0.1:${instance.http}/ws?token=${encodeURIComponent(token)}`, {
+    handshakeTimeout: 10_000,
+  })
   const session = { ws, closedAt: undefined, code: undefined }
   ws.on('error', () => {})
   ws.on('close', (code) => {

@@ -31,6 +31,7 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
 import { accessLog } from './access-log.js'
 import { registerApiDocs } from './api-docs.js'
+import { checkRedis } from './backend-checks.js'
 import { ConfigError, type DemoConfig } from './config.js'
 import { openDatabase } from './database.js'
 import { adminHandlers } from './endpoints/admin.js'
@@ -105,6 +106,13 @@ function createServer(config: DemoConfig): FastifyInstance {
 async function openBackends(app: FastifyInstance, config: DemoConfig): Promise<Backends> {
   const sql = await openDatabase(config)
   app.addHook('onClose', async () => sql.close())
+  if (config.redisUrl) {
+    // A bad REDIS_URL is refused here in one line, before the stores' clients retry it.
+    await checkRedis(config.redisUrl).catch(async (err) => {
+      await sql.close()
+      throw err
+    })
+  }
   const redis = config.redisUrl
     ? new Redis(config.redisUrl, {
         enableOfflineQueue: false,

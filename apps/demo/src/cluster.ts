@@ -9,7 +9,9 @@
 import cluster, { type Worker } from 'node:cluster'
 import net from 'node:net'
 import { availableParallelism } from 'node:os'
+import { checkRedis } from './backend-checks.js'
 import { loadConfig } from './config.js'
+import { openDatabase } from './database.js'
 import { READY_PATH } from './readiness.js'
 import { loadSecrets } from './secrets.js'
 
@@ -62,6 +64,13 @@ async function runPrimary(): Promise<void> {
   let secrets: ReturnType<typeof loadSecrets>
   try {
     secrets = loadSecrets(config, (message) => console.warn(`Trivium Tasks cluster: ${message}`))
+  } catch (err) {
+    fail((err as Error).message)
+  }
+  // A bad DATABASE_URL or REDIS_URL is refused here in one line, before any worker starts.
+  try {
+    await (await openDatabase(config)).close()
+    if (config.redisUrl) await checkRedis(config.redisUrl)
   } catch (err) {
     fail((err as Error).message)
   }

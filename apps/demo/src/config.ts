@@ -152,13 +152,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): DemoConfig {
     throw new ConfigError(
       'RATE_LIMIT_DEFAULT=off turns rate limiting off for every endpoint; unset RATE_LIMITS',
     )
+  const httpPort = port('PORT', env.PORT, 3000)
+  const tcpPort = port('TCP_PORT', env.TCP_PORT, 4000, true)
+  if (httpPort === tcpPort && httpPort !== 0)
+    throw new ConfigError(`PORT and TCP_PORT must differ (both are ${httpPort})`)
   const metricsToken = env.METRICS_TOKEN || undefined
   if (metricsToken !== undefined && metricsToken.length < 16)
     throw new ConfigError('METRICS_TOKEN must be at least 16 characters (e.g. openssl rand -hex 16)')
   return {
     host: env.HOST ?? '127.0.0.1',
-    port: port('PORT', env.PORT, 3000),
-    tcpPort: port('TCP_PORT', env.TCP_PORT, 4000, true),
+    port: httpPort,
+    tcpPort,
     tcpMode,
     dataDir: resolve(env.DATA_DIR ?? './data'),
     databaseUrl: env.DATABASE_URL || undefined,

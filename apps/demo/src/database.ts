@@ -3,11 +3,24 @@
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { connectPglite, connectPostgres, type SqlClient } from '@trivium/sql'
-import type { DemoConfig } from './config.js'
+import { describeDatabaseError } from './backend-checks.js'
+import { ConfigError, type DemoConfig } from './config.js'
+
+/** The pool's connection timeout (@trivium/sql's default), named for the start-up message. */
+const CONNECT_TIMEOUT_MS = 5000
 
 export async function openDatabase(config: DemoConfig): Promise<SqlClient> {
   if (config.databaseUrl) {
-    return connectPostgres({ connectionString: config.databaseUrl, schema: config.databaseSchema })
+    const url = config.databaseUrl
+    // connectPostgres connects once (CREATE SCHEMA or SELECT 1): a failure there is a bad DATABASE_URL.
+    return connectPostgres({
+      connectionString: url,
+      schema: config.databaseSchema,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    }).catch((err: unknown) => {
+      if (err instanceof TypeError) throw err // a bad option (DATABASE_SCHEMA), named by @trivium/sql
+      throw new ConfigError(describeDatabaseError(url, err, CONNECT_TIMEOUT_MS))
+    })
   }
   const dir = join(config.dataDir, 'pglite')
   mkdirSync(dir, { recursive: true })

@@ -42,7 +42,12 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   })
 }
 
-await app.listen({ host: config.host, port: config.port })
+try {
+  await app.listen({ host: config.host, port: config.port })
+} catch (err) {
+  console.error(`Trivium Tasks failed to start: ${listenFailure(err as NodeJS.ErrnoException)}`)
+  process.exit(1)
+}
 const httpAddress = app.server.address()
 const httpPort = typeof httpAddress === 'object' && httpAddress ? httpAddress.port : config.port
 const tcp = app.hasDecorator('triviumTcp') ? app.triviumTcp.address() : undefined
@@ -59,4 +64,17 @@ if (generatedAdminPassword) {
 // For scripts and tests that start the server on port 0.
 if (process.env.TRIVIUM_PRINT_PORTS === '1') {
   process.stdout.write(`TRIVIUM_PORTS ${JSON.stringify({ http: httpPort, tcp: tcp?.port ?? null })}\n`)
+}
+
+/** A port that cannot be had names its setting; anything else is its message alone (no stack trace). */
+function listenFailure(err: NodeJS.ErrnoException & { port?: number }): string {
+  const setting = err.port === config.port ? 'PORT' : err.port === config.tcpPort ? 'TCP_PORT' : undefined
+  const where = `${config.host}:${err.port}`
+  if (setting && err.code === 'EADDRINUSE')
+    return `${setting}: ${where} is already in use — stop what listens there or set another ${setting}`
+  if (setting && err.code === 'EACCES')
+    return `${setting}: ${where} needs privileges (ports below 1024) — set another ${setting}`
+  if (err.code === 'EADDRNOTAVAIL')
+    return `HOST: ${config.host} is not an address of this machine — use 127.0.0.1, 0.0.0.0 or one of its addresses`
+  return err.message
 }

@@ -1,9 +1,9 @@
 // Helpers for the scale-out tests (issue 11): demo instances as separate processes on one PostgreSQL
 // schema and one Redis prefix, a private redis-server, and a cuttable TCP proxy in front of PostgreSQL.
-import { type ChildProcess, spawn } from 'node:child_process'
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { type EventEmitter, once } from 'node:events'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import net from 'node:net'
 import { tmpdir } from 'node:os'
@@ -301,10 +301,14 @@ export async function freePort(): Promise<number> {
 export class PrivateRedis {
   proc: ChildProcess | undefined
   readonly dir = mkdtempSync(join(tmpdir(), 'trivium-scale-redis-'))
-  constructor(readonly port: number) {}
+  /** `args`: more redis-server options, e.g. `['--requirepass', 'secret']`. */
+  constructor(
+    readonly port: number,
+    readonly args: string[] = [],
+  ) {}
 
-  static async create(): Promise<PrivateRedis> {
-    const redis = new PrivateRedis(await freePort())
+  static async create(args: string[] = []): Promise<PrivateRedis> {
+    const redis = new PrivateRedis(await freePort(), args)
     await redis.start()
     return redis
   }
@@ -327,6 +331,7 @@ export class PrivateRedis {
         'no',
         '--dir',
         this.dir,
+        ...this.args,
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     )
@@ -495,5 +500,101 @@ export async function keysWithTtl(redisUrl: string, prefix: string): Promise<Map
     return out
   } finally {
     redis.disconnect()
+  }
+}
+
+/** The PostgreSQL server binaries (initdb, postgres), newest installed version; undefined when absent. */
+export function postgresBinDir(): string | undefined {
+  const root = '/usr/lib/postgresql'
+  if (!existsSync(root)) return undefined
+  const versions = readdirSync(root)
+    .filter((v) => existsSync(join(root, v, 'bin', 'initdb')))
+    .sort((a, b) => Number(b) - Number(a))
+  return versions[0] === undefined ? undefined : join(root, versions[0], 'bin')
+}
+
+/**
+ * A private PostgreSQL server (initdb in a temporary folder) whose TCP connections need the password
+ * (scram-sha-256), unlike the machine's trust-auth server. PostgreSQL refuses to run as root: as root it
+ * runs as the `postgres` user.
+ */
+export class PrivatePostgres {
+  private proc: ChildProcess | undefined
+  private constructor(
+    readonly bin: string,
+    readonly dir: string,
+    readonly port: number,
+    private readonly user: { uid: number; gid: number } | undefined,
+  ) {}
+
+  static async create(password: string): Promise<PrivatePostgres> {
+    const bin = postgresBinDir()
+    if (!bin) throw new Error('no PostgreSQL server binaries under /usr/lib/postgresql')
+    const dir = mkdtempSync(join(tmpdir(), 'trivium-private-pg-'))
+    const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim())
+    const user = process.getuid?.() === 0 ? { uid: id('-u'), gid: id('-g') } : undefined
+    writeFileSync(join(dir, 'pw'), password)
+    if (user) for (const p of [dir, join(dir, 'pw')]) chownSync(p, user.uid, user.gid)
+    const pg = new PrivatePostgres(bin, dir, await freePort(), user)
+    execFileSync(
+      join(bin, 'initdb'),
+      [
+        ...['-D', join(dir, 'data'), '-U', 'postgres', `--pwfile=${join(dir, 'pw')}`],
+        ...['--auth-host=scram-sha-256', '--auth-local=trust', '--no-sync'],
+      ],
+      { ...user, stdio: 'ignore', env: { ...process.env, LC_ALL: 'C' } },
+    )
+    await pg.start()
+    return pg
+  }
+
+  url(password: string, database = 'postgres'): string {
+    return `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${this.port}/${database}`
+  }
+
+  async start(): Promise<void> {
+    const proc = spawn(
+      join(this.bin, 'postgres'),
+      [
+        '-D',
+        join(this.dir, 'data'),
+        '-p',
+        String(this.port),
+        '-k',
+        this.dir,
+        '-c',
+        'listen_addresses=127.0.0.1',
+        '-c',
+        'fsync=off',
+      ],
+      { ...this.user, stdio: ['ignore', 'pipe', 'pipe'] },
+    )
+    this.proc = proc
+    let out = ''
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`postgres did not start:\n${out}`)), 60_000)
+      proc.stderr!.on('data', (chunk) => {
+        out += chunk
+        if (out.includes('ready to accept connections')) {
+          clearTimeout(timer)
+          resolve()
+        }
+      })
+      proc.once('exit', (code) => {
+        clearTimeout(timer)
+        reject(new Error(`postgres exited with ${code}:\n${out}`))
+      })
+    })
+  }
+
+  async close(): Promise<void> {
+    const proc = this.proc
+    this.proc = undefined
+    if (proc && proc.exitCode === null && proc.signalCode === null) {
+      const exited = once(proc, 'exit')
+      proc.kill('SIGQUIT') // immediate shutdown: nothing here is worth a checkpoint
+      await exited
+    }
+    rmSync(this.dir, { recursive: true, force: true })
   }
 }

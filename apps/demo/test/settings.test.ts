@@ -85,6 +85,7 @@ const BAD: Array<[Record<string, string>, string]> = [
   [{ ACCESS_TOKEN_TTL: '-5' }, 'ACCESS_TOKEN_TTL must be a positive whole number of seconds, got -5'],
   [{ METRICS_TOKEN: 'short' }, 'METRICS_TOKEN must be at least 16 characters (e.g. openssl rand -hex 16)'],
   [{ ACCESS_LOG: 'maybe' }, 'ACCESS_LOG must be true or false, got maybe'],
+  [{ PORT: '4000' }, 'PORT and TCP_PORT must differ (both are 4000)'],
 ]
 t.test('bad values are refused with a message that names the fix', async (t) => {
   for (const [env, message] of BAD)

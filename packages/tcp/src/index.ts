@@ -66,7 +66,11 @@ const triviumTcp: FastifyPluginAsync<TriviumTcpOptions> = async (fastify: Fastif
   const server: Server = options.tls
     ? createTlsServer(options.tls, onConnection)
     : createNetServer(onConnection)
-  server.on('error', (err) => log.error({ err }, 'tcp server error'))
+  // An error before listening is listen()'s own (port in use): it fails the start (onReady below), where
+  // the application reports it once.
+  server.on('error', (err) => {
+    if (server.listening) log.error({ err }, 'tcp server error')
+  })
 
   const tickMs = Math.max(
     10,

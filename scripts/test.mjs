@@ -39,7 +39,12 @@ let tail = ''
 const failures = []
 const subtests = []
 let partial = ''
+// Each file's own result line (`ok N - <file>` at the top level): a file without one timed out or never
+// ran, and tap may report that under another name (`timeout!`), so it is named here by its path.
+const reported = new Set()
 function readLine(line) {
+  const fileResult = /^(?:not )?ok \d+ - (\S+\.test\.ts)\b/.exec(line)
+  if (fileResult) reported.add(fileResult[1])
   const subtest = /^(\s*)# Subtest: (.*)$/.exec(line)
   if (subtest) {
     const depth = subtest[1].length / 4
@@ -78,7 +83,12 @@ child.on('close', (code) => {
   } else {
     failed = 1
   }
+  for (const file of files.filter((f) => f.endsWith('.test.ts'))) {
+    if (reported.has(file)) continue
+    failures.push(`${file}: no result (it timed out or never ran)`)
+    failed++
+  }
   if (failures.length > 0) console.log(`failed:\n${failures.map((f) => `  ${f}`).join('\n')}`)
   console.log(`${passed} passed, ${failed} failed`)
-  process.exit(code ?? 1)
+  process.exit(failed > 0 ? code || 1 : (code ?? 1))
 })

@@ -10,7 +10,9 @@ import triviumAuth, { type AuthFlows, RedisRevocationStore } from '@trivium/auth
 import { SqlTokenLedger, SqlUserStore } from '@trivium/auth/sql'
 import triviumCodec from '@trivium/codec'
 import triviumCore, {
+  idempotency,
   redactingRequestSerializer,
+  SqlIdempotencyStore,
   ValidationException,
   websocketCredential,
 } from '@trivium/core'
@@ -40,6 +42,7 @@ import { metricsPage } from './metrics-page.js'
 import { readinessRoute } from './readiness.js'
 import { ensureRights } from './rights.js'
 import { loadSecrets, type Secrets } from './secrets.js'
+import { OutboxRelay } from './tasks/outbox.js'
 import { TaskRepository } from './tasks/repository.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -62,7 +65,7 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
   await registerTransports(app, config, backends.fanout)
   await registerOpenApi(app)
   const context = await prepareHandlerContext(app, config, backends, flows)
-  registerDemoEndpoints(app, config, context, backends.fanout)
+  registerDemoEndpoints(app, config, context, backends)
   await servePages(app, config, backends)
   const generatedAdminPassword = await ensureAdmin(flows, backends.sql, config, context.roleIds.admin)
   return { app, sql: backends.sql, generatedAdminPassword }
@@ -250,7 +253,10 @@ async function prepareHandlerContext(
   { sql, fanout }: Backends,
   flows: AuthFlows,
 ): Promise<HandlerContext> {
-  const tasks = new TaskRepository(sql)
+  // Task events go through the outbox: written with the change, published by the relay (tasks/outbox.ts).
+  const relay = new OutboxRelay(sql, { publish: (event) => fanout.events.publish(event), log: app.log })
+  app.addHook('onClose', () => relay.close())
+  const tasks = new TaskRepository(sql, () => relay.kick())
   await tasks.migrate()
   // Sessions live on one instance; revocations and rights changes are announced to all of them.
   fanout.onRevocation((notice) => {
@@ -259,8 +265,12 @@ async function prepareHandlerContext(
       app.push.closeSessions({ userId: notice.userId }, 'Token has been revoked')
   })
   fanout.onRightsChange((userId) => app.rbac.invalidateLive(userId))
-  fanout.onResync(() => app.rbac.invalidateLive())
+  fanout.onResync(() => {
+    app.rbac.invalidateLive()
+    relay.kick()
+  })
   await fanout.ready()
+  relay.start()
   const roleIds = await ensureRights(app.rbac)
   return {
     config,
@@ -279,7 +289,7 @@ function registerDemoEndpoints(
   app: FastifyInstance,
   config: DemoConfig,
   context: HandlerContext,
-  fanout: Fanout,
+  { sql, fanout }: Backends,
 ): void {
   const handlers: EndpointHandlers = {
     ...healthHandlers(context),
@@ -297,6 +307,8 @@ function registerDemoEndpoints(
     }
   }
   app.trivium.use(refuseNulText, { name: 'text-rule' })
+  // Idempotency keys of the endpoints with `idempotencyKey` (the creates), per user: after auth.
+  app.trivium.use(idempotency({ store: new SqlIdempotencyStore(sql) }), { name: 'idempotency', after: ['auth'] })
   registerEndpoints(app.trivium, handlers)
   for (const name of Object.keys(config.rateLimits)) {
     if (!app.trivium.registry.has(name))

@@ -27,6 +27,8 @@ export const ERROR_KINDS = {
   ValidationException: { code: 'TRV_VALIDATION', status: 400 },
   RateLimitExceededException: { code: 'TRV_RATE_LIMITED', status: 429 },
   NotFoundException: { code: 'TRV_NOT_FOUND', status: 404 },
+  ConflictException: { code: 'TRV_CONFLICT', status: 409 },
+  UnprocessableContentException: { code: 'TRV_UNPROCESSABLE_CONTENT', status: 422 },
   UnsupportedMediaTypeException: { code: 'TRV_UNSUPPORTED_MEDIA_TYPE', status: 415 },
   PayloadTooLargeException: { code: 'TRV_PAYLOAD_TOO_LARGE', status: 413 },
   ServiceUnavailableException: { code: 'TRV_SERVICE_UNAVAILABLE', status: 503 },
@@ -126,6 +128,20 @@ export class NotFoundException extends TriviumError {
   }
 }
 
+/** The request conflicts with one still being processed (e.g. the same idempotency key, in flight). */
+export class ConflictException extends TriviumError {
+  constructor(message: string, options?: TriviumErrorOptions) {
+    super(message, ...spec('ConflictException'), options)
+  }
+}
+
+/** Well-formed but cannot be processed as sent (e.g. an idempotency key reused with another body). */
+export class UnprocessableContentException extends TriviumError {
+  constructor(message: string, options?: TriviumErrorOptions) {
+    super(message, ...spec('UnprocessableContentException'), options)
+  }
+}
+
 export class UnsupportedMediaTypeException extends TriviumError {
   constructor(message: string, options?: TriviumErrorOptions) {
     super(message, ...spec('UnsupportedMediaTypeException'), options)
@@ -175,6 +191,8 @@ const CLASS_BY_KIND: Record<
   TokenExpiredException,
   ForbiddenException,
   NotFoundException,
+  ConflictException,
+  UnprocessableContentException,
   UnsupportedMediaTypeException,
   PayloadTooLargeException,
   ServiceUnavailableException,

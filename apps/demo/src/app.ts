@@ -308,7 +308,10 @@ function registerDemoEndpoints(
   }
   app.trivium.use(refuseNulText, { name: 'text-rule' })
   // Idempotency keys of the endpoints with `idempotencyKey` (the creates), per user: after auth.
-  app.trivium.use(idempotency({ store: new SqlIdempotencyStore(sql) }), { name: 'idempotency', after: ['auth'] })
+  app.trivium.use(idempotency({ store: new SqlIdempotencyStore(sql) }), {
+    name: 'idempotency',
+    after: ['auth'],
+  })
   registerEndpoints(app.trivium, handlers)
   for (const name of Object.keys(config.rateLimits)) {
     if (!app.trivium.registry.has(name))

@@ -137,7 +137,10 @@ export function idempotency(options: IdempotencyOptions): Middleware {
       value = await next()
     } catch (err) {
       await store.release(scope).catch((releaseErr) => {
-        call.log.warn({ err: releaseErr }, 'idempotency key not released: it is blocked until its lock passes')
+        call.log.warn(
+          { err: releaseErr },
+          'idempotency key not released: it is blocked until its lock passes',
+        )
       })
       throw err
     }

@@ -50,7 +50,11 @@ export function fromStored(event: StoredTaskEvent, id?: string): TaskEventRecord
 }
 
 /** Adds the event of a change to the outbox: call with the transaction that makes the change. */
-export async function addToOutbox(tx: SqlClient, kind: TaskEventRecord['kind'], task: TaskRecord): Promise<void> {
+export async function addToOutbox(
+  tx: SqlClient,
+  kind: TaskEventRecord['kind'],
+  task: TaskRecord,
+): Promise<void> {
   await tx.query('INSERT INTO demo_outbox (event) VALUES ($1)', [
     JSON.stringify(toStored({ kind, task, at: new Date() })),
   ])
@@ -77,7 +81,8 @@ export interface OutboxRelayOptions {
  */
 export class OutboxRelay {
   readonly #sql: SqlClient
-  readonly #o: Required<Omit<OutboxRelayOptions, 'log' | 'publish'>> & Pick<OutboxRelayOptions, 'log' | 'publish'>
+  readonly #o: Required<Omit<OutboxRelayOptions, 'log' | 'publish'>> &
+    Pick<OutboxRelayOptions, 'log' | 'publish'>
   #timer: NodeJS.Timeout | undefined
   #running: Promise<void> | undefined
   #again = false

@@ -264,14 +264,14 @@ export class TaskRepository {
          tags = COALESCE($6, tags),
          updated_at = now()
        WHERE id = $1 RETURNING *`,
-      [
-        id,
-        changes.title?.trim() ?? null,
-        changes.description !== undefined,
-        changes.description ?? null,
-        changes.done ?? null,
-        changes.tags ?? null,
-      ],
+        [
+          id,
+          changes.title?.trim() ?? null,
+          changes.description !== undefined,
+          changes.description ?? null,
+          changes.done ?? null,
+          changes.tags ?? null,
+        ],
       )
       return toRecord(found(rows, id))
     })

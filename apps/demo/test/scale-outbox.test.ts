@@ -1,0 +1,125 @@
+// Issue 30 item 5: a write that committed is answered as a success, and its event is delivered once
+// Redis is back (the outbox). A private redis-server is frozen (SIGSTOP) while two instances create
+// tasks without pause: every answer is 201 or a documented 503, every 201 task is stored, nothing of a
+// 503 is, and every 201 task's event reaches the watchers of both instances exactly once after SIGCONT.
+import t from 'tap'
+import {
+  api,
+  type Instance,
+  newBackend,
+  openSse,
+  POSTGRES_URL,
+  PrivateRedis,
+  registerAndLogin,
+  sleep,
+  startInstances,
+  until,
+} from './scale-helpers.js'
+
+t.test('tasks.create while Redis is frozen: 201 or 503, never 500; events after the thaw', async (t) => {
+  const redis = await PrivateRedis.create()
+  t.teardown(() => redis.close())
+  const backend = newBackend({ redisUrl: redis.url })
+  const instances = (await startInstances(t, backend, 2, { RATE_LIMIT_DEFAULT: 'off' })) as [
+    Instance,
+    Instance,
+  ]
+  const { tokens } = await registerAndLogin(instances[0].base, 'olive')
+  const token = tokens.accessToken
+  const watchers = instances.map((i) => openSse(i.base, '/tasks/watch', token))
+  t.teardown(() => Promise.all(watchers.map((w) => w.close())))
+  // The watchers are subscribed once an event created now reaches both.
+  const probe = await api(instances[0].base, 'POST', '/tasks', { token, body: { title: 'probe' } })
+  t.equal(probe.status, 201)
+  const createdEvents = (w: (typeof watchers)[number], id: number) =>
+    w.events.filter((e) => e.data?.kind === 'created' && e.data.task?.id === id).length
+  t.ok(
+    await until(async () => watchers.every((w) => createdEvents(w, probe.body.id) === 1), 10_000),
+    'both watchers receive events before the stall',
+  )
+
+  const answers: { title: string; status: number; body: any }[] = []
+  let running = true
+  let n = 0
+  const loop = async (instance: Instance) => {
+    while (running) {
+      const title = `stall ${instance.name} ${n++}`
+      const res = await api(instance.base, 'POST', '/tasks', { token, body: { title } }).catch((err) => ({
+        status: 0,
+        body: String(err),
+        headers: new Headers(),
+      }))
+      answers.push({ title, status: res.status, body: res.body })
+    }
+  }
+  const loops = [loop(instances[0]), loop(instances[0]), loop(instances[1]), loop(instances[1])]
+  await until(async () => answers.length >= 20, 10_000)
+  redis.proc?.kill('SIGSTOP')
+  const frozenAt = answers.length
+  // Frozen long enough for publishes to time out and for the revocation mirror to be distrusted.
+  await until(async () => answers.slice(frozenAt).filter((a) => a.status === 503).length >= 4, 15_000)
+  await sleep(500) // (not an assertion's wait) a stretch of answers given while frozen
+  redis.proc?.kill('SIGCONT')
+  const thawedAt = answers.length
+  await until(async () => answers.slice(thawedAt).filter((a) => a.status === 201).length >= 10, 20_000)
+  running = false
+  await Promise.all(loops)
+
+  const statuses = new Map<number, number>()
+  for (const a of answers) statuses.set(a.status, (statuses.get(a.status) ?? 0) + 1)
+  t.same(
+    [...statuses.keys()].filter((s) => s !== 201 && s !== 503),
+    [],
+    `every answer is 201 or 503 (${JSON.stringify([...statuses])})`,
+  )
+  t.ok(
+    answers.slice(frozenAt, thawedAt).some((a) => a.status === 201),
+    'some creates succeeded while frozen',
+  )
+  for (const a of answers.filter((x) => x.status === 503)) {
+    t.match(a.body, {
+      statusCode: 503,
+      code: 'TRV_SERVICE_UNAVAILABLE',
+      error: 'ServiceUnavailableException',
+      message: String,
+      requestId: String,
+    })
+  }
+
+  const { default: pg } = await import('pg')
+  const db = new pg.Client({ connectionString: POSTGRES_URL })
+  await db.connect()
+  t.teardown(() => db.end())
+  const stored = new Map<string, number>()
+  for (const row of (await db.query(`SELECT id, title FROM "${backend.schema}".demo_tasks`)).rows)
+    stored.set(row.title, row.id)
+  const created = answers.filter((a) => a.status === 201)
+  t.same(
+    created.filter((a) => stored.get(a.title) !== a.body.id).map((a) => a.title),
+    [],
+    `every 201 task is stored (${created.length})`,
+  )
+  t.same(
+    answers.filter((a) => a.status === 503 && stored.has(a.title)).map((a) => a.title),
+    [],
+    'no 503 stored anything',
+  )
+  const delivered = await until(
+    async () => watchers.every((w) => created.every((a) => createdEvents(w, a.body.id) >= 1)),
+    30_000,
+    100,
+  )
+  t.ok(delivered, "every 201 task's event reached the watchers of both instances after the thaw")
+  t.same(
+    watchers.map((w) => created.filter((a) => createdEvents(w, a.body.id) !== 1).length),
+    [0, 0],
+    'each exactly once',
+  )
+  t.same(
+    (await db.query(`SELECT count(*)::int AS n FROM "${backend.schema}".demo_outbox`)).rows[0].n,
+    0,
+    'the outbox is empty once relayed',
+  )
+  for (const i of instances)
+    t.notMatch(i.output(), /Internal server error|"level":50/, `${i.name} logged no unhandled error`)
+})

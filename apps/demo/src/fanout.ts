@@ -10,7 +10,7 @@ import { EventEmitter } from 'node:events'
 import { RedisBus, RedisChannel, RedisPubSub } from '@trivium/redis-bus'
 import type { PubSubBus } from '@trivium/wire/sessions'
 import type { FastifyBaseLogger } from 'fastify'
-import type { TaskEventBus, TaskEventRecord } from './tasks/events.js'
+import type { TaskEventBus } from './tasks/events.js'
 import { LocalTaskEventBus } from './tasks/events.js'
 import { fromStored, type StoredTaskEvent, toStored } from './tasks/outbox.js'
 

@@ -42,7 +42,7 @@ import { metricsPage } from './metrics-page.js'
 import { readinessRoute } from './readiness.js'
 import { ensureRights } from './rights.js'
 import { loadSecrets, type Secrets } from './secrets.js'
-import { OutboxRelay } from './tasks/outbox.js'
+import { addRightsChange, fromStored, OutboxRelay } from './tasks/outbox.js'
 import { TaskRepository } from './tasks/repository.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -254,7 +254,13 @@ async function prepareHandlerContext(
   flows: AuthFlows,
 ): Promise<HandlerContext> {
   // Task events go through the outbox: written with the change, published by the relay (tasks/outbox.ts).
-  const relay = new OutboxRelay(sql, { publish: (event) => fanout.events.publish(event), log: app.log })
+  const relay = new OutboxRelay(sql, {
+    publish: (message, id) =>
+      'rightsChanged' in message
+        ? fanout.announceRightsChange(message.rightsChanged)
+        : fanout.events.publish(fromStored(message, id)),
+    log: app.log,
+  })
   app.addHook('onClose', () => relay.close())
   const tasks = new TaskRepository(sql, () => relay.kick())
   await tasks.migrate()
@@ -279,6 +285,7 @@ async function prepareHandlerContext(
     rbac: app.rbac,
     tasks,
     events: fanout.events,
+    outbox: relay,
     roleIds,
     userExists: async (userId) => (await new SqlUserStore(sql).findById(userId)) !== undefined,
   }
@@ -289,7 +296,7 @@ function registerDemoEndpoints(
   app: FastifyInstance,
   config: DemoConfig,
   context: HandlerContext,
-  { sql, fanout }: Backends,
+  { sql }: Backends,
 ): void {
   const handlers: EndpointHandlers = {
     ...healthHandlers(context),
@@ -297,12 +304,14 @@ function registerDemoEndpoints(
     ...taskHandlers(context),
     ...adminHandlers(context),
   }
-  // Role changes reach the live RBAC caches of every instance.
+  // Role changes reach the live RBAC caches of every instance (this one's is dropped by the change),
+  // through the outbox: a change that committed is answered whatever Redis does.
   for (const name of ['admin.roles.assign', 'admin.roles.revoke'] as const) {
     const change = handlers[name]
     handlers[name] = async (req, call) => {
       const result = await change(req, call)
-      await fanout.announceRightsChange(req.userId)
+      await addRightsChange(sql, req.userId)
+      context.outbox.kick()
       return result
     }
   }

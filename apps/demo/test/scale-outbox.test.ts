@@ -4,8 +4,10 @@
 // 503 is, and every 201 task's event reaches the watchers of both instances exactly once after SIGCONT.
 import t from 'tap'
 import {
+  ADMIN,
   api,
   type Instance,
+  login,
   newBackend,
   openSse,
   POSTGRES_URL,
@@ -24,7 +26,7 @@ t.test('tasks.create while Redis is frozen: 201 or 503, never 500; events after 
     Instance,
     Instance,
   ]
-  const { tokens } = await registerAndLogin(instances[0].base, 'olive')
+  const { user, tokens } = await registerAndLogin(instances[0].base, 'olive')
   const token = tokens.accessToken
   const watchers = instances.map((i) => openSse(i.base, '/tasks/watch', token))
   t.teardown(() => Promise.all(watchers.map((w) => w.close())))
@@ -119,6 +121,50 @@ t.test('tasks.create while Redis is frozen: 201 or 503, never 500; events after 
     (await db.query(`SELECT count(*)::int AS n FROM "${backend.schema}".demo_outbox`)).rows[0].n,
     0,
     'the outbox is empty once relayed',
+  )
+
+  // Role changes announce themselves to the other instances' live RBAC caches: through the outbox too.
+  const admin = await login(instances[0].base, ADMIN.username, ADMIN.password)
+  const adminRoleId = (await db.query(`SELECT id FROM "${backend.schema}".roles WHERE name = 'admin'`))
+    .rows[0].id
+  const changes: { op: string; status: number; body: any }[] = []
+  let changing = true
+  const changeLoop = (async () => {
+    for (let i = 0; changing; i++) {
+      const op = i % 2 === 0 ? 'assign' : 'revoke'
+      const res = await api(instances[0].base, 'POST', `/admin/roles/${op}`, {
+        token: admin.accessToken,
+        body: { userId: user.id, roleId: adminRoleId },
+      })
+      changes.push({ op, status: res.status, body: res.body })
+    }
+  })()
+  await until(async () => changes.length >= 4, 10_000)
+  redis.proc?.kill('SIGSTOP')
+  const frozenChanges = changes.length
+  await until(async () => changes.slice(frozenChanges).some((c) => c.status === 503), 15_000)
+  redis.proc?.kill('SIGCONT')
+  const thawedChanges = changes.length
+  await until(async () => changes.slice(thawedChanges).filter((c) => c.status === 200).length >= 2, 20_000)
+  changing = false
+  await changeLoop
+  t.same(
+    changes.filter((c) => c.status !== 200 && c.status !== 503),
+    [],
+    `role changes: every answer is 200 or 503 (${changes.length})`,
+  )
+  t.ok(
+    changes.slice(frozenChanges, thawedChanges).some((c) => c.status === 200),
+    'some role changes succeeded while frozen',
+  )
+  t.ok(
+    await until(
+      async () =>
+        (await db.query(`SELECT count(*)::int AS n FROM "${backend.schema}".demo_outbox`)).rows[0].n === 0,
+      30_000,
+      100,
+    ),
+    'their announcements left the outbox once Redis was back',
   )
   for (const i of instances)
     t.notMatch(i.output(), /Internal server error|"level":50/, `${i.name} logged no unhandled error`)

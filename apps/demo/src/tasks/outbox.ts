@@ -1,7 +1,8 @@
 // The transactional outbox of task events (PROTOCOL.md "Writes and their events"). A write stores its
 // event in `demo_outbox` in the same transaction as the change, so a committed write always has its
 // event and a write that did not commit has none; the relay below hands the rows to the event bus
-// (Redis) and deletes them once published. While Redis is down it retries with backoff, so the
+// (Redis) and deletes them once published. Rights changes (role assignments, made by @trivium/rbac in
+// statements of its own) go through it too, added right after the change. While Redis is down it retries with backoff, so the
 // events arrive once it is back: at least once (a publish that timed out may still have been
 // delivered), in id order per batch; subscribers drop a repeated event id (fanout.ts).
 import type { SqlClient } from '@trivium/sql'
@@ -49,6 +50,9 @@ export function fromStored(event: StoredTaskEvent, id?: string): TaskEventRecord
   }
 }
 
+/** What an outbox row carries: a task event, or "this user's rights changed" for the other instances. */
+export type OutboxMessage = StoredTaskEvent | { rightsChanged: number }
+
 /** Adds the event of a change to the outbox: call with the transaction that makes the change. */
 export async function addToOutbox(
   tx: SqlClient,
@@ -60,9 +64,14 @@ export async function addToOutbox(
   ])
 }
 
+/** Adds a rights change of `userId` to the outbox (after the change committed). */
+export async function addRightsChange(sql: SqlClient, userId: number): Promise<void> {
+  await sql.query('INSERT INTO demo_outbox (event) VALUES ($1)', [JSON.stringify({ rightsChanged: userId })])
+}
+
 export interface OutboxRelayOptions {
-  /** Publishes one event (with its outbox id); rejects when the bus cannot take it. */
-  publish: (event: TaskEventRecord) => Promise<void>
+  /** Publishes one row's message (with the row's id); rejects when the bus cannot take it. */
+  publish: (message: OutboxMessage, id: string) => Promise<void>
   log: FastifyBaseLogger
   /** How often rows left by failures or other instances are looked for (default 1000 ms). */
   pollMs?: number
@@ -157,7 +166,7 @@ export class OutboxRelay {
 
   /** Claims, publishes in id order and deletes one batch; the number of rows claimed. */
   async #relayBatch(): Promise<number> {
-    const { rows } = await this.#sql.query<{ id: string; event: StoredTaskEvent }>(
+    const { rows } = await this.#sql.query<{ id: string; event: OutboxMessage }>(
       `UPDATE demo_outbox SET lease_until = now() + $1 * interval '1 millisecond'
        WHERE id IN (SELECT id FROM demo_outbox WHERE lease_until IS NULL OR lease_until < now()
                     ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)
@@ -169,7 +178,7 @@ export class OutboxRelay {
     let failure: unknown
     for (const row of rows) {
       try {
-        await this.#o.publish(fromStored(row.event, String(row.id)))
+        await this.#o.publish(row.event, String(row.id))
         published.push(String(row.id))
       } catch (err) {
         failure = err

@@ -26,9 +26,18 @@ import type {
 export const DEFAULT_TIMEOUT_MS = 30_000
 export const DEFAULT_RETRY_DELAY_MS = 200
 
-/** A new idempotency key: a random UUID (crypto.randomUUID, in browsers and Node). */
+/**
+ * A new idempotency key: a random (version 4) UUID. Browsers offer `crypto.randomUUID` only in secure
+ * contexts; `getRandomValues` everywhere.
+ */
 export function newIdempotencyKey(): string {
-  return globalThis.crypto.randomUUID()
+  const crypto = globalThis.crypto
+  if (typeof crypto.randomUUID === 'function') return crypto.randomUUID()
+  const b = crypto.getRandomValues(new Uint8Array(16))
+  b[6] = ((b[6] as number) & 0x0f) | 0x40
+  b[8] = ((b[8] as number) & 0x3f) | 0x80
+  const hex = Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('')
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
 }
 
 /** Failures after which the call may run again with the same key: nothing was answered, or it said so. */

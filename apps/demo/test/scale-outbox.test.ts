@@ -123,6 +123,31 @@ t.test('tasks.create while Redis is frozen: 201 or 503, never 500; events after 
     'the outbox is empty once relayed',
   )
 
+  // Idempotency keys are kept in the database: they hold across instances, concurrent duplicates too.
+  const keyed = (i: Instance, title: string, key: string) =>
+    api(i.base, 'POST', '/tasks', { token, body: { title }, headers: { 'idempotency-key': key } })
+  const onA = await keyed(instances[0], 'keyed across', 'across-1')
+  const onB = await keyed(instances[1], 'keyed across', 'across-1')
+  t.same([onA.status, onB.status, onB.headers.get('idempotent-replayed')], [201, 201, 'true'])
+  t.same(onB.body, onA.body, 'B answers what A answered')
+  const racing = await Promise.all(
+    [0, 1, 0, 1, 0, 1].map((n) => keyed(instances[n] as Instance, 'keyed race', 'across-2')),
+  )
+  t.same(
+    racing.filter((r) => r.status !== 201 && r.status !== 409).map((r) => r.status),
+    [],
+    'concurrent duplicates on two instances: 201 (the first answer) or 409',
+  )
+  t.equal(
+    (
+      await db.query(
+        `SELECT count(*)::int AS n FROM "${backend.schema}".demo_tasks WHERE title = 'keyed race'`,
+      )
+    ).rows[0].n,
+    1,
+    'one row',
+  )
+
   // Role changes announce themselves to the other instances' live RBAC caches: through the outbox too.
   const admin = await login(instances[0].base, ADMIN.username, ADMIN.password)
   const adminRoleId = (await db.query(`SELECT id FROM "${backend.schema}".roles WHERE name = 'admin'`))

@@ -123,6 +123,30 @@ t.test('tasks.create while Redis is frozen: 201 or 503, never 500; events after 
     'the outbox is empty once relayed',
   )
 
+  // A row leased by an instance that died (its lease passed) is relayed by the others' poll.
+  const orphan = {
+    kind: 'created',
+    at: new Date().toISOString(),
+    task: {
+      id: 2_000_000_000,
+      title: 'left behind',
+      description: null,
+      done: false,
+      tags: [],
+      ownerId: user.id,
+      createdAt: new Date().toISOString(),
+      updatedAt: new Date().toISOString(),
+    },
+  }
+  await db.query(
+    `INSERT INTO "${backend.schema}".demo_outbox (event, lease_until) VALUES ($1, now() - interval '1 second')`,
+    [JSON.stringify(orphan)],
+  )
+  t.ok(
+    await until(async () => watchers.every((w) => createdEvents(w, orphan.task.id) === 1), 15_000, 100),
+    'an orphaned row whose lease passed is delivered',
+  )
+
   // Idempotency keys are kept in the database: they hold across instances, concurrent duplicates too.
   const keyed = (i: Instance, title: string, key: string) =>
     api(i.base, 'POST', '/tasks', { token, body: { title }, headers: { 'idempotency-key': key } })

@@ -15,7 +15,9 @@ import {
 } from '@trivium/auth/sql'
 import triviumCodec from '@trivium/codec'
 import triviumCore, {
+  idempotency,
   redactingRequestSerializer,
+  SqlIdempotencyStore,
   ValidationException,
   websocketCredential,
 } from '@trivium/core'
@@ -46,6 +48,7 @@ import { metricsPage } from './metrics-page.js'
 import { readinessRoute } from './readiness.js'
 import { ensureRights } from './rights.js'
 import { loadSecrets, type Secrets } from './secrets.js'
+import { addRightsChange, fromStored, OutboxRelay } from './tasks/outbox.js'
 import { TaskRepository } from './tasks/repository.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -68,7 +71,7 @@ export async function buildApp(config: DemoConfig): Promise<DemoApp> {
   await registerTransports(app, config, backends.fanout)
   await registerOpenApi(app)
   const context = await prepareHandlerContext(app, config, backends, flows)
-  registerDemoEndpoints(app, config, context, backends.fanout)
+  registerDemoEndpoints(app, config, context, backends)
   await servePages(app, config, backends)
   const generatedAdminPassword = await ensureAdmin(flows, backends.sql, config, context.roleIds.admin)
   return { app, sql: backends.sql, generatedAdminPassword }
@@ -294,7 +297,16 @@ async function prepareHandlerContext(
   { sql, fanout }: Backends,
   flows: AuthFlows,
 ): Promise<HandlerContext> {
-  const tasks = new TaskRepository(sql)
+  // Task events go through the outbox: written with the change, published by the relay (tasks/outbox.ts).
+  const relay = new OutboxRelay(sql, {
+    publish: (message, id) =>
+      'rightsChanged' in message
+        ? fanout.announceRightsChange(message.rightsChanged)
+        : fanout.events.publish(fromStored(message, id)),
+    log: app.log,
+  })
+  app.addHook('onClose', () => relay.close())
+  const tasks = new TaskRepository(sql, () => relay.kick())
   await tasks.migrate()
   // Sessions live on one instance; revocations and rights changes are announced to all of them.
   fanout.onRevocation((notice) => {
@@ -314,8 +326,12 @@ async function prepareHandlerContext(
     )
   }
   fanout.onRightsChange((userId) => app.rbac.invalidateLive(userId))
-  fanout.onResync(() => app.rbac.invalidateLive())
+  fanout.onResync(() => {
+    app.rbac.invalidateLive()
+    relay.kick()
+  })
   await fanout.ready()
+  relay.start()
   const roleIds = await ensureRights(app.rbac)
   return {
     config,
@@ -324,6 +340,7 @@ async function prepareHandlerContext(
     rbac: app.rbac,
     tasks,
     events: fanout.events,
+    outbox: relay,
     roleIds,
     userExists: async (userId) => (await new SqlUserStore(sql).findById(userId)) !== undefined,
   }
@@ -334,7 +351,7 @@ function registerDemoEndpoints(
   app: FastifyInstance,
   config: DemoConfig,
   context: HandlerContext,
-  fanout: Fanout,
+  { sql }: Backends,
 ): void {
   const handlers: EndpointHandlers = {
     ...healthHandlers(context),
@@ -342,16 +359,23 @@ function registerDemoEndpoints(
     ...taskHandlers(context),
     ...adminHandlers(context),
   }
-  // Role changes reach the live RBAC caches of every instance.
+  // Role changes reach the live RBAC caches of every instance (this one's is dropped by the change),
+  // through the outbox: a change that committed is answered whatever Redis does.
   for (const name of ['admin.roles.assign', 'admin.roles.revoke'] as const) {
     const change = handlers[name]
     handlers[name] = async (req, call) => {
       const result = await change(req, call)
-      await fanout.announceRightsChange(req.userId)
+      await addRightsChange(sql, req.userId)
+      context.outbox.kick()
       return result
     }
   }
   app.trivium.use(refuseNulText, { name: 'text-rule' })
+  // Idempotency keys of the endpoints with `idempotencyKey` (the creates), per user: after auth.
+  app.trivium.use(idempotency({ store: new SqlIdempotencyStore(sql) }), {
+    name: 'idempotency',
+    after: ['auth'],
+  })
   registerEndpoints(app.trivium, handlers)
   for (const name of Object.keys(config.rateLimits)) {
     if (!app.trivium.registry.has(name))

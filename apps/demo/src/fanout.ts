@@ -10,9 +10,9 @@ import { EventEmitter } from 'node:events'
 import { RedisBus, RedisChannel, RedisPubSub } from '@trivium/redis-bus'
 import type { PubSubBus } from '@trivium/wire/sessions'
 import type { FastifyBaseLogger } from 'fastify'
-import type { TaskEventBus, TaskEventRecord } from './tasks/events.js'
+import type { TaskEventBus } from './tasks/events.js'
 import { LocalTaskEventBus } from './tasks/events.js'
-import type { TaskRecord } from './tasks/repository.js'
+import { fromStored, type StoredTaskEvent, toStored } from './tasks/outbox.js'
 
 export interface RevocationNotice {
   tokenId?: string
@@ -60,35 +60,11 @@ export function localFanout(): Fanout {
   }
 }
 
-interface WireTaskEvent {
-  kind: TaskEventRecord['kind']
-  at: string
-  task: Omit<TaskRecord, 'createdAt' | 'updatedAt'> & { createdAt: string; updatedAt: string }
-}
+/** A task event on Redis: the outbox row's id travels with it so a repeat can be recognised. */
+type WireTaskEvent = StoredTaskEvent & { id?: string }
 
-function toWire(event: TaskEventRecord): WireTaskEvent {
-  return {
-    kind: event.kind,
-    at: event.at.toISOString(),
-    task: {
-      ...event.task,
-      createdAt: event.task.createdAt.toISOString(),
-      updatedAt: event.task.updatedAt.toISOString(),
-    },
-  }
-}
-
-function fromWire(event: WireTaskEvent): TaskEventRecord {
-  return {
-    kind: event.kind,
-    at: new Date(event.at),
-    task: {
-      ...event.task,
-      createdAt: new Date(event.task.createdAt),
-      updatedAt: new Date(event.task.updatedAt),
-    },
-  }
-}
+/** Ids of recently delivered events, oldest first: an event relayed twice is delivered once. */
+const REMEMBERED_EVENT_IDS = 10_000
 
 /** Several instances on one Redis. `prefix` keeps deployments (and tests) apart. */
 export function redisFanout(url: string, prefix: string, logger: FastifyBaseLogger): Fanout {
@@ -101,12 +77,19 @@ export function redisFanout(url: string, prefix: string, logger: FastifyBaseLogg
   const revocationList = new RedisChannel<unknown>('revocation-list', { pubsub, prefix })
   // Events reach local subscribers only through Redis, so every instance sees the same order.
   const local = new LocalTaskEventBus()
-  tasks.subscribe((event) => {
-    void local.publish(fromWire(event))
+  const seen = new Set<string>()
+  tasks.subscribe(({ id, ...event }) => {
+    if (id !== undefined) {
+      // A publish that timed out while Redis stalled may still arrive, then its retry as well.
+      if (seen.has(id)) return
+      seen.add(id)
+      if (seen.size > REMEMBERED_EVENT_IDS) seen.delete(seen.values().next().value as string)
+    }
+    void local.publish(fromStored(event, id))
   })
   const events: TaskEventBus = {
     publish: async (event) => {
-      await tasks.publish(toWire(event))
+      await tasks.publish(event.id === undefined ? toStored(event) : { ...toStored(event), id: event.id })
     },
     subscribe: (signal) => local.subscribe(signal),
     close: () => local.close(),

@@ -1,7 +1,10 @@
 // What every transport shares: the endpoint table, events and state, the token provider with
 // refresh-and-retry-once, per-call deadlines and abort signals.
 import {
+  ConflictException,
+  NetworkException,
   NotFoundException,
+  ServiceUnavailableException,
   TimeoutException,
   TokenExpiredException,
   TriviumError,
@@ -21,6 +24,30 @@ import type {
 } from './types.js'
 
 export const DEFAULT_TIMEOUT_MS = 30_000
+export const DEFAULT_RETRY_DELAY_MS = 200
+
+/**
+ * A new idempotency key: a random (version 4) UUID. Browsers offer `crypto.randomUUID` only in secure
+ * contexts; `getRandomValues` everywhere.
+ */
+export function newIdempotencyKey(): string {
+  const crypto = globalThis.crypto
+  if (typeof crypto.randomUUID === 'function') return crypto.randomUUID()
+  const b = crypto.getRandomValues(new Uint8Array(16))
+  b[6] = ((b[6] as number) & 0x0f) | 0x40
+  b[8] = ((b[8] as number) & 0x3f) | 0x80
+  const hex = Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('')
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
+}
+
+/** Failures after which the call may run again with the same key: nothing was answered, or it said so. */
+function retryable(error: unknown): boolean {
+  return (
+    error instanceof NetworkException ||
+    error instanceof ServiceUnavailableException ||
+    error instanceof ConflictException
+  )
+}
 
 export function optionError(message: string): TypeError {
   return new TypeError(`@trivium/client: ${message}`)
@@ -47,6 +74,8 @@ export abstract class BaseClient implements TriviumClient {
   abstract readonly transport: 'http' | 'websocket' | 'tcp'
   protected readonly endpoints: Map<string, EndpointSpec>
   protected readonly timeoutMs: number
+  private readonly retries: number
+  private readonly retryDelayMs: number
   protected readonly format: PayloadFormat | undefined
   protected tokenSource: TokenProvider | undefined
   private readonly refreshFn: (() => Promise<string>) | undefined
@@ -71,6 +100,8 @@ export abstract class BaseClient implements TriviumClient {
       this.endpoints.set(spec.name, spec)
     }
     this.timeoutMs = checkNonNegative('timeoutMs', options.timeoutMs, DEFAULT_TIMEOUT_MS)
+    this.retries = checkNonNegative('retries', options.retries, 0)
+    this.retryDelayMs = checkNonNegative('retryDelayMs', options.retryDelayMs, DEFAULT_RETRY_DELAY_MS)
     if (options.format !== undefined && options.format !== 'binary' && options.format !== 'json') {
       throw optionError("format must be 'binary' or 'json'")
     }
@@ -199,21 +230,26 @@ export abstract class BaseClient implements TriviumClient {
   ): Promise<Res> {
     const spec = this.resolveEndpoint(endpoint, false)
     const timeoutMs = checkNonNegative('timeoutMs', options.timeoutMs, this.timeoutMs)
+    // One key per logical call, the same on every attempt (a refresh retry or a retry below).
+    const key = options.idempotencyKey ?? (spec.method === 'POST' ? newIdempotencyKey() : undefined)
     const attempt = () =>
-      withDeadline(spec, timeoutMs, options.signal, (signal) => this.doCall(spec, request, signal))
-    try {
-      return (await attempt()) as Res
-    } catch (err) {
-      const error = toClientError(err)
-      if (error instanceof TokenExpiredException && this.refreshFn) {
-        await this.refreshToken()
-        try {
-          return (await attempt()) as Res
-        } catch (retryErr) {
-          throw toClientError(retryErr)
+      withDeadline(spec, timeoutMs, options.signal, (signal) => this.doCall(spec, request, signal, key))
+    let refreshed = false
+    for (let retry = 0; ; ) {
+      try {
+        return (await attempt()) as Res
+      } catch (err) {
+        const error = toClientError(err)
+        if (error instanceof TokenExpiredException && this.refreshFn && !refreshed) {
+          refreshed = true
+          await this.refreshToken()
+          continue
         }
+        if (retry >= this.retries || !retryable(error) || this.state === 'closed' || options.signal?.aborted)
+          throw error
+        await new Promise((resolve) => setTimeout(resolve, this.retryDelayMs * 2 ** retry))
+        retry++
       }
-      throw error
     }
   }
 
@@ -259,7 +295,12 @@ export abstract class BaseClient implements TriviumClient {
   }
 
   /** One attempt of a unary call. `signal` fires on timeout, on the caller's abort, or never. */
-  protected abstract doCall(spec: EndpointSpec, request: unknown, signal: AbortSignal): Promise<unknown>
+  protected abstract doCall(
+    spec: EndpointSpec,
+    request: unknown,
+    signal: AbortSignal,
+    idempotencyKey: string | undefined,
+  ): Promise<unknown>
   /** One attempt of a stream; returning from it (break) must cancel the stream on the server. */
   protected abstract doStream(
     spec: EndpointSpec,

@@ -121,11 +121,12 @@ export abstract class FrameClient extends BaseClient {
   protected abstract openLink(handlers: LinkHandlers): Promise<FrameLink>
   /** The payload format of a call on `spec`. */
   protected abstract formatFor(spec: EndpointSpec): PayloadFormat
-  /** The REQUEST payload: model bytes (WebSocket) or metadata + model bytes (TCP). */
+  /** The REQUEST payload: metadata (with `idempotency_key` when given) + model bytes. */
   protected abstract requestPayload(
     spec: EndpointSpec,
     request: unknown,
     format: PayloadFormat,
+    idempotencyKey?: string,
   ): Promise<Uint8Array>
 
   // ---- connection lifecycle ----
@@ -393,10 +394,15 @@ export abstract class FrameClient extends BaseClient {
     return utf8.encode(model.stringify ? model.stringify(value) : JSON.stringify(model.toJSON(value)))
   }
 
-  protected async doCall(spec: EndpointSpec, request: unknown, signal: AbortSignal): Promise<unknown> {
+  protected async doCall(
+    spec: EndpointSpec,
+    request: unknown,
+    signal: AbortSignal,
+    idempotencyKey: string | undefined,
+  ): Promise<unknown> {
     const conn = await this.ensureConnection(signal)
     const format = this.formatFor(spec)
-    const payload = await this.requestPayload(spec, request, format)
+    const payload = await this.requestPayload(spec, request, format, idempotencyKey)
     if (signal.aborted) throw signal.reason
     if (conn.closed) throw new NetworkException('Connection lost: closed before the request was sent')
     const id = this.allocateId(conn)

@@ -100,6 +100,7 @@ export class HttpClient extends BaseClient {
     spec: EndpointSpec,
     request: unknown,
     accept: string,
+    idempotencyKey?: string,
   ): Promise<{ url: string; init: RequestInit & Record<string, unknown> }> {
     const json = request === undefined ? {} : spec.request.toJSON(request)
     const parts = toHttp(spec.method, spec.url, json)
@@ -108,6 +109,7 @@ export class HttpClient extends BaseClient {
     if (token) headers.authorization = `Bearer ${token}`
     const traceparent = this.currentTraceparent()
     if (traceparent) headers.traceparent = traceparent
+    if (idempotencyKey !== undefined) headers['idempotency-key'] = idempotencyKey
     let body: RequestInit['body']
     if (parts.body !== undefined) {
       if (this.useBinary(spec.request, 'encode') && request !== undefined) {
@@ -135,11 +137,16 @@ export class HttpClient extends BaseClient {
     }
   }
 
-  protected async doCall(spec: EndpointSpec, request: unknown, signal: AbortSignal): Promise<unknown> {
+  protected async doCall(
+    spec: EndpointSpec,
+    request: unknown,
+    signal: AbortSignal,
+    idempotencyKey: string | undefined,
+  ): Promise<unknown> {
     const accept = this.useBinary(spec.response, 'decode')
       ? `${BINARY_CONTENT_TYPE}, ${JSON_CONTENT_TYPE}`
       : JSON_CONTENT_TYPE
-    const { url, init } = await this.buildRequest(spec, request, accept)
+    const { url, init } = await this.buildRequest(spec, request, accept, idempotencyKey)
     const controller = linkedController(signal)
     this.active.add(controller)
     try {

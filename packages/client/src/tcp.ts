@@ -70,8 +70,10 @@ export class TcpClient extends FrameClient {
     spec: EndpointSpec,
     request: unknown,
     format: PayloadFormat,
+    idempotencyKey?: string,
   ): Promise<Uint8Array> {
     const metadata: Record<string, string> = { format }
+    if (idempotencyKey !== undefined) metadata.idempotency_key = idempotencyKey
     const token = await this.currentToken()
     if (token) metadata.auth_token = token
     const traceparent = this.currentTraceparent()

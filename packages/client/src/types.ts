@@ -48,8 +48,13 @@ export type TokenProvider = string | (() => string | undefined | null | Promise<
 export type PayloadFormat = 'binary' | 'json'
 
 export interface CallOptions {
-  /** Deadline for this call in ms (default: the client's `timeoutMs`). 0 disables it. */
+  /** Deadline for each attempt of this call in ms (default: the client's `timeoutMs`). 0 disables it. */
   timeoutMs?: number
+  /**
+   * The idempotency key of this call (PROTOCOL.md "Idempotency keys"). Default: a new random one for
+   * every call of a POST endpoint, sent on every attempt of it; none for other methods.
+   */
+  idempotencyKey?: string
   /** Aborting rejects the call with the signal's reason and cancels it on the server. */
   signal?: AbortSignal
 }
@@ -86,6 +91,15 @@ export interface CommonClientOptions {
   /** W3C `traceparent` (or a provider) sent to continue a trace: HTTP header and TCP metadata per call,
    *  WebSocket upgrade URL query per connection (browsers cannot set upgrade headers). */
   traceparent?: string | (() => string | undefined)
+  /**
+   * Attempts after the first when a call fails with NetworkException, ServiceUnavailableException (503)
+   * or ConflictException (409: the same idempotency key still running). Default 0. Every attempt of a
+   * call carries the same idempotency key, so a retried POST is answered with the first answer on an
+   * endpoint that accepts keys; on one that does not, a retried POST may run twice.
+   */
+  retries?: number
+  /** Delay before the first retry in ms (default 200), doubled before each next one. */
+  retryDelayMs?: number
 }
 
 export interface ReconnectOptions {

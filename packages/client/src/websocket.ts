@@ -1,11 +1,13 @@
 // The WebSocket transport: one binary WebSocket message per frame (PROTOCOL.md "WebSocket"). Uses the
 // global WebSocket (browsers, Node >= 22) or the constructor passed as `WebSocket` (the Node entry passes
 // the `ws` package's). The token and the payload format travel in the upgrade URL's query.
-import { decodeWsFrame, encodeWsFrame, type Frame } from '@trivium/wire'
+import { decodeWsFrame, encodeMetadata, encodeWsFrame, type Frame } from '@trivium/wire'
 import { checkNonNegative, optionError } from './base.js'
 import { NetworkException } from './errors.js'
 import { FrameClient, type FrameClientOptions, type FrameLink, type LinkHandlers } from './frames.js'
 import type { EndpointSpec, PayloadFormat } from './types.js'
+
+const EMPTY_METADATA = encodeMetadata({})
 
 /** The part of the WHATWG WebSocket the client uses (the `ws` package implements it too). */
 export interface WebSocketLike {
@@ -78,8 +80,20 @@ export class WebSocketClient extends FrameClient {
     return this.connFormat
   }
 
-  protected requestPayload(spec: EndpointSpec, request: unknown, format: PayloadFormat): Promise<Uint8Array> {
-    return this.encodeModel(spec.request, request, format, spec.name)
+  /** The connection is opened with `metadata=1`: a metadata block (empty unless a key is sent), then the model. */
+  protected async requestPayload(
+    spec: EndpointSpec,
+    request: unknown,
+    format: PayloadFormat,
+    idempotencyKey?: string,
+  ): Promise<Uint8Array> {
+    const meta =
+      idempotencyKey === undefined ? EMPTY_METADATA : encodeMetadata({ idempotency_key: idempotencyKey })
+    const body = await this.encodeModel(spec.request, request, format, spec.name)
+    const out = new Uint8Array(meta.length + body.length)
+    out.set(meta)
+    out.set(body, meta.length)
+    return out
   }
 
   protected override async tokenRefreshed(): Promise<void> {
@@ -90,6 +104,7 @@ export class WebSocketClient extends FrameClient {
   protected async openLink(handlers: LinkHandlers): Promise<FrameLink> {
     const url = new URL(this.url)
     url.searchParams.set('format', this.connFormat)
+    url.searchParams.set('metadata', '1')
     const token = await this.currentToken()
     if (token) url.searchParams.set('token', token)
     const traceparent = this.currentTraceparent()

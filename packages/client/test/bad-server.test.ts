@@ -197,7 +197,9 @@ t.test('TCP: frames split across chunks are reassembled; metadata carries token 
   t.same(await c.call('echo', { text: 'x' }), { text: 'split' })
   const { decodeMetadata } = await import('@trivium/wire')
   const { metadata, rest } = decodeMetadata((seen as Frame).payload)
-  t.same({ ...metadata }, { format: 'json', auth_token: 'tok-1' })
+  // echo is a POST: the call carries an idempotency key (a UUID).
+  t.match({ ...metadata }, { format: 'json', auth_token: 'tok-1', idempotency_key: /^[0-9a-f-]{36}$/ })
+  t.same(Object.keys(metadata).sort(), ['auth_token', 'format', 'idempotency_key'])
   t.equal(new TextDecoder().decode(rest), '{"text":"x"}')
 })
 

@@ -10,7 +10,7 @@ import {
   FrameSession,
   resolveFrameSessionOptions,
 } from '@trivium/frame-session'
-import { decodeWsFrame, encodeWsFrame, type Frame } from '@trivium/wire'
+import { decodeMetadata, decodeWsFrame, encodeWsFrame, type Frame } from '@trivium/wire'
 import type { FastifyInstance } from 'fastify'
 
 /** The server end of one in-memory connection. */
@@ -71,6 +71,15 @@ export function registerMemoryTransport(app: FastifyInstance): typeof MemoryWebS
           format,
           query,
           credential: () => websocketCredential({}, query),
+          // As @trivium/websocket: with `metadata=1` (the client's) a metadata block leads every REQUEST.
+          ...(query.metadata === '1'
+            ? {
+                splitRequest: (payload: Uint8Array) => {
+                  const { metadata, rest } = decodeMetadata(payload)
+                  return { metadata, formatName: undefined, payload: rest }
+                },
+              }
+            : {}),
         })
         server.add(carrier.session)
         return carrier

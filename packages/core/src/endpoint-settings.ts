@@ -43,6 +43,7 @@ const TRIVIUM_SETTINGS: Readonly<Record<string, string>> = {
   rateLimit: '@trivium/protections',
   validate: '@trivium/validation',
   sanitize: '@trivium/validation',
+  idempotencyKey: "@trivium/core's idempotency middleware",
 }
 
 /** Settings read only to describe an endpoint: nothing to enforce. */

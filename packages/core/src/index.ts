@@ -34,6 +34,7 @@ export { type ErrorHeaders, hostMissing, MISSING_HOST } from './http/framework-e
 export { SHUTDOWN_MESSAGE } from './http/sse.js'
 export { TRANSPORT_OVERRIDE, type TransportOverride } from './http/symbols.js'
 export { HttpMapping, type HttpRequestParts } from './http-mapping.js'
+export * from './idempotency.js'
 export { encodePayload, type InvokeInit, type InvokeResult, type StartedCall } from './invoke.js'
 export * from './log-redaction.js'
 export * from './middleware.js'

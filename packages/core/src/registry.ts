@@ -28,6 +28,8 @@ export interface EndpointOptions<Req = any, Res = any> extends TriviumEndpointCo
   summary?: string
   /** Largest HTTP request body for this endpoint in bytes (default: the plugin's `bodyLimit`). */
   bodyLimit?: number
+  /** Accepts an idempotency key (`Idempotency-Key` header, `idempotency_key` metadata): see `idempotency()`. */
+  idempotencyKey?: boolean
 }
 
 export type UnaryHandler<Req, Res> = (request: Req, call: TriviumCall<Req>) => Res | Promise<Res>

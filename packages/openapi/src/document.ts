@@ -246,6 +246,16 @@ function hasBinaryForm(model: Model, direction: 'request' | 'response'): boolean
 }
 
 /** Builds the OpenAPI 3.1 document of every endpoint of `registry` (or of a list of definitions). */
+/** The header of endpoints with `idempotencyKey: true` (PROTOCOL.md "Idempotency keys"). */
+const IDEMPOTENCY_KEY_PARAMETER: Schema = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    'A unique key (e.g. a UUID), sent again with every retry of this call: a retry with the same key and body gets the first answer instead of running again (409 while the first still runs, 422 with another body)',
+  schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
+}
+
 export function buildOpenApi(
   registry: { list(): readonly EndpointDefinition[] } | readonly EndpointDefinition[],
   info: OpenApiInfo,
@@ -285,6 +295,8 @@ export function buildOpenApi(
         parameters.push(parameter)
       }
     }
+
+    if (config.idempotencyKey === true) parameters.push(IDEMPOTENCY_KEY_PARAMETER)
 
     // Keys in the order a reader expects them.
     const operation = { operationId: endpoint.name } as OpenApiOperation

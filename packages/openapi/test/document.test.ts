@@ -386,3 +386,26 @@ t.test('errorStatuses adds the statuses only the handler knows; anything unknown
   await app.close()
   await bad.close()
 })
+
+t.test('an endpoint that takes an idempotency key documents the Idempotency-Key header', async (t) => {
+  const fastify = Fastify()
+  await fastify.register(trivium)
+  const opts = { method: 'POST', status: 201, request: CreateTask } as const
+  fastify.trivium.endpoint('keyed.create', { ...opts, url: '/keyed', idempotencyKey: true }, () => ({}))
+  fastify.trivium.endpoint('plain.create', { ...opts, url: '/plain' }, () => ({}))
+  await fastify.ready()
+  const document = buildOpenApi(fastify.trivium.registry, INFO)
+  await fastify.close()
+  t.same(await problemsOf(document), [])
+  t.same(document.paths['/keyed']?.post?.parameters, [
+    {
+      name: 'Idempotency-Key',
+      in: 'header',
+      required: false,
+      description:
+        'A unique key (e.g. a UUID), sent again with every retry of this call: a retry with the same key and body gets the first answer instead of running again (409 while the first still runs, 422 with another body)',
+      schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
+    },
+  ])
+  t.equal(document.paths['/plain']?.post?.parameters, undefined)
+})

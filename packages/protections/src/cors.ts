@@ -9,7 +9,7 @@ export interface CorsOptions {
   allowedOrigins?: string[]
   /** Default GET, POST, PUT, DELETE, OPTIONS. */
   allowedMethods?: string[]
-  /** Default Content-Type, Authorization. */
+  /** Default Content-Type, Authorization, Idempotency-Key (sent by @trivium/client on POST calls). */
   allowedHeaders?: string[]
   /** Sends `Access-Control-Allow-Credentials: true` (default false). Refused together with `*`. */
   allowCredentials?: boolean
@@ -20,7 +20,7 @@ export interface CorsOptions {
 export const CORS_DEFAULTS = Object.freeze({
   allowedOrigins: Object.freeze(['*']),
   allowedMethods: Object.freeze(['GET', 'POST', 'PUT', 'DELETE', 'OPTIONS']),
-  allowedHeaders: Object.freeze(['Content-Type', 'Authorization']),
+  allowedHeaders: Object.freeze(['Content-Type', 'Authorization', 'Idempotency-Key']),
   allowCredentials: false,
   maxAge: 86_400,
 })

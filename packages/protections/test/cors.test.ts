@@ -71,7 +71,7 @@ t.test('preflight with the defaults: 200, exact headers, empty body', async (t) 
   t.same(corsHeaders(r.headers), {
     'access-control-allow-origin': 'https://site.test',
     'access-control-allow-methods': 'GET, POST, PUT, DELETE, OPTIONS',
-    'access-control-allow-headers': 'Content-Type, Authorization',
+    'access-control-allow-headers': 'Content-Type, Authorization, Idempotency-Key',
     'access-control-max-age': '86400',
     vary: 'Origin',
   })
@@ -122,7 +122,7 @@ t.test(
     const expected = {
       'access-control-allow-origin': 'https://app.test',
       'access-control-allow-methods': 'GET, POST, PUT, DELETE, OPTIONS',
-      'access-control-allow-headers': 'Content-Type, Authorization',
+      'access-control-allow-headers': 'Content-Type, Authorization, Idempotency-Key',
       'access-control-allow-credentials': 'true',
       vary: 'Origin',
     }

@@ -4,6 +4,7 @@
 import websocket from '@fastify/websocket'
 import { jsonFormat, ValidationException, websocketCredential } from '@trivium/core'
 import { FrameServer, FrameSession } from '@trivium/frame-session'
+import { decodeMetadata } from '@trivium/wire'
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { WebSocket } from 'ws'
@@ -137,6 +138,15 @@ const triviumWebSocket: FastifyPluginAsync<TriviumWebSocketOptions> = async (
           headers,
           query,
           credential: () => websocketCredential(headers, query),
+          // The credential and the format stay the connection's; metadata carries per-call keys.
+          ...(upgrade.metadata
+            ? {
+                splitRequest: (payload: Uint8Array) => {
+                  const { metadata, rest } = decodeMetadata(payload)
+                  return { metadata, formatName: undefined, payload: rest }
+                },
+              }
+            : {}),
         })
         carrier.attach(session)
         server.add(session)

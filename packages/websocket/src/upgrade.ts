@@ -43,7 +43,10 @@ function sameHost(origin: string, request: FastifyRequest): boolean {
 }
 
 /** What the checks learned about an accepted upgrade, for the connection. */
-export type Upgrades = WeakMap<FastifyRequest, { format: WireFormat; identity?: ConnectionIdentity }>
+export type Upgrades = WeakMap<
+  FastifyRequest,
+  { format: WireFormat; identity?: ConnectionIdentity; metadata?: boolean }
+>
 
 export function upgradeCheck(
   fastify: FastifyInstance,
@@ -85,6 +88,15 @@ export function upgradeCheck(
         reply,
       )
     }
+    // `metadata=1`: every REQUEST payload starts with a metadata block, as on TCP (PROTOCOL.md "WebSocket").
+    const metadata = query.metadata
+    if (metadata !== undefined && metadata !== '1') {
+      return sendUpgradeError(
+        new ValidationException('Invalid metadata query parameter: the only value is 1'),
+        request,
+        reply,
+      )
+    }
     let identity: ConnectionIdentity | undefined
     if (options.identify) {
       try {
@@ -93,7 +105,11 @@ export function upgradeCheck(
         return sendUpgradeError(err, request, reply)
       }
     }
-    upgrades.set(request, identity ? { format, identity } : { format })
+    upgrades.set(request, {
+      format,
+      ...(identity ? { identity } : {}),
+      ...(metadata ? { metadata: true } : {}),
+    })
     return undefined
   }
 }

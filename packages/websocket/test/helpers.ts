@@ -50,6 +50,11 @@ export async function buildApp(
     header: call.headers['x-test'] ?? null,
     ip: call.clientIp,
   }))
+  app.trivium.endpoint('meta', { method: 'POST', url: '/meta' }, (body, call) => ({
+    body,
+    metadata: { ...call.metadata },
+    user: call.context.user_id ?? null,
+  }))
   app.trivium.endpoint('boom', { method: 'POST', url: '/boom' }, () => {
     throw new Error('secret internals')
   })

@@ -28,6 +28,7 @@ export const ERROR_KINDS = {
   RateLimitExceededException: { code: 'TRV_RATE_LIMITED', status: 429 },
   NotFoundException: { code: 'TRV_NOT_FOUND', status: 404 },
   ConflictException: { code: 'TRV_CONFLICT', status: 409 },
+  UnprocessableContentException: { code: 'TRV_UNPROCESSABLE_CONTENT', status: 422 },
   UnsupportedMediaTypeException: { code: 'TRV_UNSUPPORTED_MEDIA_TYPE', status: 415 },
   PayloadTooLargeException: { code: 'TRV_PAYLOAD_TOO_LARGE', status: 413 },
   ServiceUnavailableException: { code: 'TRV_SERVICE_UNAVAILABLE', status: 503 },
@@ -127,10 +128,18 @@ export class NotFoundException extends TriviumError {
   }
 }
 
-/** The request is valid but contradicts what is stored: a name that already exists. */
+/** The request conflicts with what is stored (a name that already exists) or with one still being
+ * processed (the same idempotency key, in flight). */
 export class ConflictException extends TriviumError {
   constructor(message: string, options?: TriviumErrorOptions) {
     super(message, ...spec('ConflictException'), options)
+  }
+}
+
+/** Well-formed but cannot be processed as sent (e.g. an idempotency key reused with another body). */
+export class UnprocessableContentException extends TriviumError {
+  constructor(message: string, options?: TriviumErrorOptions) {
+    super(message, ...spec('UnprocessableContentException'), options)
   }
 }
 
@@ -184,6 +193,7 @@ const CLASS_BY_KIND: Record<
   ForbiddenException,
   NotFoundException,
   ConflictException,
+  UnprocessableContentException,
   UnsupportedMediaTypeException,
   PayloadTooLargeException,
   ServiceUnavailableException,

@@ -20,6 +20,7 @@ const table: Array<[string, string, number]> = [
   ['RateLimitExceededException', 'TRV_RATE_LIMITED', 429],
   ['NotFoundException', 'TRV_NOT_FOUND', 404],
   ['ConflictException', 'TRV_CONFLICT', 409],
+  ['UnprocessableContentException', 'TRV_UNPROCESSABLE_CONTENT', 422],
   ['UnsupportedMediaTypeException', 'TRV_UNSUPPORTED_MEDIA_TYPE', 415],
   ['PayloadTooLargeException', 'TRV_PAYLOAD_TOO_LARGE', 413],
   ['ServiceUnavailableException', 'TRV_SERVICE_UNAVAILABLE', 503],

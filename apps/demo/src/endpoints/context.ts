@@ -5,6 +5,7 @@ import type { RbacService } from '@trivium/rbac'
 import type { DemoConfig } from '../config.js'
 import type { RoleName } from '../rights.js'
 import type { TaskEventBus } from '../tasks/events.js'
+import type { OutboxRelay } from '../tasks/outbox.js'
 import type { TaskRepository } from '../tasks/repository.js'
 
 export interface HandlerContext {
@@ -14,6 +15,8 @@ export interface HandlerContext {
   rbac: RbacService
   tasks: TaskRepository
   events: TaskEventBus
+  /** Relays the outbox (task events, rights changes): `kick()` after adding a row. */
+  outbox: OutboxRelay
   roleIds: Record<RoleName, number>
   /** Whether a user with this id is registered. */
   userExists: (userId: number) => Promise<boolean>

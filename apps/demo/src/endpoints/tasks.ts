@@ -1,11 +1,10 @@
 // tasks.* endpoints. Reading needs `tasks:read`; writing `tasks:write` and, for update, ownership
 // unless the user is an admin; deleting `tasks:delete` (admins hold it). Changes are published to
-// `tasks.watch` subscribers.
+// `tasks.watch` subscribers: the repository stores each change's event with it (tasks/outbox.ts) and the
+// relay publishes it, so a write that committed is answered as a success whatever Redis does.
 import { ForbiddenException } from '@trivium/core'
 import { validateFileContent, validateFileExtension, validateFileSize } from '@trivium/validation'
 import type { EndpointHandlers } from '../generated/server.js'
-import type { TaskEventKind } from '../tasks/events.js'
-import type { TaskRecord } from '../tasks/repository.js'
 import { type HandlerContext, userOf } from './context.js'
 
 type TaskHandlers = Pick<
@@ -20,31 +19,20 @@ type TaskHandlers = Pick<
 >
 
 export function taskHandlers({ tasks, events }: HandlerContext): TaskHandlers {
-  async function publish(kind: TaskEventKind, task: TaskRecord): Promise<void> {
-    await events.publish({ kind, task, at: new Date() })
-  }
-
   return {
     'tasks.list': (req) => tasks.list(req),
     'tasks.get': (req) => tasks.get(req.id),
-    'tasks.create': async (req, call) => {
-      const task = await tasks.create(userOf(call).id, req)
-      await publish('created', task)
-      return task
-    },
+    'tasks.create': (req, call) => tasks.create(userOf(call).id, req),
     'tasks.update': async (req, call) => {
       const user = userOf(call)
       const existing = await tasks.get(req.id)
       if (existing.ownerId !== user.id && !user.roles.includes('admin')) {
         throw new ForbiddenException('Only the owner of a task or an admin can change it')
       }
-      const task = await tasks.update(req.id, req)
-      await publish('updated', task)
-      return task
+      return tasks.update(req.id, req)
     },
     'tasks.delete': async (req) => {
-      const task = await tasks.delete(req.id)
-      await publish('deleted', task)
+      await tasks.delete(req.id)
       return { ok: true }
     },
     'tasks.watch': (_req, call) => events.subscribe(call.signal),

@@ -114,7 +114,7 @@ export const endpoints = {
     request: CreateTask,
     response: Task,
     streaming: false,
-    config: {"permissions":["tasks:write"]},
+    config: {"idempotencyKey":true,"permissions":["tasks:write"]},
   },
   "tasks.update": {
     name: "tasks.update",
@@ -154,7 +154,7 @@ export const endpoints = {
     request: FileUpload,
     response: StoredFile,
     streaming: false,
-    config: {"permissions":["tasks:write"],"bodyLimit":15728640,"summary":"Upload a file (10 MiB at most; JSON carries it as base64)"},
+    config: {"idempotencyKey":true,"permissions":["tasks:write"],"bodyLimit":15728640,"summary":"Upload a file (10 MiB at most; JSON carries it as base64)"},
   },
   "admin.roles.create": {
     name: "admin.roles.create",
@@ -164,7 +164,7 @@ export const endpoints = {
     request: CreateRole,
     response: Role,
     streaming: false,
-    config: {"roles":["admin"],"liveRbac":true,"errorStatuses":[409]},
+    config: {"idempotencyKey":true,"roles":["admin"],"liveRbac":true,"errorStatuses":[409]},
   },
   "admin.roles.assign": {
     name: "admin.roles.assign",
@@ -194,7 +194,7 @@ export const endpoints = {
     request: CreatePermission,
     response: Permission,
     streaming: false,
-    config: {"roles":["admin"],"liveRbac":true,"errorStatuses":[409]},
+    config: {"idempotencyKey":true,"roles":["admin"],"liveRbac":true,"errorStatuses":[409]},
   },
 } as const satisfies Record<string, $rt.EndpointSpec<any, any>>
 

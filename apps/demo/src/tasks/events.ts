@@ -6,6 +6,8 @@ import type { TaskRecord } from './repository.js'
 export type TaskEventKind = 'created' | 'updated' | 'deleted'
 
 export interface TaskEventRecord {
+  /** The outbox row's id: unique per event, repeated only when an event is delivered twice. */
+  id?: string
   kind: TaskEventKind
   task: TaskRecord
   at: Date

@@ -1,6 +1,8 @@
 // Tasks persisted in SQL (PGlite by default, PostgreSQL with DATABASE_URL). Keyset pagination by id, oldest or newest first.
-import { NotFoundException, ValidationException } from '@trivium/core'
+import { IDEMPOTENCY_TABLE_SQL, NotFoundException, ValidationException } from '@trivium/core'
 import { type Migration, runMigrations, type SqlClient } from '@trivium/sql'
+import type { TaskEventKind } from './events.js'
+import { addToOutbox, OUTBOX_TABLE_SQL } from './outbox.js'
 
 export interface TaskRecord {
   id: number
@@ -65,6 +67,12 @@ const MIGRATIONS: Migration[] = [
       DELETE FROM user_roles WHERE NOT EXISTS (SELECT 1 FROM auth_users u WHERE u.id = user_roles.user_id);
       ALTER TABLE user_roles ADD CONSTRAINT demo_user_roles_user_fk
         FOREIGN KEY (user_id) REFERENCES auth_users (id) ON DELETE CASCADE;`,
+  },
+  {
+    // Task events written with their change (outbox.ts), and the answers kept for idempotency keys.
+    version: 3,
+    name: 'task event outbox and idempotency keys',
+    sql: OUTBOX_TABLE_SQL + IDEMPOTENCY_TABLE_SQL,
   },
 ]
 
@@ -166,8 +174,26 @@ function returned<T>(rows: readonly T[]): T {
   return row
 }
 
+/**
+ * Every change is written with its event (the outbox) in one transaction; `committed` is called after
+ * each such commit (the relay publishes at once instead of at its next poll).
+ */
 export class TaskRepository {
-  constructor(private readonly sql: SqlClient) {}
+  constructor(
+    private readonly sql: SqlClient,
+    private readonly committed: () => void = () => {},
+  ) {}
+
+  /** Runs `change` and stores the event of the task it returns, in one transaction. */
+  private async withEvent(kind: TaskEventKind, change: (tx: SqlClient) => Promise<TaskRecord>) {
+    const task = await this.sql.transaction(async (tx) => {
+      const record = await change(tx)
+      await addToOutbox(tx, kind, record)
+      return record
+    })
+    this.committed()
+    return task
+  }
 
   migrate(): Promise<void> {
     return runMigrations(this.sql, 'demo', MIGRATIONS)
@@ -217,40 +243,46 @@ export class TaskRepository {
     input: { title: string; description?: string | null; tags?: readonly string[] | null },
   ) {
     checkFields(input)
-    const { rows } = await this.sql.query<TaskRow>(
-      'INSERT INTO demo_tasks (title, description, tags, owner_id) VALUES ($1, $2, $3, $4) RETURNING *',
-      [input.title.trim(), input.description ?? null, input.tags ?? [], ownerId],
-    )
-    return toRecord(returned(rows))
+    return this.withEvent('created', async (tx) => {
+      const { rows } = await tx.query<TaskRow>(
+        'INSERT INTO demo_tasks (title, description, tags, owner_id) VALUES ($1, $2, $3, $4) RETURNING *',
+        [input.title.trim(), input.description ?? null, input.tags ?? [], ownerId],
+      )
+      return toRecord(returned(rows))
+    })
   }
 
   async update(id: number, changes: TaskChanges): Promise<TaskRecord> {
     checkId(id)
     checkFields(changes)
-    const { rows } = await this.sql.query<TaskRow>(
-      `UPDATE demo_tasks SET
+    return this.withEvent('updated', async (tx) => {
+      const { rows } = await tx.query<TaskRow>(
+        `UPDATE demo_tasks SET
          title = COALESCE($2, title),
          description = CASE WHEN $3::boolean THEN $4 ELSE description END,
          done = COALESCE($5, done),
          tags = COALESCE($6, tags),
          updated_at = now()
        WHERE id = $1 RETURNING *`,
-      [
-        id,
-        changes.title?.trim() ?? null,
-        changes.description !== undefined,
-        changes.description ?? null,
-        changes.done ?? null,
-        changes.tags ?? null,
-      ],
-    )
-    return toRecord(found(rows, id))
+        [
+          id,
+          changes.title?.trim() ?? null,
+          changes.description !== undefined,
+          changes.description ?? null,
+          changes.done ?? null,
+          changes.tags ?? null,
+        ],
+      )
+      return toRecord(found(rows, id))
+    })
   }
 
   async delete(id: number): Promise<TaskRecord> {
     checkId(id)
-    const { rows } = await this.sql.query<TaskRow>('DELETE FROM demo_tasks WHERE id = $1 RETURNING *', [id])
-    return toRecord(found(rows, id))
+    return this.withEvent('deleted', async (tx) => {
+      const { rows } = await tx.query<TaskRow>('DELETE FROM demo_tasks WHERE id = $1 RETURNING *', [id])
+      return toRecord(found(rows, id))
+    })
   }
 
   async storeFile(

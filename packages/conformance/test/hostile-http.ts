@@ -318,6 +318,8 @@ export const LEAK = /\n\s+at |node_modules|\/work\/|\.[cm]?[jt]s:\d+|file:\/\//
 
 /** Whether `res` is the error body of PROTOCOL.md ("Errors"), JSON, nothing leaked. */
 export function errorBodyProblem(res: RawResponse): string | undefined {
+  // The spec's one text answer: a refused CORS preflight is 403 with the body `Origin not allowed`.
+  if (res.status === 403 && res.body.toString() === 'Origin not allowed') return undefined
   if (res.headers['content-type'] !== 'application/json; charset=utf-8')
     return `content-type ${res.headers['content-type']}`
   const text = res.body.toString('utf8')

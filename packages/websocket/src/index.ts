@@ -104,6 +104,17 @@ const triviumWebSocket: FastifyPluginAsync<TriviumWebSocketOptions> = async (
     })
   }
 
+  // An upgrade request answered over HTTP before @fastify/websocket's hooks saw it (an earlier onRequest
+  // hook replied: a CORS preflight with Upgrade headers, …) keeps a socket Node no longer manages, open
+  // after the answer even once the client closed its side. Closed once answered (an accepted upgrade
+  // is hijacked and runs no hooks).
+  const upgradeSockets = new WeakSet<object>()
+  fastify.server.on('upgrade', (_request, socket) => upgradeSockets.add(socket))
+  fastify.addHook('onResponse', (request, _reply, done) => {
+    if (upgradeSockets.has(request.raw.socket)) request.raw.socket.destroy()
+    done()
+  })
+
   const tickMs = Math.max(10, Math.min(options.pingIntervalMs, Math.ceil(options.idleTimeoutMs / 4)))
   fastify.addHook('onReady', async () => server.start(tickMs))
 

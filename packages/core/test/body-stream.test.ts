@@ -5,6 +5,7 @@
 import net, { type AddressInfo } from 'node:net'
 import trivium, { jsonSchemaModel } from '@trivium/core'
 import Fastify from 'fastify'
+import type { Test } from 'tap'
 import t from 'tap'
 import { byteByByte, exchange, type RawResponse } from '../../conformance/test/hostile-http.ts'
 
@@ -16,7 +17,7 @@ const Echo = jsonSchemaModel<{ text: string }>('Echo', {
 
 type Lines = Record<string, unknown>[]
 
-async function app(t: Parameters<Parameters<typeof t.test>[1]>[0]) {
+async function app(t: Test) {
   const lines: Lines = []
   const fastify = Fastify({
     logger: { level: 'info', stream: { write: (l: string) => lines.push(JSON.parse(l)) } },

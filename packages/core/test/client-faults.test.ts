@@ -5,6 +5,7 @@
 import net, { type AddressInfo } from 'node:net'
 import trivium, { jsonSchemaModel, ValidationException } from '@trivium/core'
 import Fastify from 'fastify'
+import type { Test } from 'tap'
 import t from 'tap'
 
 type Line = Record<string, unknown> & { level: number; msg: string }
@@ -15,7 +16,7 @@ const Echo = jsonSchemaModel<{ text: string }>('Echo', {
   required: ['text'],
 })
 
-async function app(t: Parameters<Parameters<typeof t.test>[1]>[0]) {
+async function app(t: Test) {
   const lines: Line[] = []
   const fastify = Fastify({
     logger: { level: 'info', stream: { write: (l: string) => lines.push(JSON.parse(l)) } },
@@ -73,7 +74,7 @@ const head = (headers: string) =>
   `POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${headers}\r\n`
 
 /** The lines without `time`/`pid`/`hostname`/`reqId`; `requestId` checked for its form and left out. */
-function strip(t: Parameters<Parameters<typeof t.test>[1]>[0], lines: Line[]): Record<string, unknown>[] {
+function strip(t: Test, lines: Line[]): Record<string, unknown>[] {
   return lines.map(({ time: _t, pid: _p, hostname: _h, reqId: _r, requestId, ...rest }) => {
     t.match(requestId, /^req-/, 'the line names the request id')
     return rest

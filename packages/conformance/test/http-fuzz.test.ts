@@ -79,10 +79,14 @@ interface Fuzzed {
   upgradeElsewhere: boolean
 }
 
-function request(paths: string[], token: string): Fuzzed {
-  const method = pick(METHODS)
+type Route = { method: string; path: string }
+
+/** Biased toward the body path: mostly a route with its own method, JSON, framed right. */
+function request(routes: Route[], token: string): Fuzzed {
+  const route = pick(routes)
+  const method = chance(0.6) ? route.method : pick(METHODS)
   let path = chance(0.9)
-    ? pick(paths)
+    ? route.path
     : pick(['/%zz', `/${'a'.repeat(200)}`, '/echo?x=%ff', '/echo/../echo', '*'])
   if (chance(0.1)) path += `?token=${token}`
   const headers: string[] = ['Host: 127.0.0.1']
@@ -95,7 +99,7 @@ function request(paths: string[], token: string): Fuzzed {
   if (type !== undefined) headers.push(`Content-Type: ${type}`)
   const data = body()
   let payload = data
-  switch (int(8)) {
+  switch (int(10)) {
     case 0:
       break // no framing header: the bytes are the next request
     case 1:
@@ -105,10 +109,11 @@ function request(paths: string[], token: string): Fuzzed {
       headers.push(`Content-Length: ${pick(['abc', '-1', '999999999999', '1, 2', ''])}`)
       break
     case 3:
+    case 4:
       headers.push('Transfer-Encoding: chunked')
       payload = chunked(data, chance(0.2))
       break
-    case 4:
+    case 5:
       headers.push(`Transfer-Encoding: ${pick(['xchunked', 'gzip', 'chunked, chunked', 'identity'])}`)
       break
     default:
@@ -201,7 +206,8 @@ t.test(`HTTP body path fuzz: ${REQUESTS} random requests through a real server`,
   t.teardown(() => server.close())
   const port = Number(new URL(server.httpUrl).port)
   const { member } = await server.tokensFor(2929)
-  const paths = [...new Set(routesOf(server.app).map((r) => r.path))]
+  // Not the `ticker` stream: it runs until its client leaves, and a half-closed client has not left.
+  const routes = routesOf(server.app).filter((r) => r.path !== '/ticker')
 
   const problems: string[] = []
   const statuses = new Map<number, number>()
@@ -211,7 +217,7 @@ t.test(`HTTP body path fuzz: ${REQUESTS} random requests through a real server`,
   async function worker(): Promise<void> {
     while (next < REQUESTS && problems.length < 20) {
       const n = next++
-      const fuzzed = request(paths, member as string)
+      const fuzzed = request(routes, member as string)
       for (const res of await send(port, fuzzed, n)) {
         answered++
         statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1)

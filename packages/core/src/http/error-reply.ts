@@ -9,14 +9,18 @@ import { CALL } from './symbols.js'
 /** Sockets whose malformed request the clientError handler already logged (not logged twice). */
 export const loggedClientErrors = new WeakSet<Socket>()
 
-/** The connection ended before the whole request arrived (closed, reset, or cut by Node's parser). */
-function aborted(request: FastifyRequest): boolean {
-  return request.raw.destroyed && !request.raw.complete
+/**
+ * The body could not be read because the connection ended before the whole request arrived (closed,
+ * reset, cut by Node's parser: Node's `aborted`, ECONNRESET; a cancelled bridged call: AbortError).
+ */
+function aborted(err: unknown, request: FastifyRequest): boolean {
+  const { code, name } = (err ?? {}) as { code?: unknown; name?: unknown }
+  return (code === 'ECONNRESET' || name === 'AbortError') && request.raw.destroyed && !request.raw.complete
 }
 
 export function sendError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   let { error, internal } = normalizeError(err)
-  if (internal && aborted(request)) {
+  if (internal && aborted(err, request)) {
     // The body stream failed because the client went away: nobody reads this answer.
     if (!loggedClientErrors.has(request.raw.socket)) {
       request.log.info({ requestId: request.id }, 'request aborted by the client')

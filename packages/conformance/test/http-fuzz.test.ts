@@ -5,7 +5,7 @@
 // (valid, mutated, invalid UTF-8, random), split at random points, ended or reset — and the server:
 // never ends, never hangs a connection, never answers 5xx, answers every error with the JSON error
 // body, never logs at error for what a client sent, and answers afterwards.
-// Bounded in the suite (HTTP_FUZZ_REQUESTS, default 400); the long run (README "Fuzzing"):
+// Bounded in the suite (HTTP_FUZZ_REQUESTS, default 400); the long run (README "Hostile HTTP and fuzzing"):
 //   HTTP_FUZZ_REQUESTS=1000000 node_modules/.bin/tap -t0 packages/conformance/test/http-fuzz.test.ts
 import net from 'node:net'
 import t from 'tap'

@@ -31,9 +31,11 @@ export async function startConformanceServer(options: {
   tcpMode: 'direct' | 'inject'
   /** Registers more transports on the app before it listens (e.g. a test-only one). */
   register?: (app: FastifyInstance) => void | Promise<void>
+  /** Where the app's log lines go (JSON, from `level` up); no logging without it. */
+  log?: { level: string; stream: { write(line: string): void } }
 }): Promise<ConformanceServer> {
   // Without Node's own Host check: @trivium/core refuses a missing Host with the error body.
-  const app = Fastify({ logger: false, http: { requireHostHeader: false } })
+  const app = Fastify({ logger: options.log ?? false, http: { requireHostHeader: false } })
   await app.register(triviumCore)
   await app.register(triviumCodec)
   await app.register(triviumAuth, { secret: SECRET, issuer: ISSUER })

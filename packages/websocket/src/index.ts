@@ -1,6 +1,7 @@
 // @trivium/websocket — every Trivium endpoint over one binary WebSocket per client (PROTOCOL.md
 // "WebSocket"). The upgrade route and its refusals live here; what frames mean is
 // @trivium/frame-session's, what bytes look like is carrier.ts's.
+import type { Duplex } from 'node:stream'
 import websocket from '@fastify/websocket'
 import { jsonFormat, ValidationException, websocketCredential } from '@trivium/core'
 import { FrameServer, FrameSession } from '@trivium/frame-session'
@@ -105,6 +106,24 @@ const triviumWebSocket: FastifyPluginAsync<TriviumWebSocketOptions> = async (
     })
   }
 
+  // An upgrade request answered over HTTP before @fastify/websocket's hooks saw it (an earlier onRequest
+  // hook replied: a CORS preflight with Upgrade headers; a bad URL, answered below the routes) keeps a
+  // socket Node no longer manages, open after the answer even once the client closed its side. Closed
+  // once answered when hooks run (an accepted upgrade is hijacked and runs none), and when the client
+  // ends its side before ws accepted the upgrade.
+  const upgradeSockets = new WeakSet<object>()
+  const accepted = new WeakSet<object>()
+  fastify.server.on('upgrade', (_request, socket: Duplex) => {
+    upgradeSockets.add(socket)
+    socket.once('end', () => {
+      if (!accepted.has(socket)) socket.destroy()
+    })
+  })
+  fastify.addHook('onResponse', (request, _reply, done) => {
+    if (upgradeSockets.has(request.raw.socket)) request.raw.socket.destroy()
+    done()
+  })
+
   const tickMs = Math.max(10, Math.min(options.pingIntervalMs, Math.ceil(options.idleTimeoutMs / 4)))
   fastify.addHook('onReady', async () => server.start(tickMs))
 
@@ -124,6 +143,7 @@ const triviumWebSocket: FastifyPluginAsync<TriviumWebSocketOptions> = async (
     // A plain GET (no upgrade) gets the error body instead of an empty 404.
     handler: (request, reply) => sendUpgradeError(new ValidationException(UPGRADE_REQUIRED), request, reply),
     wsHandler: (socket: WebSocket, request: FastifyRequest) => {
+      accepted.add(request.raw.socket)
       try {
         const upgrade = upgrades.get(request) ?? { format: jsonFormat }
         const carrier = new WebSocketCarrier(socket, options)

@@ -191,3 +191,46 @@ t.test(
     })
   },
 )
+
+t.test(
+  'an upgrade answered over HTTP (by an earlier hook, below the routes) closes its socket (issue 29)',
+  async (t) => {
+    // As @trivium/protections' CORS does for every OPTIONS: an onRequest hook registered before the
+    // WebSocket plugin answers, so @fastify/websocket's own hooks never see the request.
+    const app = Fastify()
+    app.addHook('onRequest', (request, reply, done) => {
+      if (request.method === 'OPTIONS')
+        reply.code(403).type('text/plain; charset=utf-8').send('Origin not allowed')
+      else done()
+    })
+    await app.register(triviumCore)
+    await app.register(triviumWebSocket)
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    t.teardown(() => app.close())
+    const { port } = app.server.address() as { port: number }
+    // OPTIONS: answered by the hook; `/%zz` (bad percent-encoding): answered below the routes, no hook runs.
+    for (const [method, path] of [
+      ['OPTIONS', '/ws'],
+      ['OPTIONS', '/elsewhere'],
+      ['GET', '/%zz'],
+    ]) {
+      const socket = connect(port, '127.0.0.1')
+      socket.on('error', () => {})
+      let answer = ''
+      socket.on('data', (c) => {
+        answer += c
+      })
+      const closed = new Promise<boolean>((resolve) => {
+        socket.on('close', () => resolve(true))
+        setTimeout(() => resolve(false), 10_000)
+      })
+      socket.end(
+        `${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n` +
+          'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
+      )
+      t.ok(await closed, `${method} ${path}: the server closed the connection after its answer`)
+      socket.destroy()
+      t.match(answer, method === 'OPTIONS' ? /^HTTP\/1\.1 403 / : /^HTTP\/1\.1 400 /)
+    }
+  },
+)

@@ -1,12 +1,42 @@
 // Transport sends (errors, HTTP): every failure of an endpoint route, and every unknown route, is
-// answered with the one error body of PROTOCOL.md. Unexpected errors are logged, never shown.
+// answered with the one error body of PROTOCOL.md. Server faults are logged at `error` with their
+// stack, never shown; a client's faults are logged once at `info`, without a stack (PROTOCOL.md "Errors").
+import type { Socket } from 'node:net'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { normalizeError, type TriviumError, toErrorBody } from '../errors.js'
+import { normalizeError, type TriviumError, toErrorBody, ValidationException } from '../errors.js'
 import { CALL } from './symbols.js'
 
+/** Sockets whose malformed request the clientError handler already logged (not logged twice). */
+export const loggedClientErrors = new WeakSet<Socket>()
+
+/**
+ * The body could not be read because the connection ended before the whole request arrived (closed,
+ * reset, cut by Node's parser: Node's `aborted`, ECONNRESET; a cancelled bridged call: AbortError).
+ */
+function aborted(err: unknown, request: FastifyRequest): boolean {
+  const { code, name } = (err ?? {}) as { code?: unknown; name?: unknown }
+  return (code === 'ECONNRESET' || name === 'AbortError') && request.raw.destroyed && !request.raw.complete
+}
+
 export function sendError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const { error, internal } = normalizeError(err)
-  if (internal) request.log.error({ err, requestId: request.id }, 'unhandled error in endpoint')
+  let { error, internal } = normalizeError(err)
+  if (internal && aborted(err, request)) {
+    // The body stream failed because the client went away: nobody reads this answer.
+    if (!loggedClientErrors.has(request.raw.socket)) {
+      request.log.info({ requestId: request.id }, 'request aborted by the client')
+    }
+    error = new ValidationException('Request aborted before its body was received')
+    internal = false
+  } else if (internal) {
+    request.log.error({ err, requestId: request.id }, 'unhandled error in endpoint')
+  } else if (!(request as unknown as Record<symbol, unknown>)[CALL]) {
+    // Refused before the endpoint ran (URL, framing, body): no access log saw it. Inside an endpoint,
+    // refusals are the application's to log (the demo's access log).
+    request.log.info(
+      { requestId: request.id, statusCode: error.statusCode, code: error.code },
+      `request refused: ${error.message}`,
+    )
+  }
   return replyWithError(error, request, reply)
 }
 

@@ -7,7 +7,7 @@
 // @trivium/protections with the security headers).
 import { type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import {
   ForbiddenException,
   NotFoundException,
@@ -21,7 +21,7 @@ import {
   UnsupportedMediaTypeException,
   ValidationException,
 } from '../errors.js'
-import { sendError } from './error-reply.js'
+import { loggedClientErrors, sendError } from './error-reply.js'
 import { SHUTDOWN_MESSAGE } from './sse.js'
 
 /** Headers put on every error answered below the routes, where route hooks do not run. */
@@ -117,13 +117,25 @@ function clientErrorBody(error: TriviumError): string {
   return JSON.stringify(toErrorBody(error, `req-client-${++clientErrors}`))
 }
 
-/** Node's `clientError`: no Fastify request exists, so the response is written on the socket. */
-export function clientErrorHandler(headers: ErrorHeaders) {
+/**
+ * Node's `clientError`: no Fastify request exists, so the response is written on the socket. The
+ * client's fault is logged once at `info` with Node's reason, no stack (a request it cut short is not
+ * logged again as aborted).
+ */
+export function clientErrorHandler(headers: ErrorHeaders, log?: FastifyBaseLogger) {
   return (err: NodeJS.ErrnoException, socket: Socket): void => {
     if (err.code === 'ECONNRESET' || socket.destroyed) return
+    const error = clientErrorOf(err)
+    const requestId = `req-client-${++clientErrors}`
+    if (log) {
+      loggedClientErrors.add(socket)
+      log.info(
+        { requestId, statusCode: error.statusCode, code: error.code, reason: err.code ?? err.message },
+        `request refused: ${error.message}`,
+      )
+    }
     if (socket.writable) {
-      const error = clientErrorOf(err)
-      const body = clientErrorBody(error)
+      const body = JSON.stringify(toErrorBody(error, requestId))
       const lines = [
         `HTTP/1.1 ${error.statusCode} ${statusText(error.statusCode)}`,
         'Content-Type: application/json; charset=utf-8',
@@ -229,7 +241,7 @@ export function installFrameworkErrors(fastify: FastifyInstance, headers: ErrorH
   const fastifyDefault = listeners.find((l) => l.name === 'bound defaultClientErrorHandler')
   if (fastifyDefault) {
     server.removeListener('clientError', fastifyDefault as (...args: unknown[]) => void)
-    server.on('clientError', clientErrorHandler(headers))
+    server.on('clientError', clientErrorHandler(headers, fastify.log))
   }
   refuseBeforeFastify(fastify, server as Server, headers)
 }

@@ -1,34 +1,92 @@
 // Decoding rules of PROTOCOL.md for HTTP bodies, applied before Fastify's content-type parser:
 //   - `Content-Length: 0` is no body, whatever the Content-Type: the endpoint gets the empty model;
 //   - a JSON body must be valid UTF-8 (Fastify's parser would decode it lossily, storing U+FFFD).
-import { Transform, type TransformCallback } from 'node:stream'
+import { Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest, RequestPayload } from 'fastify'
 import { ValidationException } from '../errors.js'
 
 const JSON_TYPE = /^\s*application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i
 
-/** Passes the bytes through unchanged and fails on the first invalid UTF-8 sequence. */
-class Utf8Check extends Transform {
-  private readonly decoder = new TextDecoder('utf-8', { fatal: true })
+/** What a request stream that ended before its body did fails with (as Node's own `aborted`). */
+function abortedError(): Error {
+  return Object.assign(new Error('aborted'), { code: 'ECONNRESET' })
+}
 
-  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    try {
-      this.decoder.decode(chunk, { stream: true })
-    } catch {
-      done(new ValidationException('Request body is not valid UTF-8'))
-      return
-    }
-    done(null, chunk)
+/**
+ * The request body, unchanged, failing on the first invalid UTF-8 sequence. Lazy: nothing is read
+ * from the request before the consumer (Fastify's body reader) reads, so an error can only be raised
+ * while that consumer listens. An error with no listener left (the reader gave up: body too large)
+ * is not emitted, as Node's IncomingMessage does: a stream of the request never ends the process.
+ */
+export class Utf8CheckedBody extends Readable {
+  /** The bytes read from the request (Fastify compares them with Content-Length and the body limit). */
+  receivedEncodedLength = 0
+  readonly #source: RequestPayload
+  readonly #decoder = new TextDecoder('utf-8', { fatal: true })
+  #started = false
+  #ended = false
+
+  constructor(source: RequestPayload) {
+    super()
+    this.#source = source
   }
 
-  override _flush(done: TransformCallback): void {
+  override _read(): void {
+    const source = this.#source
+    if (!this.#started) {
+      this.#started = true
+      // Aborted before anyone read: IncomingMessage emitted no error then (it had no listener).
+      if (source.destroyed) {
+        this.destroy(abortedError())
+        return
+      }
+      source.on('data', this.#onData)
+      source.on('end', this.#onEnd)
+      source.on('error', this.#onError)
+      source.on('close', this.#onClose)
+    }
+    source.resume()
+  }
+
+  readonly #onData = (chunk: Buffer | string): void => {
+    const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk
+    this.receivedEncodedLength += bytes.length
     try {
-      this.decoder.decode()
+      // `stream: true`: a character cut between two chunks is completed by the next one.
+      this.#decoder.decode(bytes, { stream: true })
     } catch {
-      done(new ValidationException('Request body is not valid UTF-8'))
+      this.destroy(new ValidationException('Request body is not valid UTF-8'))
       return
     }
-    done()
+    if (!this.push(bytes)) this.#source.pause()
+  }
+
+  readonly #onEnd = (): void => {
+    this.#ended = true
+    try {
+      this.#decoder.decode() // a body ending inside a character
+    } catch {
+      this.destroy(new ValidationException('Request body is not valid UTF-8'))
+      return
+    }
+    this.push(null)
+  }
+
+  readonly #onError = (err: Error): void => {
+    this.destroy(err)
+  }
+
+  readonly #onClose = (): void => {
+    if (!this.#ended) this.destroy(abortedError())
+  }
+
+  override _destroy(err: Error | null, done: (err?: Error | null) => void): void {
+    const source = this.#source
+    source.removeListener('data', this.#onData)
+    source.removeListener('end', this.#onEnd)
+    source.removeListener('error', this.#onError)
+    source.removeListener('close', this.#onClose)
+    done(this.listenerCount('error') > 0 ? err : null)
   }
 }
 
@@ -45,7 +103,5 @@ export async function strictBody(
   }
   const type = headers['content-type']
   if (type === undefined || !JSON_TYPE.test(type)) return payload
-  const checked = payload.pipe(new Utf8Check())
-  payload.on('error', (err) => checked.destroy(err))
-  return checked
+  return new Utf8CheckedBody(payload)
 }

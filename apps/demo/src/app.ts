@@ -26,7 +26,7 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
 import { accessLog } from './access-log.js'
 import { registerApiDocs } from './api-docs.js'
-import { ConfigError, type DemoConfig } from './config.js'
+import { ConfigError, type DemoConfig, NEVER_LIMITED } from './config.js'
 import { openDatabase } from './database.js'
 import { adminHandlers } from './endpoints/admin.js'
 import { authHandlers } from './endpoints/auth.js'
@@ -37,6 +37,7 @@ import { refuseNulText } from './endpoints/text-rule.js'
 import { type Fanout, localFanout, redisFanout } from './fanout.js'
 import { type EndpointHandlers, registerEndpoints } from './generated/server.js'
 import { metricsPage } from './metrics-page.js'
+import { metricsRoute, operatorCheck } from './operator.js'
 import { readinessRoute } from './readiness.js'
 import { ensureRights } from './rights.js'
 import { loadSecrets, type Secrets } from './secrets.js'
@@ -129,9 +130,8 @@ async function registerObservability(
 ): Promise<void> {
   // Spans go nowhere unless server.ts installed the SDK (OTEL_EXPORTER_OTLP_ENDPOINT).
   await app.register(triviumTracing)
+  // GET /metrics is the demo's own route (operator.ts): it admits METRICS_TOKEN or a live admin.
   await app.register(triviumMetrics, {
-    expose: config.metrics,
-    token: config.metricsToken,
     redis: redis ? { redis } : undefined,
     pool: sql.pool,
   })
@@ -199,7 +199,10 @@ async function registerProtections(
             redis,
             redisPrefix: `${config.redisPrefix}rl:`,
             defaultLimit: config.rateLimitDefault,
-            limits: config.rateLimits,
+            limits: {
+              ...config.rateLimits,
+              ...Object.fromEntries(NEVER_LIMITED.map((name) => [name, false as const])),
+            },
           },
   })
 }
@@ -304,12 +307,22 @@ function registerDemoEndpoints(
   }
 }
 
-/** The web page, Swagger UI, /metrics (when METRICS is on) and /ready. */
+/** The web page, Swagger UI, /metrics and its page (when METRICS is on) and /health/ready. */
 async function servePages(app: FastifyInstance, config: DemoConfig, { sql, redis }: Backends): Promise<void> {
   serveWebPage(app)
   await registerApiDocs(app)
-  if (config.metrics) metricsPage(app)
-  readinessRoute(app, sql, redis)
+  // Operational detail (metrics, readiness checks) for the scraper's METRICS_TOKEN or a live admin only.
+  const isOperator = operatorCheck(app, config.metricsToken)
+  if (config.metrics) {
+    metricsRoute(app, isOperator)
+    metricsPage(app)
+  }
+  readinessRoute(app, sql, redis, (request) =>
+    isOperator(request).then(
+      () => true,
+      () => false,
+    ),
+  )
 }
 
 /** Creates the admin user on first start (ADMIN_USERNAME / ADMIN_PASSWORD, or a generated password). */

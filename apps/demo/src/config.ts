@@ -42,9 +42,9 @@ export interface DemoConfig {
   bodyLimit: number
   /** ACCESS_TOKEN_TTL: access-token lifetime in seconds. */
   accessTokenTtlSeconds: number
-  /** METRICS: serve GET /metrics (default true in the demo). */
+  /** METRICS: serve GET /metrics to operators (default true in the demo; operator.ts says who). */
   metrics: boolean
-  /** METRICS_TOKEN: bearer token GET /metrics requires (none by default). */
+  /** METRICS_TOKEN: the scraper's bearer token for GET /metrics and readiness's checks (none by default). */
   metricsToken: string | undefined
   /** ACCESS_LOG: one log line per call on every transport (default true). */
   accessLog: boolean
@@ -121,6 +121,13 @@ export function parseLimit(name: string, raw: string): RateLimitSetting | false 
   return { requests, windowMs }
 }
 
+/**
+ * Endpoints never rate limited, whatever the settings: liveness (`health`) is probed from one address
+ * (a load balancer, an orchestrator) far more often than a client calls, and a refused probe restarts or
+ * drains a healthy instance. (`/health/ready` is a plain route, outside the limiter.)
+ */
+export const NEVER_LIMITED = ['health'] as const
+
 /** RATE_LIMITS: `auth.login=5/60s,tasks.create=off` (comma-separated endpoint=limit). */
 export function parseLimits(raw: string | undefined): Record<string, RateLimitSetting | false> {
   const limits: Record<string, RateLimitSetting | false> = {}
@@ -133,6 +140,10 @@ export function parseLimits(raw: string | undefined): Record<string, RateLimitSe
         `RATE_LIMITS entry "${entry.trim()}" must be <endpoint>=<limit>, e.g. auth.login=5/60s`,
       )
     if (endpoint in limits) throw new ConfigError(`RATE_LIMITS names ${endpoint} twice`)
+    if ((NEVER_LIMITED as readonly string[]).includes(endpoint))
+      throw new ConfigError(
+        `RATE_LIMITS names ${endpoint}, which is never rate limited (liveness probes); remove it`,
+      )
     limits[endpoint] = parseLimit(`RATE_LIMITS ${endpoint}`, entry.slice(eq + 1))
   }
   return limits

@@ -134,7 +134,7 @@ export const endpoints = {
     request: GetTask,
     response: Ok,
     streaming: false,
-    config: {"permissions":["tasks:delete"]},
+    config: {"permissions":["tasks:delete"],"liveRbac":true},
   },
   "tasks.watch": {
     name: "tasks.watch",

@@ -77,6 +77,10 @@ const BAD: Array<[Record<string, string>, string]> = [
   ],
   [{ RATE_LIMITS: 'a=1/1s,a=2/1s' }, 'RATE_LIMITS names a twice'],
   [
+    { RATE_LIMITS: 'health=5/60s' },
+    'RATE_LIMITS names health, which is never rate limited (liveness probes); remove it',
+  ],
+  [
     { RATE_LIMIT_DEFAULT: 'off', RATE_LIMITS: 'auth.login=5/60s' },
     'RATE_LIMIT_DEFAULT=off turns rate limiting off for every endpoint; unset RATE_LIMITS',
   ],

@@ -81,7 +81,7 @@ async function scrape() {
     document.getElementById('token-form').hidden = false
     document.getElementById('status').textContent = res.status === 401
       ? "/metrics needs METRICS_TOKEN or an admin's access token"
-      : 'that token is not an admin's: /metrics needs METRICS_TOKEN or an admin's access token'
+      : "that token is not an admin's: /metrics needs METRICS_TOKEN or an admin's access token"
     return
   }
   const now = parse(await res.text())

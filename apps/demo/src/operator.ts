@@ -3,7 +3,13 @@
 // database, whether Redis is configured). An operator is the scraper holding METRICS_TOKEN, or a signed-in
 // user whose current rights (read live, as for admin.*, never the token's snapshot) hold the role `admin`.
 // Everyone else gets liveness (GET /health) and readiness's up/down (demo README "Operations").
-import { ForbiddenException, normalizeError, toErrorBody, UnauthorizedException } from '@trivium/core'
+import {
+  ForbiddenException,
+  isTriviumError,
+  normalizeError,
+  toErrorBody,
+  UnauthorizedException,
+} from '@trivium/core'
 import { bearerMatches, METRICS_TOKEN_MESSAGE } from '@trivium/metrics'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 
@@ -20,8 +26,11 @@ export function operatorCheck(app: FastifyInstance, metricsToken: string | undef
     const token = typeof header === 'string' && header.startsWith('Bearer ') ? header.slice(7) : ''
     if (token === '') throw new UnauthorizedException(METRICS_TOKEN_MESSAGE)
     const { userId } = await app.triviumAuth.authenticate(token).catch((err: unknown) => {
-      // An expired, forged or revoked token is no credential; an unreachable revocation list stays a 503.
-      throw err instanceof UnauthorizedException ? new UnauthorizedException(METRICS_TOKEN_MESSAGE) : err
+      // An expired, forged or revoked token (any 401) is no credential; an unreachable revocation list
+      // stays a 503.
+      throw isTriviumError(err) && err.statusCode === 401
+        ? new UnauthorizedException(METRICS_TOKEN_MESSAGE)
+        : err
     })
     if (!(await app.rbac.liveRights(userId)).roles.includes(OPERATOR_ROLE))
       throw new ForbiddenException(`Insufficient roles. Required: ${OPERATOR_ROLE}`)

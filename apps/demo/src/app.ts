@@ -130,8 +130,12 @@ async function registerObservability(
 ): Promise<void> {
   // Spans go nowhere unless server.ts installed the SDK (OTEL_EXPORTER_OTLP_ENDPOINT).
   await app.register(triviumTracing)
-  // GET /metrics is the demo's own route (operator.ts): it admits METRICS_TOKEN or a live admin.
+  // GET /metrics: on a separate address (METRICS_LISTEN, only the scraper reaches it; METRICS_TOKEN if
+  // set), else the demo's own route on the API's port (operator.ts: METRICS_TOKEN or a live admin).
+  const listen = config.metrics ? config.metricsListen : undefined
   await app.register(triviumMetrics, {
+    listen,
+    token: listen ? config.metricsToken : undefined,
     redis: redis ? { redis } : undefined,
     pool: sql.pool,
   })
@@ -307,13 +311,13 @@ function registerDemoEndpoints(
   }
 }
 
-/** The web page, Swagger UI, /metrics and its page (when METRICS is on) and /health/ready. */
+/** The web page, Swagger UI, /metrics and its page (METRICS on, no METRICS_LISTEN) and /health/ready. */
 async function servePages(app: FastifyInstance, config: DemoConfig, { sql, redis }: Backends): Promise<void> {
   serveWebPage(app)
   await registerApiDocs(app)
   // Operational detail (metrics, readiness checks) for the scraper's METRICS_TOKEN or a live admin only.
   const isOperator = operatorCheck(app, config.metricsToken)
-  if (config.metrics) {
+  if (config.metrics && !config.metricsListen) {
     metricsRoute(app, isOperator)
     metricsPage(app)
   }

@@ -46,6 +46,8 @@ export interface DemoConfig {
   metrics: boolean
   /** METRICS_TOKEN: the scraper's bearer token for GET /metrics and readiness's checks (none by default). */
   metricsToken: string | undefined
+  /** METRICS_LISTEN: serve GET /metrics on this separate address instead of the API's port (none by default). */
+  metricsListen: { host: string; port: number } | undefined
   /** ACCESS_LOG: one log line per call on every transport (default true). */
   accessLog: boolean
 }
@@ -81,6 +83,18 @@ function positiveInt(name: string, raw: string | undefined, fallback: number, un
   if (!/^\d+$/.test(raw) || !Number.isSafeInteger(value) || value <= 0)
     throw new ConfigError(`${name} must be a positive whole number of ${unit}, got ${raw}`)
   return value
+}
+
+/** METRICS_LISTEN: `<port>` (on 127.0.0.1), `<host>:<port>` or `[<IPv6>]:<port>`. */
+export function parseListen(raw: string | undefined): { host: string; port: number } | undefined {
+  if (raw === undefined || raw === '') return undefined
+  const match = /^(?:\[([0-9a-f:.]+)\]:|([a-z0-9.-]+):)?(\d{1,5})$/i.exec(raw)
+  const value = Number(match?.[3])
+  if (!match || value > 65535)
+    throw new ConfigError(
+      `METRICS_LISTEN must be <port> or <host>:<port> (e.g. 127.0.0.1:9464, [::1]:9464), got ${raw}`,
+    )
+  return { host: match[1] ?? match[2] ?? '127.0.0.1', port: value }
 }
 
 const ORIGIN = /^https?:\/\/[a-z0-9.-]+(:\d{1,5})?$/i
@@ -194,6 +208,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): DemoConfig {
     accessTokenTtlSeconds: positiveInt('ACCESS_TOKEN_TTL', env.ACCESS_TOKEN_TTL, 3600, 'seconds'),
     metrics: bool('METRICS', env.METRICS, true),
     metricsToken,
+    metricsListen: parseListen(env.METRICS_LISTEN),
     accessLog: bool('ACCESS_LOG', env.ACCESS_LOG, true),
   }
 }

@@ -89,9 +89,19 @@ t.test(
   },
 )
 
-t.test('METRICS=false turns /metrics off', async (t) => {
-  const off = await startDemo(t, { metrics: false })
+t.test('METRICS=false turns /metrics off; METRICS_LISTEN moves it to an address of its own', async (t) => {
+  const off = await startDemo(t, { metrics: false, metricsListen: { host: '127.0.0.1', port: 0 } })
   t.equal((await off.app.inject('/metrics')).statusCode, 404)
+  t.equal(off.app.metrics.address(), undefined, 'no separate server either')
+  const apart = await startDemo(t, { metricsListen: { host: '127.0.0.1', port: 0 } })
+  const base = await listening(apart.app)
+  t.equal((await fetch(`${base}/metrics`)).status, 404, 'not on the API port')
+  t.equal((await fetch(`${base}/admin/metrics`)).status, 404, 'nor the page that scrapes it there')
+  const address = apart.app.metrics.address()
+  // Only the scraper reaches that address (the deployment's network decides): it asks no credential.
+  const res = await fetch(`http://127.0.0.1:${address?.port}/metrics`)
+  t.equal(res.status, 200)
+  t.match(await res.text(), /^# HELP trivium_calls_total /m)
 })
 
 t.test(

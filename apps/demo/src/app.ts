@@ -26,7 +26,7 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
 import { accessLog } from './access-log.js'
 import { registerApiDocs } from './api-docs.js'
-import { ConfigError, type DemoConfig, NEVER_LIMITED } from './config.js'
+import { ConfigError, type DemoConfig } from './config.js'
 import { openDatabase } from './database.js'
 import { adminHandlers } from './endpoints/admin.js'
 import { authHandlers } from './endpoints/auth.js'
@@ -203,10 +203,7 @@ async function registerProtections(
             redis,
             redisPrefix: `${config.redisPrefix}rl:`,
             defaultLimit: config.rateLimitDefault,
-            limits: {
-              ...config.rateLimits,
-              ...Object.fromEntries(NEVER_LIMITED.map((name) => [name, false as const])),
-            },
+            limits: config.rateLimits,
           },
   })
 }

@@ -136,9 +136,10 @@ export function parseLimit(name: string, raw: string): RateLimitSetting | false 
 }
 
 /**
- * Endpoints never rate limited, whatever the settings: liveness (`health`) is probed from one address
- * (a load balancer, an orchestrator) far more often than a client calls, and a refused probe restarts or
- * drains a healthy instance. (`/health/ready` is a plain route, outside the limiter.)
+ * Endpoints never rate limited: liveness (`health`) is probed from one address (a load balancer, an
+ * orchestrator) far more often than a client calls, and a refused probe drains or restarts a healthy
+ * instance. The schema declares them `"rateLimit": false` (so /openapi.json lists no 429); RATE_LIMITS,
+ * which wins over the schema, may not name them. (`/health/ready` is a plain route, outside the limiter.)
  */
 export const NEVER_LIMITED = ['health'] as const
 

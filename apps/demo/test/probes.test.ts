@@ -8,6 +8,10 @@ t.test('liveness and readiness are never rate limited: 3 × the limit of probes 
   const demo = await startDemo(t, { rateLimitDefault: { requests: 5, windowMs: 60_000 } })
   await demo.app.listen({ port: 0, host: '127.0.0.1' })
   const base = `http://127.0.0.1:${(demo.app.server.address() as { port: number }).port}`
+  // The document says so too: no 429 among GET /health's answers.
+  const health = (await demo.app.inject('/openapi.json')).json().paths['/health'].get
+  t.equal(health['x-trivium-rate-limit'], false)
+  t.notOk('429' in health.responses, 'GET /health documents no 429')
   for (const path of ['/health', '/health/ready']) {
     const statuses: number[] = []
     for (let i = 0; i < 15; i++) statuses.push((await fetch(`${base}${path}`)).status)

@@ -14,7 +14,7 @@ export const endpoints = {
     request: Empty,
     response: Health,
     streaming: false,
-    config: {"auth":"public"},
+    config: {"auth":"public","rateLimit":false},
   },
   "auth.register": {
     name: "auth.register",

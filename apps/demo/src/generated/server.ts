@@ -26,7 +26,7 @@ export interface EndpointHandlers {
   "admin.permissions.create": (request: CreatePermission, call: TriviumCall<CreatePermission>) => PermissionData | Promise<PermissionData>
 }
 
-const config0 = { auth: "public" as const }
+const config0 = { auth: "public" as const, rateLimit: false as const }
 const config1 = { auth: "public" as const, rateLimit: {"requests":5,"windowMs":60000} }
 const config2 = { auth: "public" as const, errorStatuses: [401], rateLimit: {"requests":5,"windowMs":60000} }
 const config3 = { auth: "public" as const, errorStatuses: [401] }
@@ -38,13 +38,13 @@ const config8 = { permissions: ["tasks:read"] }
 const config9 = { permissions: ["tasks:read"] }
 const config10 = { permissions: ["tasks:write"] }
 const config11 = { permissions: ["tasks:write"] }
-const config12 = { permissions: ["tasks:delete"], liveRbac: true }
+const config12 = { permissions: ["tasks:delete"], liveRbac: true as const }
 const config13 = { permissions: ["tasks:read"] }
 const config14 = { permissions: ["tasks:write"], bodyLimit: 15728640, summary: "Upload a file (10 MiB at most; JSON carries it as base64)" as const }
-const config15 = { roles: ["admin"], liveRbac: true }
-const config16 = { roles: ["admin"], liveRbac: true }
-const config17 = { roles: ["admin"], liveRbac: true }
-const config18 = { roles: ["admin"], liveRbac: true }
+const config15 = { roles: ["admin"], liveRbac: true as const }
+const config16 = { roles: ["admin"], liveRbac: true as const }
+const config17 = { roles: ["admin"], liveRbac: true as const }
+const config18 = { roles: ["admin"], liveRbac: true as const }
 
 /** Registers every endpoint of the schema with `trivium.endpoint` / `trivium.stream`. */
 export function registerEndpoints(trivium: Trivium, handlers: EndpointHandlers): void {

@@ -45,6 +45,7 @@ import { refuseNulText } from './endpoints/text-rule.js'
 import { type Fanout, localFanout, redisFanout } from './fanout.js'
 import { type EndpointHandlers, registerEndpoints } from './generated/server.js'
 import { metricsPage } from './metrics-page.js'
+import { metricsRoute, operatorCheck } from './operator.js'
 import { readinessRoute } from './readiness.js'
 import { ensureRights } from './rights.js'
 import { loadSecrets, type Secrets } from './secrets.js'
@@ -153,9 +154,12 @@ async function registerObservability(
 ): Promise<void> {
   // Spans go nowhere unless server.ts installed the SDK (OTEL_EXPORTER_OTLP_ENDPOINT).
   await app.register(triviumTracing)
+  // GET /metrics: on a separate address (METRICS_LISTEN, only the scraper reaches it; METRICS_TOKEN if
+  // set), else the demo's own route on the API's port (operator.ts: METRICS_TOKEN or a live admin).
+  const listen = config.metrics ? config.metricsListen : undefined
   await app.register(triviumMetrics, {
-    expose: config.metrics,
-    token: config.metricsToken,
+    listen,
+    token: listen ? config.metricsToken : undefined,
     redis: redis ? { redis } : undefined,
     pool: sql.pool,
   })
@@ -383,12 +387,22 @@ function registerDemoEndpoints(
   }
 }
 
-/** The web page, Swagger UI, /metrics (when METRICS is on) and /ready. */
+/** The web page, Swagger UI, /metrics and its page (METRICS on, no METRICS_LISTEN) and /health/ready. */
 async function servePages(app: FastifyInstance, config: DemoConfig, { sql, redis }: Backends): Promise<void> {
   serveWebPage(app)
   await registerApiDocs(app)
-  if (config.metrics) metricsPage(app)
-  readinessRoute(app, sql, redis)
+  // Operational detail (metrics, readiness checks) for the scraper's METRICS_TOKEN or a live admin only.
+  const isOperator = operatorCheck(app, config.metricsToken)
+  if (config.metrics && !config.metricsListen) {
+    metricsRoute(app, isOperator)
+    metricsPage(app)
+  }
+  readinessRoute(app, sql, redis, (request) =>
+    isOperator(request).then(
+      () => true,
+      () => false,
+    ),
+  )
 }
 
 /** Creates the admin user on first start (ADMIN_USERNAME / ADMIN_PASSWORD, or a generated password). */

@@ -42,10 +42,12 @@ export interface DemoConfig {
   bodyLimit: number
   /** ACCESS_TOKEN_TTL: access-token lifetime in seconds. */
   accessTokenTtlSeconds: number
-  /** METRICS: serve GET /metrics (default true in the demo). */
+  /** METRICS: serve GET /metrics to operators (default true in the demo; operator.ts says who). */
   metrics: boolean
-  /** METRICS_TOKEN: bearer token GET /metrics requires (none by default). */
+  /** METRICS_TOKEN: the scraper's bearer token for GET /metrics and readiness's checks (none by default). */
   metricsToken: string | undefined
+  /** METRICS_LISTEN: serve GET /metrics on this separate address instead of the API's port (none by default). */
+  metricsListen: { host: string; port: number } | undefined
   /** ACCESS_LOG: one log line per call on every transport (default true). */
   accessLog: boolean
 }
@@ -81,6 +83,18 @@ function positiveInt(name: string, raw: string | undefined, fallback: number, un
   if (!/^\d+$/.test(raw) || !Number.isSafeInteger(value) || value <= 0)
     throw new ConfigError(`${name} must be a positive whole number of ${unit}, got ${raw}`)
   return value
+}
+
+/** METRICS_LISTEN: `<port>` (on 127.0.0.1), `<host>:<port>` or `[<IPv6>]:<port>`. */
+export function parseListen(raw: string | undefined): { host: string; port: number } | undefined {
+  if (raw === undefined || raw === '') return undefined
+  const match = /^(?:\[([0-9a-f:.]+)\]:|([a-z0-9.-]+):)?(\d{1,5})$/i.exec(raw)
+  const value = Number(match?.[3])
+  if (!match || value > 65535)
+    throw new ConfigError(
+      `METRICS_LISTEN must be <port> or <host>:<port> (e.g. 127.0.0.1:9464, [::1]:9464), got ${raw}`,
+    )
+  return { host: match[1] ?? match[2] ?? '127.0.0.1', port: value }
 }
 
 const ORIGIN = /^https?:\/\/[a-z0-9.-]+(:\d{1,5})?$/i
@@ -121,6 +135,14 @@ export function parseLimit(name: string, raw: string): RateLimitSetting | false 
   return { requests, windowMs }
 }
 
+/**
+ * Endpoints never rate limited: liveness (`health`) is probed from one address (a load balancer, an
+ * orchestrator) far more often than a client calls, and a refused probe drains or restarts a healthy
+ * instance. The schema declares them `"rateLimit": false` (so /openapi.json lists no 429); RATE_LIMITS,
+ * which wins over the schema, may not name them. (`/health/ready` is a plain route, outside the limiter.)
+ */
+export const NEVER_LIMITED = ['health'] as const
+
 /** RATE_LIMITS: `auth.login=5/60s,tasks.create=off` (comma-separated endpoint=limit). */
 export function parseLimits(raw: string | undefined): Record<string, RateLimitSetting | false> {
   const limits: Record<string, RateLimitSetting | false> = {}
@@ -133,6 +155,10 @@ export function parseLimits(raw: string | undefined): Record<string, RateLimitSe
         `RATE_LIMITS entry "${entry.trim()}" must be <endpoint>=<limit>, e.g. auth.login=5/60s`,
       )
     if (endpoint in limits) throw new ConfigError(`RATE_LIMITS names ${endpoint} twice`)
+    if ((NEVER_LIMITED as readonly string[]).includes(endpoint))
+      throw new ConfigError(
+        `RATE_LIMITS names ${endpoint}, which is never rate limited (liveness probes); remove it`,
+      )
     limits[endpoint] = parseLimit(`RATE_LIMITS ${endpoint}`, entry.slice(eq + 1))
   }
   return limits
@@ -187,6 +213,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): DemoConfig {
     accessTokenTtlSeconds: positiveInt('ACCESS_TOKEN_TTL', env.ACCESS_TOKEN_TTL, 3600, 'seconds'),
     metrics: bool('METRICS', env.METRICS, true),
     metricsToken,
+    metricsListen: parseListen(env.METRICS_LISTEN),
     accessLog: bool('ACCESS_LOG', env.ACCESS_LOG, true),
   }
 }

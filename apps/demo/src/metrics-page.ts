@@ -1,7 +1,8 @@
 // `/admin/metrics`: a live view of the Prometheus metrics (calls per second per transport, p99 latency,
 // errors per second), drawn in the browser from successive scrapes of /metrics. Two static responses
-// (page and script) so the page runs under the app's `default-src 'self'` policy; when /metrics needs a
-// token (METRICS_TOKEN) the page asks for it and keeps it in memory only.
+// (page and script) so the page runs under the app's `default-src 'self'` policy. /metrics answers
+// operators only (operator.ts): the page asks for METRICS_TOKEN or an admin's access token and keeps it
+// in memory only.
 import type { FastifyInstance } from 'fastify'
 
 export const METRICS_PAGE_PATH = '/admin/metrics'
@@ -10,7 +11,7 @@ const HTML = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Trivium Tasks: live metrics</title>
 <link rel="stylesheet" href="${METRICS_PAGE_PATH}.css"></head>
 <body><h1>Live metrics</h1>
-<form id="token-form" hidden><label>METRICS_TOKEN <input id="token" type="password" autocomplete="off"></label>
+<form id="token-form" hidden><label>METRICS_TOKEN or an admin's access token <input id="token" type="password" autocomplete="off"></label>
 <button>Use</button></form>
 <p id="status">waiting for the first two scrapes…</p>
 <section class="stats">
@@ -76,9 +77,11 @@ function draw(id, series, unit) {
 }
 async function scrape() {
   const res = await fetch('/metrics', { headers: token ? { authorization: 'Bearer ' + token } : {} })
-  if (res.status === 401) {
+  if (res.status === 401 || res.status === 403) {
     document.getElementById('token-form').hidden = false
-    document.getElementById('status').textContent = '/metrics needs METRICS_TOKEN'
+    document.getElementById('status').textContent = res.status === 401
+      ? "/metrics needs METRICS_TOKEN or an admin's access token"
+      : "that token is not an admin's: /metrics needs METRICS_TOKEN or an admin's access token"
     return
   }
   const now = parse(await res.text())

@@ -1,9 +1,10 @@
 // Readiness (`GET /health/ready`): the database and Redis answer within a deadline. 200 when both do,
-// otherwise 503 in the documented error body, naming what is down. Liveness (`GET /health`) stays the
-// cheap endpoint that touches nothing.
+// otherwise 503 in the documented error body. Anyone may ask (probes send no credential) and learns up or
+// down; what is checked and what is down (the topology) only an operator's credential shows (operator.ts).
+// Liveness (`GET /health`) stays the cheap endpoint that touches nothing. Neither is ever rate limited.
 import { ServiceUnavailableException, toErrorBody } from '@trivium/core'
 import type { SqlClient } from '@trivium/sql'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 
 export const READY_PATH = '/health/ready'
 const CHECK_TIMEOUT_MS = 2000
@@ -27,10 +28,14 @@ async function within(check: () => Promise<unknown>): Promise<State> {
   }
 }
 
+/** Whether a request may see the checks; without it, nobody does. */
+type ShowsChecks = (request: FastifyRequest) => Promise<boolean>
+
 export function readinessRoute(
   app: FastifyInstance,
   sql: SqlClient,
   redis: { ping(): Promise<unknown> } | undefined,
+  showsChecks: ShowsChecks = async () => false,
 ): void {
   const names = { postgres: 'PostgreSQL', pglite: 'the embedded database' } as const
   app.get(READY_PATH, { logLevel: 'warn' }, async (request, reply) => {
@@ -38,8 +43,14 @@ export function readinessRoute(
       within(() => sql.query('SELECT 1')),
       redis ? within(() => redis.ping()) : Promise.resolve<State>('not configured'),
     ])
+    const ready = database === 'up' && redisState !== 'down'
+    // A credential is looked at only when one was sent: a probe costs no token check.
+    if (request.headers.authorization === undefined || !(await showsChecks(request))) {
+      if (ready) return { status: 'ready' }
+      return reply.code(503).send(toErrorBody(new ServiceUnavailableException('Not ready'), request.id))
+    }
     const checks = { database, databaseKind: sql.dialect, redis: redisState }
-    if (database === 'up' && redisState !== 'down') return { status: 'ready', checks }
+    if (ready) return { status: 'ready', checks }
     const down = [
       database === 'down' ? names[sql.dialect] : undefined,
       redisState === 'down' ? 'Redis' : undefined,

@@ -6,13 +6,19 @@ for (const backend of BACKENDS)
     const { app } = await startDemo(t, backendConfig(backend))
     const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
 
-    await t.test('health is public and carries the security headers', async (t) => {
+    await t.test('health is public, carries the security headers, and is never rate limited', async (t) => {
       const res = await app.inject('/health')
       t.equal(res.statusCode, 200)
       t.equal(res.json().status, 'ok')
       t.equal(res.headers['x-frame-options'], 'DENY')
       t.equal(res.headers['content-security-policy'], "default-src 'self'")
-      t.equal(res.headers['x-ratelimit-limit'], '100')
+      t.equal(res.headers['x-ratelimit-limit'], undefined)
+      const refresh = await app.inject({
+        method: 'POST',
+        url: '/auth/refresh',
+        payload: { refreshToken: 'x' },
+      })
+      t.equal(refresh.headers['x-ratelimit-limit'], '100', 'the default limit elsewhere')
     })
 
     const alice = await registerAndLogin(app, 'alice')

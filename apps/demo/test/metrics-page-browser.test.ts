@@ -1,10 +1,11 @@
 // The admin page /admin/metrics (issue 18) in real Chromium: while calls arrive on HTTP, WebSocket and TCP
-// it shows calls per second for each transport, a p99 and the errors per second, from /metrics.
+// it shows calls per second for each transport, a p99 and the errors per second, from /metrics. /metrics
+// answers operators only (issue 29 item 5): the page asks for a token and scrapes with an admin's.
 import { createClient } from '@trivium/client/node'
 import t from 'tap'
 import { endpoints } from '../dist/generated/endpoints.js'
 import { launchChromium } from './chromium.js'
-import { startDemo } from './helpers.js'
+import { ADMIN, startDemo } from './helpers.js'
 
 t.test('live calls/s per transport, p99 and errors/s', { timeout: 120_000 }, async (t) => {
   const { app } = await startDemo(t, { rateLimitDefault: false })
@@ -22,6 +23,11 @@ t.test('live calls/s per transport, p99 and errors/s', { timeout: 120_000 }, asy
   const problems: string[] = []
   page.on('pageerror', (err) => problems.push(err.message))
   await page.goto(`http://127.0.0.1:${port}/admin/metrics?every=400`)
+  await page.waitForSelector('#token-form', { state: 'visible', timeout: 30_000 })
+  t.equal(await page.textContent('#status'), "/metrics needs METRICS_TOKEN or an admin's access token")
+  const admin = await app.inject({ method: 'POST', url: '/auth/login', payload: ADMIN })
+  await page.fill('#token', admin.json().accessToken)
+  await page.click('#token-form button')
 
   let loading = true
   const load = (async () => {

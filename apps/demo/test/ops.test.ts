@@ -1,6 +1,7 @@
-// Operating the demo (issue 18): GET /metrics on by default (METRICS=false turns it off, METRICS_TOKEN
-// protects it), readiness at /health/ready naming what is down, one access-log line per call on every
-// transport without tokens (ACCESS_LOG=false turns it off).
+// Operating the demo (issue 18): GET /metrics on by default (METRICS=false turns it off), readiness at
+// /health/ready, one access-log line per call on every transport without tokens (ACCESS_LOG=false turns
+// it off). Issue 29 item 5: /metrics and readiness's checks are for operators only (METRICS_TOKEN or a
+// live admin); anyone else learns up or down (never rate limited: probes.test.ts).
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -8,15 +9,30 @@ import { connectPglite } from '@trivium/sql'
 import Fastify from 'fastify'
 import t from 'tap'
 import { readinessRoute } from '../dist/readiness.js'
-import { backendConfig, startDemo } from './helpers.js'
+import { ADMIN, backendConfig, registerAndLogin, startDemo } from './helpers.js'
 import { PrivateRedis } from './scale-helpers.js'
+
+const METRICS_TOKEN = 'demo-metrics-token-0123456789'
+const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
+
+async function adminToken(app: Awaited<ReturnType<typeof startDemo>>['app']): Promise<string> {
+  return (await app.inject({ method: 'POST', url: '/auth/login', payload: ADMIN })).json().accessToken
+}
+
+async function listening(app: Awaited<ReturnType<typeof startDemo>>['app']): Promise<string> {
+  if (!app.server.listening) await app.listen({ port: 0, host: '127.0.0.1' })
+  return `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
+}
 
 t.test('GET /metrics is on in the demo and counts calls per endpoint and transport', async (t) => {
   const { app } = await startDemo(t)
   await app.inject('/health')
   await app.inject('/health')
   await app.inject({ url: '/auth/me' })
-  const res = await app.inject('/metrics')
+  // Without METRICS_TOKEN an admin's access token is the only way in.
+  t.equal((await app.inject('/metrics')).statusCode, 401)
+  t.equal((await app.inject({ url: '/metrics', headers: bearer(METRICS_TOKEN) })).statusCode, 401)
+  const res = await app.inject({ url: '/metrics', headers: bearer(await adminToken(app)) })
   t.equal(res.statusCode, 200)
   t.match(res.body, /\ntrivium_calls_total\{endpoint="health",transport="http",code="OK"\} 2\n/)
   t.match(
@@ -27,42 +43,124 @@ t.test('GET /metrics is on in the demo and counts calls per endpoint and transpo
   t.match(res.body, /\ntrivium_auth_failures_total\{reason="missing"\} 1\n/)
 })
 
-t.test('METRICS=false turns /metrics off; METRICS_TOKEN protects it', async (t) => {
-  const off = await startDemo(t, { metrics: false })
+t.test(
+  '/metrics by default: anonymous 401, a non-admin 403, METRICS_TOKEN or a live admin 200',
+  async (t) => {
+    const { app } = await startDemo(t, { metricsToken: METRICS_TOKEN })
+    const base = await listening(app)
+    const alice = await registerAndLogin(app, 'alice')
+    const admin = await adminToken(app)
+    const scrape = (headers: Record<string, string> = {}) => fetch(`${base}/metrics`, { headers })
+    const unauthorized = {
+      statusCode: 401,
+      code: 'TRV_UNAUTHORIZED',
+      error: 'UnauthorizedException',
+      message: 'Metrics need a valid bearer token',
+    }
+    for (const [label, headers] of [
+      ['no credential', {}],
+      ['a wrong token', bearer('demo-metrics-token-0123456788')],
+      ['a forged access token', bearer(`${alice.tokens.accessToken.slice(0, -4)}AAAA`)],
+    ] as const) {
+      const res = await scrape(headers)
+      t.equal(res.status, 401, label)
+      t.equal(res.headers.get('www-authenticate'), 'Bearer', label)
+      const body = await res.json()
+      t.same(body, { ...unauthorized, requestId: body.requestId }, label)
+    }
+    const member = await scrape(bearer(alice.tokens.accessToken))
+    t.equal(member.status, 403)
+    const body = await member.json()
+    t.same(body, {
+      statusCode: 403,
+      code: 'TRV_FORBIDDEN',
+      error: 'ForbiddenException',
+      message: 'Insufficient roles. Required: admin',
+      requestId: body.requestId,
+    })
+    for (const [label, token] of [
+      ['METRICS_TOKEN', METRICS_TOKEN],
+      ['an admin', admin],
+    ] as const) {
+      const res = await scrape(bearer(token))
+      t.equal(res.status, 200, label)
+      t.match(await res.text(), /^# HELP trivium_calls_total /m, label)
+    }
+  },
+)
+
+t.test('METRICS=false turns /metrics off; METRICS_LISTEN moves it to an address of its own', async (t) => {
+  const off = await startDemo(t, { metrics: false, metricsListen: { host: '127.0.0.1', port: 0 } })
   t.equal((await off.app.inject('/metrics')).statusCode, 404)
-  const token = 'demo-metrics-token-0123456789'
-  const guarded = await startDemo(t, { metricsToken: token })
-  t.equal((await guarded.app.inject('/metrics')).statusCode, 401)
-  const ok = await guarded.app.inject({ url: '/metrics', headers: { authorization: `Bearer ${token}` } })
-  t.equal(ok.statusCode, 200)
+  t.equal(off.app.metrics.address(), undefined, 'no separate server either')
+  const apart = await startDemo(t, { metricsListen: { host: '127.0.0.1', port: 0 } })
+  const base = await listening(apart.app)
+  t.equal((await fetch(`${base}/metrics`)).status, 404, 'not on the API port')
+  t.equal((await fetch(`${base}/admin/metrics`)).status, 404, 'nor the page that scrapes it there')
+  const address = apart.app.metrics.address()
+  // Only the scraper reaches that address (the deployment's network decides): it asks no credential.
+  const res = await fetch(`http://127.0.0.1:${address?.port}/metrics`)
+  t.equal(res.status, 200)
+  t.match(await res.text(), /^# HELP trivium_calls_total /m)
 })
 
-t.test('readiness: 200 when the database and Redis answer, 503 naming Redis when it is down', async (t) => {
-  const redis = await PrivateRedis.create()
-  t.teardown(() => redis.stop())
-  const { app } = await startDemo(t, { ...backendConfig('postgres+redis'), redisUrl: redis.url })
-  const ready = await app.inject('/health/ready')
-  t.equal(ready.statusCode, 200)
-  t.same(ready.json(), { status: 'ready', checks: { database: 'up', databaseKind: 'postgres', redis: 'up' } })
-  t.equal((await app.inject('/health')).statusCode, 200)
-  await redis.stop()
-  const down = await app.inject('/health/ready')
-  t.equal(down.statusCode, 503)
-  t.same(down.json(), {
-    statusCode: 503,
-    code: 'TRV_SERVICE_UNAVAILABLE',
-    error: 'ServiceUnavailableException',
-    message: 'Not ready: Redis is down',
-    requestId: down.json().requestId,
-    details: [{ field: 'redis', message: 'Redis is down' }],
-  })
-  t.equal((await app.inject('/health')).statusCode, 200, 'liveness does not depend on Redis')
-})
+t.test(
+  'readiness: up/down for anyone, the checks for operators; 503 naming Redis when it is down',
+  async (t) => {
+    const redis = await PrivateRedis.create()
+    t.teardown(() => redis.stop())
+    const { app } = await startDemo(t, {
+      ...backendConfig('postgres+redis'),
+      redisUrl: redis.url,
+      metricsToken: METRICS_TOKEN,
+    })
+    const base = await listening(app)
+    const alice = await registerAndLogin(app, 'alice')
+    const admin = await adminToken(app)
+    const ready = (headers: Record<string, string> = {}) => fetch(`${base}/health/ready`, { headers })
+    const checks = { database: 'up', databaseKind: 'postgres', redis: 'up' }
+    for (const [label, headers, expected] of [
+      ['anonymous', {}, { status: 'ready' }],
+      ['a member', bearer(alice.tokens.accessToken), { status: 'ready' }],
+      ['a wrong token', bearer('not-a-token'), { status: 'ready' }],
+      ['METRICS_TOKEN', bearer(METRICS_TOKEN), { status: 'ready', checks }],
+      ['an admin', bearer(admin), { status: 'ready', checks }],
+    ] as const) {
+      const res = await ready(headers)
+      t.equal(res.status, 200, label)
+      t.same(await res.json(), expected, label)
+    }
+    t.equal((await app.inject('/health')).statusCode, 200)
+    await redis.stop()
+    const down = await ready()
+    t.equal(down.status, 503)
+    const anonymous = await down.json()
+    t.same(anonymous, {
+      statusCode: 503,
+      code: 'TRV_SERVICE_UNAVAILABLE',
+      error: 'ServiceUnavailableException',
+      message: 'Not ready',
+      requestId: anonymous.requestId,
+    })
+    const named = await ready(bearer(METRICS_TOKEN))
+    t.equal(named.status, 503)
+    const body = await named.json()
+    t.same(body, {
+      statusCode: 503,
+      code: 'TRV_SERVICE_UNAVAILABLE',
+      error: 'ServiceUnavailableException',
+      message: 'Not ready: Redis is down',
+      requestId: body.requestId,
+      details: [{ field: 'redis', message: 'Redis is down' }],
+    })
+    t.equal((await app.inject('/health')).statusCode, 200, 'liveness does not depend on Redis')
+  },
+)
 
 t.test('metrics: the PostgreSQL pool of the demo is watched (trivium_pg_pool_connections)', async (t) => {
   const { app } = await startDemo(t, backendConfig('postgres+redis'))
   await app.inject('/health/ready') // uses a pooled connection
-  const text = (await app.inject('/metrics')).body
+  const text = (await app.inject({ url: '/metrics', headers: bearer(await adminToken(app)) })).body
   const total = /^trivium_pg_pool_connections\{state="total"\} (\d+)$/m.exec(text)
   t.ok(total, 'the total series is exposed')
   t.ok(Number(total?.[1]) >= 1, `at least one connection (${total?.[1]})`)
@@ -76,8 +174,8 @@ t.test('readiness: a closed database is named', async (t) => {
   const sql = await connectPglite({ dataDir: dir })
   await sql.close()
   const app = Fastify()
-  readinessRoute(app, sql, undefined)
-  const res = await app.inject('/health/ready')
+  readinessRoute(app, sql, undefined, async () => true)
+  const res = await app.inject({ url: '/health/ready', headers: bearer('an operator') })
   t.equal(res.statusCode, 503)
   t.equal(res.json().message, 'Not ready: the embedded database is down')
   t.same(res.json().details, [{ field: 'database', message: 'the embedded database is down' }])

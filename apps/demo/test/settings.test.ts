@@ -1,5 +1,6 @@
 // Deployment settings of the demo (issue 18): CORS_ORIGINS / CORS_CREDENTIALS, RATE_LIMIT_DEFAULT /
-// RATE_LIMITS (0 or off = no limit), BODY_LIMIT, ACCESS_TOKEN_TTL, METRICS / METRICS_TOKEN, ACCESS_LOG.
+// RATE_LIMITS (0 or off = no limit), BODY_LIMIT, ACCESS_TOKEN_TTL, METRICS / METRICS_TOKEN / METRICS_LISTEN,
+// ACCESS_LOG.
 // Bad values are refused at start-up with one clear line.
 import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
@@ -21,6 +22,7 @@ t.test(
     t.equal(c.accessTokenTtlSeconds, 3600)
     t.equal(c.metrics, true)
     t.equal(c.metricsToken, undefined)
+    t.equal(c.metricsListen, undefined)
     t.equal(c.accessLog, true)
   },
 )
@@ -35,6 +37,7 @@ t.test('values are parsed', async (t) => {
     ACCESS_TOKEN_TTL: '900',
     METRICS: 'false',
     METRICS_TOKEN: 'abcdefghijklmnop',
+    METRICS_LISTEN: '10.0.0.5:9464',
     ACCESS_LOG: 'false',
   })
   t.same(c.corsOrigins, ['https://app.example.com', '*.example.org', 'http://localhost:5173'])
@@ -49,6 +52,9 @@ t.test('values are parsed', async (t) => {
   t.equal(c.accessTokenTtlSeconds, 900)
   t.equal(c.metrics, false)
   t.equal(c.metricsToken, 'abcdefghijklmnop')
+  t.same(c.metricsListen, { host: '10.0.0.5', port: 9464 })
+  t.same(loadConfig({ METRICS_LISTEN: '9464' }).metricsListen, { host: '127.0.0.1', port: 9464 })
+  t.same(loadConfig({ METRICS_LISTEN: '[::1]:0' }).metricsListen, { host: '::1', port: 0 })
   t.equal(c.accessLog, false)
   t.equal(loadConfig({ RATE_LIMIT_DEFAULT: 'off' }).rateLimitDefault, false)
 })
@@ -77,6 +83,10 @@ const BAD: Array<[Record<string, string>, string]> = [
   ],
   [{ RATE_LIMITS: 'a=1/1s,a=2/1s' }, 'RATE_LIMITS names a twice'],
   [
+    { RATE_LIMITS: 'health=5/60s' },
+    'RATE_LIMITS names health, which is never rate limited (liveness probes); remove it',
+  ],
+  [
     { RATE_LIMIT_DEFAULT: 'off', RATE_LIMITS: 'auth.login=5/60s' },
     'RATE_LIMIT_DEFAULT=off turns rate limiting off for every endpoint; unset RATE_LIMITS',
   ],
@@ -86,6 +96,10 @@ const BAD: Array<[Record<string, string>, string]> = [
   [{ METRICS_TOKEN: 'short' }, 'METRICS_TOKEN must be at least 16 characters (e.g. openssl rand -hex 16)'],
   [{ ACCESS_LOG: 'maybe' }, 'ACCESS_LOG must be true or false, got maybe'],
   [{ PORT: '4000' }, 'PORT and TCP_PORT must differ (both are 4000)'],
+  [
+    { METRICS_LISTEN: 'host:99999' },
+    'METRICS_LISTEN must be <port> or <host>:<port> (e.g. 127.0.0.1:9464, [::1]:9464), got host:99999',
+  ],
 ]
 t.test('bad values are refused with a message that names the fix', async (t) => {
   for (const [env, message] of BAD)
@@ -182,7 +196,9 @@ t.test(
     t.equal((await me()).headers['x-ratelimit-limit'], '2')
     t.equal((await me()).statusCode, 200)
     t.equal((await me()).statusCode, 429)
-    t.equal((await app.inject('/health')).headers['x-ratelimit-limit'], '50')
+    const refresh = await app.inject({ method: 'POST', url: '/auth/refresh', payload: { refreshToken: 'x' } })
+    t.equal(refresh.headers['x-ratelimit-limit'], '50')
+    t.equal((await app.inject('/health')).headers['x-ratelimit-limit'], undefined, 'health: never limited')
   },
 )
 

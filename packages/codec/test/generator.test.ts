@@ -109,6 +109,17 @@ t.test('bad schemas: model, field and reason', async (t) => {
   t.equal(err.code, 'TRV_SCHEMA')
 })
 
+t.test('"rateLimit": false (never limited) passes through as a literal', async (t) => {
+  const files = generate({
+    models: { A: {} },
+    endpoints: {
+      health: { request: 'A', response: 'A', http: { method: 'GET', url: '/h' }, rateLimit: false },
+    },
+  })
+  const server = files.find((f) => f.path === 'server.ts')?.contents ?? ''
+  t.match(server, 'const config0 = { rateLimit: false as const }')
+})
+
 t.test('bad endpoints', async (t) => {
   const base = { models: { A: {} } }
   t.equal(
@@ -137,7 +148,7 @@ t.test('bad endpoints', async (t) => {
       'endpoint "a": name is also the namespace of "a.b" (the typed client cannot have both)',
       'endpoint "a.b": "http.status" must be a 2xx code',
       'endpoint "a.b": "auth" must be "public", "optional" or "required"',
-      'endpoint "a.b": "rateLimit" must be { "requests": <positive integer>, "windowMs": <positive integer> }',
+      'endpoint "a.b": "rateLimit" must be { "requests": <positive integer>, "windowMs": <positive integer> } or false (not limited)',
       'endpoint "1x": invalid endpoint name: dot-separated segments of letters, digits, "_" and "-", each starting with a letter',
     ].join('\n'),
   )

@@ -1,7 +1,9 @@
 // tasks.* endpoints. Reading needs `tasks:read`; writing `tasks:write` and, for update, ownership
-// unless the user is an admin; deleting `tasks:delete` (admins hold it). Changes are published to
-// `tasks.watch` subscribers: the repository stores each change's event with it (tasks/outbox.ts) and the
-// relay publishes it, so a write that committed is answered as a success whatever Redis does.
+// unless the user is an admin; deleting `tasks:delete` (admins hold it). Deleting and changing another
+// user's task are checked against the user's current rights (live), never the token's snapshot: a
+// revoked admin role stops them at once (demo README "Rights"). Changes are published to `tasks.watch`
+// subscribers: the repository stores each change's event with it (tasks/outbox.ts) and the relay
+// publishes it, so a write that committed is answered as a success whatever Redis does.
 import { ForbiddenException } from '@trivium/core'
 import { validateFileContent, validateFileExtension, validateFileSize } from '@trivium/validation'
 import type { EndpointHandlers } from '../generated/server.js'
@@ -18,7 +20,7 @@ type TaskHandlers = Pick<
   | 'files.upload'
 >
 
-export function taskHandlers({ tasks, events }: HandlerContext): TaskHandlers {
+export function taskHandlers({ tasks, events, rbac }: HandlerContext): TaskHandlers {
   return {
     'tasks.list': (req) => tasks.list(req),
     'tasks.get': (req) => tasks.get(req.id),
@@ -26,7 +28,7 @@ export function taskHandlers({ tasks, events }: HandlerContext): TaskHandlers {
     'tasks.update': async (req, call) => {
       const user = userOf(call)
       const existing = await tasks.get(req.id)
-      if (existing.ownerId !== user.id && !user.roles.includes('admin')) {
+      if (existing.ownerId !== user.id && !(await rbac.liveRights(user.id)).roles.includes('admin')) {
         throw new ForbiddenException('Only the owner of a task or an admin can change it')
       }
       return tasks.update(req.id, req)

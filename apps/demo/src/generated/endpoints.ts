@@ -14,7 +14,7 @@ export const endpoints = {
     request: Empty,
     response: Health,
     streaming: false,
-    config: {"auth":"public"},
+    config: {"auth":"public","rateLimit":false},
   },
   "auth.register": {
     name: "auth.register",
@@ -134,7 +134,7 @@ export const endpoints = {
     request: GetTask,
     response: Ok,
     streaming: false,
-    config: {"permissions":["tasks:delete"]},
+    config: {"permissions":["tasks:delete"],"liveRbac":true},
   },
   "tasks.watch": {
     name: "tasks.watch",

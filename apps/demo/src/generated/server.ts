@@ -26,7 +26,7 @@ export interface EndpointHandlers {
   "admin.permissions.create": (request: CreatePermission, call: TriviumCall<CreatePermission>) => PermissionData | Promise<PermissionData>
 }
 
-const config0 = { auth: "public" as const }
+const config0 = { auth: "public" as const, rateLimit: false as const }
 const config1 = { auth: "public" as const, rateLimit: {"requests":5,"windowMs":60000} }
 const config2 = { auth: "public" as const, errorStatuses: [401], rateLimit: {"requests":5,"windowMs":60000} }
 const config3 = { auth: "public" as const, errorStatuses: [401] }
@@ -36,15 +36,15 @@ const config6 = {  }
 const config7 = {  }
 const config8 = { permissions: ["tasks:read"] }
 const config9 = { permissions: ["tasks:read"] }
-const config10 = { idempotencyKey: true, permissions: ["tasks:write"] }
+const config10 = { idempotencyKey: true as const, permissions: ["tasks:write"] }
 const config11 = { permissions: ["tasks:write"] }
-const config12 = { permissions: ["tasks:delete"] }
+const config12 = { permissions: ["tasks:delete"], liveRbac: true as const }
 const config13 = { permissions: ["tasks:read"] }
-const config14 = { idempotencyKey: true, permissions: ["tasks:write"], bodyLimit: 15728640, summary: "Upload a file (10 MiB at most; JSON carries it as base64)" as const }
-const config15 = { idempotencyKey: true, roles: ["admin"], liveRbac: true, errorStatuses: [409] }
-const config16 = { roles: ["admin"], liveRbac: true }
-const config17 = { roles: ["admin"], liveRbac: true }
-const config18 = { idempotencyKey: true, roles: ["admin"], liveRbac: true, errorStatuses: [409] }
+const config14 = { idempotencyKey: true as const, permissions: ["tasks:write"], bodyLimit: 15728640, summary: "Upload a file (10 MiB at most; JSON carries it as base64)" as const }
+const config15 = { idempotencyKey: true as const, roles: ["admin"], liveRbac: true as const, errorStatuses: [409] }
+const config16 = { roles: ["admin"], liveRbac: true as const }
+const config17 = { roles: ["admin"], liveRbac: true as const }
+const config18 = { idempotencyKey: true as const, roles: ["admin"], liveRbac: true as const, errorStatuses: [409] }
 
 /** Registers every endpoint of the schema with `trivium.endpoint` / `trivium.stream`. */
 export function registerEndpoints(trivium: Trivium, handlers: EndpointHandlers): void {

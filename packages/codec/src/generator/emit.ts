@@ -744,7 +744,11 @@ function serverFile(schema: SchemaDef, coreImport: string): string {
   lines.push('}', '')
   eps.forEach((e, i) => {
     const config = Object.entries(e.config)
-      .map(([k, v]) => `${k}: ${JSON.stringify(v)}${typeof v === 'string' ? ' as const' : ''}`)
+      // Literal types for strings and booleans (`auth: "public"`, `rateLimit: false`), as the options expect.
+      .map(
+        ([k, v]) =>
+          `${k}: ${JSON.stringify(v)}${typeof v === 'string' || typeof v === 'boolean' ? ' as const' : ''}`,
+      )
       .join(', ')
     lines.push(`const config${i} = { ${config} }`)
   })

@@ -598,6 +598,7 @@ export function checkSchema(input: unknown): SchemaDef {
           bad(`"${key}" must be a list of strings`)
         } else if (
           key === 'rateLimit' &&
+          v !== false &&
           !(
             isPlainObject(v) &&
             Number.isInteger(v.requests) &&
@@ -607,7 +608,9 @@ export function checkSchema(input: unknown): SchemaDef {
             Object.keys(v).every((k) => k === 'requests' || k === 'windowMs')
           )
         ) {
-          bad('"rateLimit" must be { "requests": <positive integer>, "windowMs": <positive integer> }')
+          bad(
+            '"rateLimit" must be { "requests": <positive integer>, "windowMs": <positive integer> } or false (not limited)',
+          )
         } else if (key === 'summary' && typeof v !== 'string') {
           bad('"summary" must be a string')
         } else if (key === 'timeoutMs' && !(Number.isInteger(v) && (v as number) > 0)) {

@@ -46,8 +46,11 @@ const TRIVIUM_SETTINGS: Readonly<Record<string, string>> = {
   idempotencyKey: "@trivium/core's idempotency middleware",
 }
 
-/** Settings read only to describe an endpoint: nothing to enforce. */
-const DESCRIPTIVE_SETTINGS = new Set(['errorStatuses'])
+/**
+ * Settings read only to describe an endpoint: nothing to enforce. `name` and `streaming` are the fields of
+ * an endpoint table entry (`EndpointSpec` of @trivium/codec and @trivium/client), passed as options as is.
+ */
+const DESCRIPTIVE_SETTINGS = new Set(['errorStatuses', 'name', 'streaming'])
 
 /** A value that asks for nothing: no rule to enforce. */
 function asksNothing(setting: string, value: unknown): boolean {

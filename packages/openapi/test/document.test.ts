@@ -2,7 +2,7 @@ import trivium, { jsonSchemaModel } from '@trivium/core'
 import { buildOpenApi, type OpenApiDocument, SchemaComponents } from '@trivium/openapi'
 import Fastify from 'fastify'
 import t from 'tap'
-import { CreateTask, problemsOf, refsOf, tasksApp, withBinary } from './helpers.js'
+import { CreateTask, describeRulesOnly, problemsOf, refsOf, tasksApp, withBinary } from './helpers.js'
 
 const INFO = { title: 'Tasks API', version: '1.2.3', description: 'Demo tasks.' }
 
@@ -390,6 +390,7 @@ t.test('errorStatuses adds the statuses only the handler knows; anything unknown
 t.test('an endpoint that takes an idempotency key documents the Idempotency-Key header', async (t) => {
   const fastify = Fastify()
   await fastify.register(trivium)
+  describeRulesOnly(fastify)
   const opts = { method: 'POST', status: 201, request: CreateTask } as const
   fastify.trivium.endpoint('keyed.create', { ...opts, url: '/keyed', idempotencyKey: true }, () => ({}))
   fastify.trivium.endpoint('plain.create', { ...opts, url: '/plain' }, () => ({}))

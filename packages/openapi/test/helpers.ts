@@ -73,7 +73,9 @@ export const Project = jsonSchemaModel('Project', {
  */
 export function describeRulesOnly(fastify: FastifyInstance): void {
   fastify.trivium.use(
-    enforcesSettings(['auth', 'permissions', 'roles', 'rateLimit'], (_call, next) => next()),
+    enforcesSettings(['auth', 'permissions', 'roles', 'rateLimit', 'idempotencyKey'], (_call, next) =>
+      next(),
+    ),
     { name: 'rules-described-here' },
   )
 }

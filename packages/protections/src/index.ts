@@ -1,6 +1,7 @@
 // @trivium/protections: rate limiting (all transports), security headers and CORS (HTTP), one plugin per
 // concern plus `triviumProtections`, which registers all three with the documented defaults.
-import type { FastifyPluginAsync } from 'fastify'
+import { enforcesSettings } from '@trivium/core'
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { type CorsOptions, cors } from './cors.js'
 import { type RateLimitPluginOptions, rateLimit } from './rate-limit.js'
@@ -15,7 +16,10 @@ export * from './security-headers.js'
 export * from './window.js'
 
 export interface TriviumProtectionsOptions {
-  /** Rate-limit options, or false to leave rate limiting out. */
+  /**
+   * Rate-limit options, or false for no rate limiting at all: the limits endpoints declare are then not
+   * applied either (said at start-up, as a warning).
+   */
   rateLimit?: RateLimitPluginOptions | false
   /** Security-header options, or false to leave them out. */
   securityHeaders?: SecurityHeadersOptions | false
@@ -33,6 +37,31 @@ const protections: FastifyPluginAsync<TriviumProtectionsOptions> = async (fastif
     await fastify.register(securityHeaders, options.securityHeaders ?? {})
   if (options.cors !== false) await fastify.register(cors, options.cors ?? {})
   if (options.rateLimit !== false) await fastify.register(rateLimit, options.rateLimit ?? {})
+  else switchRateLimitsOff(fastify)
+}
+
+/**
+ * `rateLimit: false` is the application's own decision to apply no limit, including those endpoints
+ * declare (`rateLimit` settings, e.g. @trivium/auth's on login): it stands in as their enforcer, so core
+ * does not refuse to start, and says at start-up which declared limits are off. Without this plugin at
+ * all, a declared limit refuses to start.
+ */
+function switchRateLimitsOff(fastify: FastifyInstance): void {
+  fastify.trivium.use(
+    enforcesSettings(['rateLimit'], (_call, next) => next()),
+    { name: 'rate-limits-off' },
+  )
+  fastify.addHook('onReady', async () => {
+    const declared = fastify.trivium.registry
+      .list()
+      .filter((d) => d.config.rateLimit !== undefined && d.config.rateLimit !== false)
+      .map((d) => d.name)
+    if (declared.length > 0) {
+      fastify.log.warn(
+        `@trivium/protections: rate limiting is off (rateLimit: false): the limits declared on ${declared.join(', ')} are not applied`,
+      )
+    }
+  })
 }
 
 /** All three protections with the documented defaults; each can be configured or switched off. */

@@ -11,6 +11,7 @@ import { SqlTokenLedger, SqlUserStore } from '@trivium/auth/sql'
 import triviumCodec from '@trivium/codec'
 import triviumCore, {
   redactingRequestSerializer,
+  triviumFactoryOptions,
   ValidationException,
   websocketCredential,
 } from '@trivium/core'
@@ -77,6 +78,8 @@ interface Backends {
 
 function createServer(config: DemoConfig): FastifyInstance {
   return Fastify({
+    // Node's client errors and Fastify's router errors with the error body and the security headers.
+    ...triviumFactoryOptions(),
     // `url` with ?token= (the WebSocket upgrade's credential) and other secret parameters redacted.
     logger: {
       level: config.logLevel,

@@ -35,7 +35,7 @@ export {
   type TriviumFactoryOptions,
   triviumFactoryOptions,
 } from './http/framework-errors.js'
-export { TRANSPORT_OVERRIDE, type TransportOverride } from './http/symbols.js'
+export { CALL, TRANSPORT_OVERRIDE, type TransportOverride } from './http/symbols.js'
 export { HttpMapping, type HttpRequestParts } from './http-mapping.js'
 export { encodePayload, type InvokeInit, type InvokeResult, type StartedCall } from './invoke.js'
 export * from './log-redaction.js'

@@ -135,9 +135,13 @@ t.test(
     const names = Object.keys(SPEC_HEADERS)
     const early = await fetch(`${base}/early`)
     t.equal(early.status, 429)
-    t.same(pick(Object.fromEntries(early.headers), names), SPEC_HEADERS, 'the early 429 carries the seven')
+    t.same(
+      Object.fromEntries(names.map((n) => [n, early.headers.get(n)])),
+      SPEC_HEADERS,
+      'the early 429 carries the seven',
+    )
     const late = await fetch(`${base}/a`)
-    t.same(pick(Object.fromEntries(late.headers), names), SPEC_HEADERS)
+    t.same(Object.fromEntries(names.map((n) => [n, late.headers.get(n)])), SPEC_HEADERS)
     const printed = app.printRoutes({ includeHooks: true, commonPrefix: false })
     t.match(printed, '• (onSend) ["securityHeadersFallback()"]')
   },

@@ -185,6 +185,8 @@ export function hostMissing(req: IncomingMessage): boolean {
  * - a request arriving while the server closes (Fastify's own 503 body otherwise);
  * - an `Expect` other than 100-continue (Node's empty 417 otherwise).
  */
+// Node's public listener API, on the one request listener Fastify adds (its documented `serverFactory`
+// gets the same handler, but would mean re-creating Fastify's choice of http/https/http2 server).
 function refuseBeforeFastify(fastify: FastifyInstance, server: Server, headers: ErrorHeaders): void {
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     writeError(req, res, withStatus(new ValidationException(EXPECTATION), 417), headers)

@@ -1,7 +1,7 @@
 // Login with an unknown username vs a wrong password: both must cost one bcrypt compare.
 // Prints medians (ms) and their ratio; no server, inject only, PGlite in memory.
 import { randomBytes } from 'node:crypto'
-import trivium from '@trivium/core'
+import trivium, { triviumFactoryOptions } from '@trivium/core'
 import Fastify from 'fastify'
 import triviumAuth from '../../packages/auth/dist/index.js'
 import { SqlTokenLedger, SqlUserStore } from '../../packages/auth/dist/sql.js'
@@ -13,7 +13,7 @@ const median = (xs) => {
   return s[s.length >> 1]
 }
 const sql = await connectPglite()
-const app = Fastify({ logger: false })
+const app = Fastify({ ...triviumFactoryOptions(), logger: false })
 await app.register(trivium)
 await app.register(triviumAuth, {
   secret: 'bench-secret-0123456789abcdefghijklmnopqrstuvwxyz',

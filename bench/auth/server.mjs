@@ -1,10 +1,10 @@
 // Bench server: a bare Fastify route, a public Trivium endpoint and an authenticated one (Bearer token),
 // in one process. BENCH_CACHE=0 turns the verified-token cache off. Prints `TOKEN <jwt>` for the client.
-import trivium from '@trivium/core'
+import trivium, { triviumFactoryOptions } from '@trivium/core'
 import Fastify from 'fastify'
 import triviumAuth from '../../packages/auth/dist/index.js'
 
-const app = Fastify({ logger: false })
+const app = Fastify({ ...triviumFactoryOptions(), logger: false })
 await app.register(trivium)
 await app.register(triviumAuth, {
   secret: 'bench-secret-0123456789abcdefghijklmnopqrstuvwxyz',

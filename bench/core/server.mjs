@@ -1,9 +1,9 @@
 // Bench server: a bare Fastify route and the same answer through a Trivium endpoint, in one process.
 
-import trivium from '@trivium/core'
+import trivium, { triviumFactoryOptions } from '@trivium/core'
 import Fastify from 'fastify'
 
-const app = Fastify({ logger: false })
+const app = Fastify({ ...triviumFactoryOptions(), logger: false })
 await app.register(trivium)
 app.get('/bare', async () => ({ hello: 'world' }))
 app.trivium.endpoint('hello', { method: 'GET', url: '/core' }, () => ({ hello: 'world' }))

@@ -27,10 +27,10 @@ if (which === 'bare' || which === 'ceiling') {
   path = '/hello'
 } else if (which === 'core') {
   // bench/core/server.mjs's endpoint: @trivium/core alone.
-  const { default: trivium } = await import('@trivium/core')
+  const { default: trivium, triviumFactoryOptions } = await import('@trivium/core')
   const { default: Fastify } = await import('fastify')
   const { registerEndpoints } = await import('../stack/endpoints.mjs')
-  app = Fastify({ logger: false })
+  app = Fastify({ ...triviumFactoryOptions(), logger: false })
   await app.register(trivium)
   registerEndpoints(app)
   path = '/public'

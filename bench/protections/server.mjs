@@ -1,11 +1,11 @@
 // Bench server: a bare Fastify route and a Trivium endpoint, with or without the whole protections
 // stack (BENCH_PROTECTIONS=1: CORS + security headers + rate limit, memory store).
-import trivium from '@trivium/core'
+import trivium, { triviumFactoryOptions } from '@trivium/core'
 import Fastify from 'fastify'
 // bench/package.json does not list @trivium/protections; its built entry is imported directly.
 import { triviumProtections } from '../../packages/protections/dist/index.js'
 
-const app = Fastify({ logger: false })
+const app = Fastify({ ...triviumFactoryOptions(), logger: false })
 await app.register(trivium)
 if (process.env.BENCH_PROTECTIONS === '1') {
   await app.register(triviumProtections, {

@@ -3,7 +3,7 @@
 // stack/server.mjs, side-by-side/stack-ceiling.mjs and js-path/case.mjs, so that they measure the same app.
 import triviumAuth from '@trivium/auth'
 import triviumCodec from '@trivium/codec'
-import trivium from '@trivium/core'
+import trivium, { triviumFactoryOptions } from '@trivium/core'
 import triviumMetrics from '@trivium/metrics'
 import triviumProtections from '@trivium/protections'
 import { createRbacMiddleware } from '@trivium/rbac'
@@ -16,7 +16,7 @@ import { registerEndpoints } from './endpoints.mjs'
  * (bench/README.md, "What one process's layout does to these ratios").
  */
 export async function createStackApp(options) {
-  const app = Fastify({ logger: false })
+  const app = Fastify({ ...triviumFactoryOptions(), logger: false })
   await registerStack(app, options)
   return app
 }

@@ -5,11 +5,11 @@ import { createRequire } from 'node:module'
 
 const pkg = (name) => new URL(`../../packages/${name}/dist/index.js`, import.meta.url).href
 const Fastify = createRequire(new URL('../../packages/tcp/package.json', import.meta.url))('fastify')
-const { default: core, jsonFormat } = await import(pkg('core'))
+const { default: core, jsonFormat, triviumFactoryOptions } = await import(pkg('core'))
 const { Cancellation } = await import(pkg('wire'))
 const { InjectBridge } = await import(new URL('../../packages/tcp/dist/inject.js', import.meta.url).href)
 
-const app = Fastify({ logger: false })
+const app = Fastify({ ...triviumFactoryOptions(), logger: false })
 await app.register(core)
 const paths = { lean: new InjectBridge(app), 'app.inject()': new InjectBridge(app, { lean: false }) }
 app.trivium.endpoint('hello', { method: 'GET', url: '/hello', auth: 'public' }, () => ({ hello: 'world' }))

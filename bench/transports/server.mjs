@@ -13,7 +13,7 @@ const pkg = (name) => new URL(`../../packages/${name}/dist/index.js`, import.met
 const requireWs = createRequire(new URL('../../packages/websocket/package.json', import.meta.url))
 const Fastify = requireWs('fastify')
 const { WebSocketServer } = requireWs('ws')
-const { default: core } = await import(pkg('core'))
+const { default: core, triviumFactoryOptions } = await import(pkg('core'))
 const { default: websocket } = await import(pkg('websocket'))
 const { default: tcp } = await import(pkg('tcp'))
 const { default: auth } = await import(pkg('auth'))
@@ -22,7 +22,7 @@ const { TcpFrameReader, encodeTcpFrame } = await import(pkg('wire'))
 const SECRET = 'bench-secret-bench-secret-bench-secret!'
 
 async function triviumApp(tcpMode, withWs) {
-  const app = Fastify({ logger: false })
+  const app = Fastify({ ...triviumFactoryOptions(), logger: false })
   await app.register(core)
   await app.register(auth, { secret: SECRET, issuer: 'bench', cleanupIntervalMs: 0 })
   if (withWs) await app.register(websocket, { maxConnections: 10_000 })

@@ -18,6 +18,7 @@ import triviumCore, {
   idempotency,
   redactingRequestSerializer,
   SqlIdempotencyStore,
+  triviumFactoryOptions,
   ValidationException,
   websocketCredential,
 } from '@trivium/core'
@@ -87,6 +88,8 @@ interface Backends {
 
 function createServer(config: DemoConfig): FastifyInstance {
   return Fastify({
+    // Node's client errors and Fastify's router errors with the error body and the security headers.
+    ...triviumFactoryOptions(),
     // `url` with ?token= (the WebSocket upgrade's credential) and other secret parameters redacted.
     logger: {
       level: config.logLevel,

@@ -2,7 +2,7 @@
 // middleware, rate limiting), the WebSocket and TCP transports, and the conformance endpoints.
 import triviumAuth, { TokenService } from '@trivium/auth'
 import triviumCodec from '@trivium/codec'
-import triviumCore, { ValidationException } from '@trivium/core'
+import triviumCore, { triviumFactoryOptions, ValidationException } from '@trivium/core'
 import triviumProtections from '@trivium/protections'
 import { createRbacMiddleware } from '@trivium/rbac'
 import triviumTcp from '@trivium/tcp'
@@ -35,7 +35,11 @@ export async function startConformanceServer(options: {
   log?: { level: string; stream: { write(line: string): void } }
 }): Promise<ConformanceServer> {
   // Without Node's own Host check: @trivium/core refuses a missing Host with the error body.
-  const app = Fastify({ logger: options.log ?? false, http: { requireHostHeader: false } })
+  const app = Fastify({
+    ...triviumFactoryOptions(),
+    logger: options.log ?? false,
+    http: { requireHostHeader: false },
+  })
   await app.register(triviumCore)
   await app.register(triviumCodec)
   await app.register(triviumAuth, { secret: SECRET, issuer: ISSUER })

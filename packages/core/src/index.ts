@@ -30,9 +30,16 @@ export { checkEndpointNames, closestEndpointName, closestName } from './endpoint
 export { EndpointSettingsError, enforcedSettings, enforcesSettings } from './endpoint-settings.js'
 export * from './errors.js'
 export * from './formats.js'
-export { type ErrorHeaders, hostMissing, MISSING_HOST } from './http/framework-errors.js'
+export {
+  type ErrorHeaders,
+  hostMissing,
+  MISSING_FACTORY_OPTIONS,
+  MISSING_HOST,
+  type TriviumFactoryOptions,
+  triviumFactoryOptions,
+} from './http/framework-errors.js'
 export { SHUTDOWN_MESSAGE } from './http/sse.js'
-export { TRANSPORT_OVERRIDE, type TransportOverride } from './http/symbols.js'
+export { CALL, TRANSPORT_OVERRIDE, type TransportOverride } from './http/symbols.js'
 export { HttpMapping, type HttpRequestParts } from './http-mapping.js'
 export * from './idempotency.js'
 export { encodePayload, type InvokeInit, type InvokeResult, type StartedCall } from './invoke.js'
@@ -318,16 +325,16 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
         reply,
       )
     }
+    // Errors raised in the not-found context (QUERY without Content-Type) go to the root error handler
+    // (Fastify gives that context the root's handler), which core sets above unless told not to.
     try {
-      // `errorHandler`: errors raised in the not-found context (QUERY without Content-Type) get our body too.
-      fastify.setNotFoundHandler({ errorHandler: frameworkErrorHandler(errorHeaders) } as object, handler)
+      fastify.setNotFoundHandler(handler)
     } catch (err) {
-      if (err instanceof Error && err.message.startsWith('Not found handler already set')) {
-        throw new Error(
-          '@trivium/core: the application already has a not-found handler (setNotFoundHandler); register @trivium/core with { notFoundHandler: false } to keep it',
-        )
-      }
-      throw err
+      // In a plugin's body (before start) Fastify refuses only a second handler; its error has no code.
+      throw new Error(
+        '@trivium/core: the application already has a not-found handler (setNotFoundHandler); register @trivium/core with { notFoundHandler: false } to keep it',
+        { cause: err },
+      )
     }
   }
 

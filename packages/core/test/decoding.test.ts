@@ -4,6 +4,7 @@ import trivium, {
   jsonFormat,
   jsonSchemaModel,
   type Model,
+  triviumFactoryOptions,
   ValidationException,
   type WireFormat,
 } from '@trivium/core'
@@ -217,7 +218,7 @@ t.test(
     // A surrogate's percent-encoded bytes are never decoded into one: the path refuses them, the query
     // keeps the text as sent.
     const Find = jsonSchemaModel('Find', { type: 'object', properties: { q: { type: 'string' } } })
-    const found = Fastify()
+    const found = Fastify(triviumFactoryOptions())
     await found.register(trivium)
     found.trivium.endpoint('find', { method: 'GET', url: '/find/:q', request: Find }, (req) => req)
     found.trivium.endpoint('search', { method: 'GET', url: '/search', request: Find }, (req) => req)

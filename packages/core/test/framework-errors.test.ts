@@ -1,7 +1,8 @@
 // Issue 16 items 6 and 11: HTTP errors produced below the routes use the error body (with `code` and
 // `requestId`) and the headers of `fastify.trivium.errorHeaders`.
 import net from 'node:net'
-import trivium from '@trivium/core'
+import { Writable } from 'node:stream'
+import trivium, { MISSING_FACTORY_OPTIONS, triviumFactoryOptions } from '@trivium/core'
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify'
 import type { Test } from 'tap'
 import t from 'tap'
@@ -10,7 +11,7 @@ const SECURITY = { 'x-content-type-options': 'nosniff', 'x-frame-options': 'DENY
 
 // Without Node's own Host check (README "Errors"), so that core answers a missing Host.
 async function app(routes: (fastify: FastifyInstance) => void = () => {}) {
-  const fastify = Fastify({ http: { requireHostHeader: false } })
+  const fastify = Fastify({ ...triviumFactoryOptions(), http: { requireHostHeader: false } })
   await fastify.register(trivium)
   Object.assign(fastify.trivium.errorHeaders, SECURITY)
   fastify.trivium.endpoint('tasks.get', { method: 'GET', url: '/tasks/:id' }, (req) => req)
@@ -130,8 +131,22 @@ t.test('methods Fastify knows but nothing routes: QUERY without Content-Type, PR
   )
 })
 
-t.test("an application's own frameworkErrors and clientErrorHandler are kept", async (t) => {
+/** A logger at warn whose lines are collected. */
+function warnings() {
+  const lines: { level: number; msg: string }[] = []
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(JSON.parse(String(chunk)))
+      done()
+    },
+  })
+  return { lines, logger: { level: 'warn', stream } }
+}
+
+t.test("an application's own frameworkErrors and clientErrorHandler are kept, with a warning", async (t) => {
+  const log = warnings()
   const fastify = Fastify({
+    logger: log.logger,
     // Fastify types this reply with the route's generics; a plain reply is what the handler gets
     frameworkErrors: (_err, _req, reply) => (reply as FastifyReply).code(400).send('mine'),
     clientErrorHandler: (_err, socket) => socket.end('HTTP/1.1 400 Bad Request\r\n\r\n{"mine":true}'),
@@ -144,7 +159,45 @@ t.test("an application's own frameworkErrors and clientErrorHandler are kept", a
   t.same((await raw(port, 'BREW / HTTP/1.1\r\nHost: x\r\n\r\n')).body, { mine: true })
   const bad = await fastify.inject(`/tasks/${'1'.repeat(200)}`)
   t.equal(bad.body, 'mine')
+  t.same(
+    log.lines.map((l) => [l.level, l.msg]),
+    [[40, MISSING_FACTORY_OPTIONS]],
+  )
 })
+
+t.test(
+  'ready() warns once, naming the fix, when Fastify was created without the factory options',
+  async (t) => {
+    t.match(
+      MISSING_FACTORY_OPTIONS,
+      /create it with Fastify\(\{ \.\.\.triviumFactoryOptions\(\), \.\.\.yourOptions \}\)/,
+    )
+    const without = warnings()
+    const bare = Fastify({ logger: without.logger })
+    await bare.register(trivium)
+    await bare.ready()
+    await bare.ready()
+    t.teardown(() => bare.close())
+    t.same(
+      without.lines.map((l) => [l.level, l.msg]),
+      [[40, MISSING_FACTORY_OPTIONS]],
+    )
+    // Fastify's own bodies then: no code, no requestId
+    t.same((await bare.inject('/%zz')).json(), {
+      error: 'Bad Request',
+      code: 'FST_ERR_BAD_URL',
+      message: "'/%zz' is not a valid url component",
+      statusCode: 400,
+    })
+    const withOptions = warnings()
+    const good = Fastify({ ...triviumFactoryOptions(), logger: withOptions.logger })
+    await good.register(trivium)
+    await good.ready()
+    t.teardown(() => good.close())
+    t.same(withOptions.lines, [])
+    t.equal((await good.inject('/%zz')).json().code, 'TRV_VALIDATION')
+  },
+)
 
 t.test('HTTP/1.1 without Host: 400 with the error body and the headers, before any route runs', async (t) => {
   let routed = 0
@@ -260,7 +313,7 @@ t.test('a request arriving while the server closes: 503 with the error body and 
   const closing = new Promise<void>((resolve) => {
     closingStarted = resolve
   })
-  const fastify = Fastify({ http: { requireHostHeader: false } })
+  const fastify = Fastify({ ...triviumFactoryOptions(), http: { requireHostHeader: false } })
   await fastify.register(trivium)
   Object.assign(fastify.trivium.errorHeaders, SECURITY)
   fastify.get('/slow', async () => {

@@ -1,7 +1,12 @@
 // The HTTP sender: a synchronous answer is sent in the handler's turn, an asynchronous one when the
 // pipeline settles; either way exactly one response, with the same bytes.
 import { Writable } from 'node:stream'
-import trivium, { jsonSchemaModel, REPEATED_CREDENTIAL, ValidationException } from '@trivium/core'
+import trivium, {
+  jsonSchemaModel,
+  REPEATED_CREDENTIAL,
+  triviumFactoryOptions,
+  ValidationException,
+} from '@trivium/core'
 import Fastify from 'fastify'
 import t from 'tap'
 
@@ -21,7 +26,7 @@ function logSink(): {
 
 async function app(options: { middleware?: boolean; slowOnSend?: boolean } = {}) {
   const sink = logSink()
-  const fastify = Fastify({ logger: { level: 'warn', stream: sink.stream } })
+  const fastify = Fastify({ ...triviumFactoryOptions(), logger: { level: 'warn', stream: sink.stream } })
   await fastify.register(trivium)
   if (options.middleware) fastify.trivium.use(async (_call, next) => next())
   if (options.slowOnSend) {

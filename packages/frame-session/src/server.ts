@@ -8,12 +8,21 @@ import type { ResolvedFrameSessionOptions } from './options.js'
 import { type FrameSession, type SessionContext, SHUTDOWN_MESSAGE, type UnaryBridge } from './session.js'
 
 const connectionChannel = channel(TRIVIUM_CHANNELS.connection)
-/** Fastify decorator holding every frame server of the app (so one close drains them all at once). */
-const SERVERS = Symbol.for('trivium.frameServers')
+/**
+ * Fastify decorator holding every frame server of the app (so one close drains them all at once).
+ * `Symbol.for`: the WebSocket and TCP packages may each resolve their own copy of this module.
+ */
+const SERVERS: unique symbol = Symbol.for('trivium.frameServers')
 
-interface FrameServers {
+export interface FrameServers {
   servers: FrameServer[]
   shutdown: Promise<void> | undefined
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    [SERVERS]?: FrameServers
+  }
 }
 
 export const TOO_MANY_CONNECTIONS = 'Too many connections'
@@ -38,14 +47,13 @@ export class FrameServer implements SessionContext {
   ) {
     this.trivium = fastify.trivium
     this.hub = pushHub(fastify, options, transport)
-    if (!fastify.hasDecorator(SERVERS as unknown as string)) {
-      fastify.decorate(SERVERS as unknown as string, {
-        servers: [],
-        shutdown: undefined,
-      } satisfies FrameServers)
+    let registry = fastify[SERVERS]
+    if (registry === undefined) {
+      registry = { servers: [], shutdown: undefined }
+      fastify.decorate(SERVERS, registry)
     }
-    this.#registry = (fastify as unknown as Record<symbol, FrameServers>)[SERVERS] as FrameServers
-    this.#registry.servers.push(this)
+    this.#registry = registry
+    registry.servers.push(this)
   }
 
   isShuttingDown(): boolean {

@@ -162,30 +162,12 @@ export interface ExchangeResult {
   status?: string
 }
 
-/** Accumulates the raw backend bytes of one exchange (PGlite hands them over in chunks). */
+/** Decodes the raw backend bytes of one exchange. */
 export class ResponseReader {
-  private buf = Buffer.allocUnsafe(64 * 1024)
-  private len = 0
-
-  reset(): void {
-    this.len = 0
-  }
-
-  /** PGlite's raw-data callback: copies the chunk (a view into WASM memory). */
-  readonly push = (chunk: Uint8Array): void => {
-    if (this.len + chunk.length > this.buf.length) {
-      const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.len + chunk.length))
-      this.buf.copy(next, 0, 0, this.len)
-      this.buf = next
-    }
-    this.buf.set(chunk, this.len)
-    this.len += chunk.length
-  }
-
-  /** Decodes what the exchange answered. */
-  read(): ExchangeResult {
-    const buf = this.buf
-    const end = this.len
+  /** Decodes what the exchange answered (`bytes`: PGlite's own copy, read in place). */
+  read(bytes: Uint8Array): ExchangeResult {
+    const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+    const end = bytes.byteLength
     const out: ExchangeResult = { rows: [], tags: [] }
     let pos = 0
     while (pos + 5 <= end) {

@@ -8,7 +8,7 @@
 // and errors are the same. Other statements (DDL, SET, LOCK …) and `exec` go through PGlite and drop
 // the prepared statements (a table they change may change a statement's columns).
 //
-// One exchange runs synchronously inside the engine, so queries outside a transaction need no lock;
+// One exchange runs synchronously (PGlite's `execProtocolRawSync`), so queries outside a transaction need no lock;
 // `transaction()` (and the PGlite calls, which await) run one at a time, and a query arriving while one
 // is queued or open waits for it, as with PGlite's own transaction().
 import { existsSync } from 'node:fs'
@@ -131,19 +131,19 @@ class Engine {
 
   /** One round trip: the messages in, every answer up to ReadyForQuery out. */
   private exchange(message: Uint8Array): ExchangeResult {
-    this.reader.reset()
-    // Runs to completion before returning (no syncToFs: the data directory is written through).
-    const done = this.db.execProtocolRawStream(message, { syncToFs: false, onRawData: this.reader.push })
-    const result = this.reader.read()
-    if (result.status !== undefined) {
-      done.catch(noop)
-      return result
+    // PGlite's synchronous call, declared on its PGlite class: "Execute a postgres wire protocol
+    // synchronously … @returns The direct message data response produced by Postgres" (its
+    // `execProtocolRawStream` is typed to return a Promise, so finishing inside the call is not its
+    // contract). No syncToFs: the data directory is written through.
+    let bytes: Uint8Array
+    try {
+      bytes = this.db.execProtocolRawSync(message)
+    } catch (err) {
+      throw new DatabaseUnavailableError(err)
     }
-    const failure = new DatabaseUnavailableError()
-    done.then(noop, (err: unknown) => {
-      ;(failure as { cause?: unknown }).cause = err
-    })
-    throw failure
+    const result = this.reader.read(bytes)
+    if (result.status !== undefined) return result
+    throw new DatabaseUnavailableError() // no ReadyForQuery: the engine did not finish the exchange
   }
 
   /** A simple-protocol statement (BEGIN, COMMIT, SAVEPOINT …): its command tags. */

@@ -157,6 +157,23 @@ t.test('pglite: a statement through PGlite’s own query never interleaves with 
   t.same((await client.query('SHOW application_name')).rows, [{ application_name: 'app30' }])
 })
 
+t.test('pglite: a fast-path query is answered inside the call (PGlite’s synchronous exchange)', async (t) => {
+  // The fast path needs no lock because each exchange finishes before the call returns: it uses
+  // PGlite's execProtocolRawSync, documented as synchronous (not execProtocolRawStream's Promise).
+  const client = await connectPglite()
+  t.teardown(() => client.close())
+  await client.exec('CREATE TABLE big (id integer, payload text)')
+  await client.query('SELECT $1::int AS i', [0]) // prepared
+  const pending = Symbol('pending')
+  const answered = await Promise.race([client.query('SELECT $1::int AS i', [7]), Promise.resolve(pending)])
+  t.same(answered, { rows: [{ i: 7 }], rowCount: 1 }, 'settled before any other promise')
+  // An answer larger than PGlite's receive buffer (a few MB of rows) comes back whole.
+  await client.query("INSERT INTO big SELECT g, repeat('x', 1000) FROM generate_series(1, $1::int) g", [5000])
+  const rows = await client.query<{ id: number; payload: string }>('SELECT id, payload FROM big ORDER BY id')
+  t.equal(rows.rows.length, 5000)
+  t.same(rows.rows[4999], { id: 5000, payload: 'x'.repeat(1000) })
+})
+
 t.test('pglite: initdbInChildProcess initialises a new dataDir apart, then opens and keeps it', async (t) => {
   const { existsSync } = await import('node:fs')
   const { mkdtemp, rm } = await import('node:fs/promises')

@@ -45,7 +45,7 @@ export function replyWithError(
   request: FastifyRequest,
   reply: FastifyReply,
 ): FastifyReply {
-  const call = (request as unknown as Record<symbol, { responseHeaders?: Record<string, string> }>)[CALL]
+  const call = request[CALL]
   if (call?.responseHeaders) reply.headers(call.responseHeaders)
   const body = toErrorBody(error, request.id)
   if (body.retryAfter !== undefined) reply.header('retry-after', String(body.retryAfter))

@@ -6,7 +6,7 @@
 // the body with `code` and `requestId`, and the headers in `errorHeaders` (filled by
 // @trivium/protections with the security headers).
 import { type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from 'node:http'
-import type { Socket } from 'node:net'
+import { Socket } from 'node:net'
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import {
   ForbiddenException,
@@ -100,8 +100,8 @@ function errorOf(err: unknown, reply: FastifyReply): unknown {
 }
 
 /**
- * The error handler of the root context (routes that are not endpoints), of the not-found context and
- * of Fastify's `frameworkErrors`.
+ * The error handler of the root context (routes that are not endpoints), and so of the not-found
+ * context, and of Fastify's `frameworkErrors`.
  */
 export function frameworkErrorHandler(headers: ErrorHeaders) {
   return (err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply => {
@@ -122,7 +122,7 @@ function clientErrorBody(error: TriviumError): string {
  * client's fault is logged once at `info` with Node's reason, no stack (a request it cut short is not
  * logged again as aborted).
  */
-export function clientErrorHandler(headers: ErrorHeaders, log?: FastifyBaseLogger) {
+function writeClientError(headers: ErrorHeaders, log?: FastifyBaseLogger) {
   return (err: NodeJS.ErrnoException, socket: Socket): void => {
     if (err.code === 'ECONNRESET' || socket.destroyed) return
     const error = clientErrorOf(err)
@@ -155,16 +155,6 @@ function statusText(status: number): string {
     : status === 408
       ? 'Request Timeout'
       : 'Bad Request'
-}
-
-// Fastify keeps its options (where `frameworkErrors` lives) under a private symbol; there is no public
-// way for a plugin to set it. Found by description, and only set when the application set none.
-function fastifyOptions(fastify: FastifyInstance): { frameworkErrors?: unknown } | undefined {
-  for (let o: object | null = fastify; o !== null; o = Object.getPrototypeOf(o)) {
-    const key = Object.getOwnPropertySymbols(o).find((s) => s.description === 'fastify.options')
-    if (key) return (o as Record<symbol, { frameworkErrors?: unknown }>)[key]
-  }
-  return undefined
 }
 
 /** The refusal of a request without Host (also of a WebSocket upgrade, which Node routes apart). */
@@ -207,6 +197,8 @@ export function hostMissing(req: IncomingMessage): boolean {
  * - a request arriving while the server closes (Fastify's own 503 body otherwise);
  * - an `Expect` other than 100-continue (Node's empty 417 otherwise).
  */
+// Node's public listener API, on the one request listener Fastify adds (its documented `serverFactory`
+// gets the same handler, but would mean re-creating Fastify's choice of http/https/http2 server).
 function refuseBeforeFastify(fastify: FastifyInstance, server: Server, headers: ErrorHeaders): void {
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     writeError(req, res, withStatus(new ValidationException(EXPECTATION), 417), headers)
@@ -227,21 +219,69 @@ function refuseBeforeFastify(fastify: FastifyInstance, server: Server, headers: 
   })
 }
 
+const NO_HEADERS: ErrorHeaders = Object.freeze({}) as ErrorHeaders
+
+/** The error headers of the app (filled by @trivium/protections), read when an error is answered. */
+function headersOf(fastify: FastifyInstance): ErrorHeaders {
+  return fastify.hasDecorator('trivium') ? fastify.trivium.errorHeaders : NO_HEADERS
+}
+
+// Fastify lists no option of its own, so at ready() core emits a synthetic `clientError` on the server
+// (with ECONNRESET, the code Node's and Fastify's documented handlers ignore, on a destroyed socket): the
+// handler of `triviumFactoryOptions()` records that it saw it, so core knows whether the app passed them.
+const probes = new WeakSet<object>()
+const answered = new WeakSet<object>()
+
+/** Options for Fastify's factory (documented in its Server reference), as `TriviumFactoryOptions`. */
+export interface TriviumFactoryOptions {
+  frameworkErrors: (error: Error, request: FastifyRequest, reply: FastifyReply) => void
+  clientErrorHandler: (this: FastifyInstance, error: Error, socket: Socket) => void
+}
+
 /**
- * Installs the handlers on the server, unless the application brought its own: a `clientErrorHandler`
- * or `frameworkErrors` given to `Fastify()` is kept.
+ * What to pass to `Fastify()` so the errors answered below the routes get the Trivium error body and
+ * the error headers: `Fastify({ ...triviumFactoryOptions(), logger: true })`. Without them Node's
+ * client errors and Fastify's router errors get Fastify's own bodies, and core warns at ready().
+ */
+export function triviumFactoryOptions(): TriviumFactoryOptions {
+  return {
+    frameworkErrors(error, request, reply) {
+      frameworkErrorHandler(headersOf(request.server))(error, request, reply)
+    },
+    clientErrorHandler(this: FastifyInstance, error: NodeJS.ErrnoException, socket: Socket) {
+      if (probes.has(error)) {
+        answered.add(error)
+        return
+      }
+      writeClientError(headersOf(this), this.log)(error, socket)
+    },
+  }
+}
+
+export const MISSING_FACTORY_OPTIONS =
+  "@trivium/core: Fastify was created without Trivium's factory options, so Node's client errors (malformed request lines, oversized headers) and Fastify's router errors (bad URL encoding, too long path parameters) get Fastify's own bodies, without the error format and the error headers: create it with Fastify({ ...triviumFactoryOptions(), ...yourOptions }) (exported by @trivium/core)"
+
+/** Whether the server's `clientError` listener is the one of `triviumFactoryOptions()`. */
+function hasFactoryOptions(server: Server): boolean {
+  const probe = Object.assign(new Error('@trivium/core: factory options probe'), { code: 'ECONNRESET' })
+  probes.add(probe)
+  // A destroyed socket that swallows its errors: a handler of the app's that writes anyway does nothing.
+  const socket = new Socket()
+  socket.on('error', () => {})
+  socket.destroy()
+  server.emit('clientError', probe, socket)
+  return answered.has(probe)
+}
+
+/**
+ * Wraps the server's request listener (see `refuseBeforeFastify`) and, at ready(), warns once when the
+ * application did not pass `triviumFactoryOptions()` to `Fastify()`.
  */
 export function installFrameworkErrors(fastify: FastifyInstance, headers: ErrorHeaders): void {
-  const options = fastifyOptions(fastify)
-  if (options && options.frameworkErrors === undefined) {
-    options.frameworkErrors = frameworkErrorHandler(headers)
-  }
-  const server = fastify.server
-  const listeners = server.listeners('clientError')
-  const fastifyDefault = listeners.find((l) => l.name === 'bound defaultClientErrorHandler')
-  if (fastifyDefault) {
-    server.removeListener('clientError', fastifyDefault as (...args: unknown[]) => void)
-    server.on('clientError', clientErrorHandler(headers, fastify.log))
-  }
-  refuseBeforeFastify(fastify, server as Server, headers)
+  const server = fastify.server as Server
+  fastify.addHook('onReady', function warnWithoutFactoryOptions(done) {
+    if (!hasFactoryOptions(server)) fastify.log.warn(MISSING_FACTORY_OPTIONS)
+    done()
+  })
+  refuseBeforeFastify(fastify, server, headers)
 }

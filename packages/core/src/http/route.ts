@@ -186,7 +186,7 @@ export function registerHttpRoute(
           : bytesDecoder(definition, request, requestFormat),
       signal: stream ? abortOnClientClose(reply, stream) : lazyAbortSignal(reply),
     })
-    ;(request as unknown as Record<symbol, unknown>)[CALL] = call
+    request[CALL] = call
     const result = pipeline.run(call, routeToHandler)
     if (isThenable(result)) {
       return Promise.resolve(result).then((value) =>

@@ -1,5 +1,18 @@
-/** Where the HTTP adapter keeps the common request form on the Fastify request. */
-export const CALL = Symbol.for('trivium.call')
+import type { TriviumCall } from '../call.js'
+
+/**
+ * Where the HTTP adapter keeps the common request form on the Fastify request (`request[CALL]`),
+ * exported by @trivium/core for the packages that read it. `Symbol.for`: a second copy of core in one
+ * process (two installed versions) still finds the call.
+ */
+export const CALL: unique symbol = Symbol.for('trivium.call')
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The call of an endpoint request (set by @trivium/core's HTTP route). */
+    [CALL]?: TriviumCall
+  }
+}
 
 /**
  * Set on a Fastify request by a bridge that replays a frame through `app.inject()` (the TCP bridge):

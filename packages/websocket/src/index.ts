@@ -125,7 +125,7 @@ const triviumWebSocket: FastifyPluginAsync<TriviumWebSocketOptions> = async (
     wsHandler: (socket: WebSocket, request: FastifyRequest) => {
       try {
         const upgrade = upgrades.get(request) ?? { format: jsonFormat }
-        const carrier = new WebSocketCarrier(socket, options)
+        const carrier = new WebSocketCarrier(socket, request.raw.socket, options)
         const id = `w${(++connectionCounter).toString(36)}`
         const headers = request.headers
         const query = request.query as Record<string, unknown>

@@ -5,6 +5,7 @@ import { Transform, type TransformCallback } from 'node:stream'
 import type { FastifyReply, FastifyRequest, RequestPayload } from 'fastify'
 import { ValidationException } from '../errors.js'
 
+const noop = (): void => {}
 const JSON_TYPE = /^\s*application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i
 
 /** Passes the bytes through unchanged and fails on the first invalid UTF-8 sequence. */
@@ -47,5 +48,8 @@ export async function strictBody(
   if (type === undefined || !JSON_TYPE.test(type)) return payload
   const checked = payload.pipe(new Utf8Check())
   payload.on('error', (err) => checked.destroy(err))
+  // A client gone away errors the request ('aborted'), possibly before Fastify's body reader listens
+  // on this stream: an 'error' without a listener would crash the process.
+  checked.on('error', noop)
   return checked
 }

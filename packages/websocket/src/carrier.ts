@@ -12,7 +12,6 @@ import type { WebSocket } from 'ws'
 import { CloseCode } from './close-codes.js'
 
 const OPEN = 1
-const BINARY = { binary: true }
 
 const CLOSE_CODES: Record<CloseKind, number> = {
   shutdown: CloseCode.GOING_AWAY,
@@ -122,7 +121,7 @@ export class WebSocketCarrier implements FrameCarrier {
       this.#raw.cork()
       setImmediate(this.#uncork)
     }
-    this.#socket.send(bytes, BINARY)
+    this.#socket.send(bytes) // a Buffer: binary, compressed only if permessage-deflate was negotiated
   }
 
   #onMessage(data: Buffer, isBinary: boolean): void {

@@ -49,6 +49,7 @@ await app.ready()
 /** One in-memory connection per request in flight; what the server writes back is dropped. */
 class MemorySocket extends Duplex {
   resolve = undefined
+  remoteAddress = '127.0.0.1'
   _read() {}
   _write(_chunk, _encoding, callback) {
     callback()

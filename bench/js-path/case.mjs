@@ -1,14 +1,16 @@
 // One case of bench/js-path, in a process of its own (module evaluation order moves a process's speed,
-// bench/README.md): builds the same app as the side-by-side server, then drives `fastify.routing` with
-// @trivium/tcp's lean request/response pair (no socket, no kernel) for a few hundred thousand requests,
+// bench/README.md): builds the same app as the side-by-side server, then drives `fastify.routing` the
+// way @trivium/tcp's inject mode does since issue 31 (HTTP/1.1 bytes pushed into in-memory Duplex
+// streams handed to an unlistened `http.Server` through its documented 'connection' event: Node's own
+// parser, IncomingMessage and ServerResponse; no socket, no kernel) for a few hundred thousand requests,
 // 50 in flight, and prints `US <µs per request>` for each of five rounds.
+import { createServer } from 'node:http'
+import { Duplex } from 'node:stream'
+
 // usage: case.mjs <bare|ceiling|core|public|secure> [requests per round]
 const which = process.argv[2]
 const N = Number(process.argv[3] ?? 200_000)
 const IN_FLIGHT = 50
-const tcp = (file) => new URL(`../../packages/tcp/dist/${file}`, import.meta.url).href
-const { LeanRequest } = await import(tcp('lean-request.js'))
-const { LeanResponse } = await import(tcp('lean-response.js'))
 
 const headers = { host: 'localhost', origin: 'https://app.example.com' }
 let app
@@ -44,21 +46,43 @@ if (which === 'bare' || which === 'ceiling') {
 }
 await app.ready()
 
-const override = { clientIp: '127.0.0.1', protocol: 'http' }
-const authorization = headers.authorization
-function request() {
-  return new Promise((resolve) => {
-    // A fresh header object and token string per request, as Node's HTTP parser makes them.
-    const h = { ...headers }
-    if (authorization !== undefined) h.authorization = Buffer.from(authorization).toString('latin1')
-    const req = new LeanRequest('GET', path, h, undefined, override)
-    const res = new LeanResponse(req.socket, (r) => resolve(r.statusCode))
+/** One in-memory connection per request in flight; what the server writes back is dropped. */
+class MemorySocket extends Duplex {
+  resolve = undefined
+  remoteAddress = '127.0.0.1'
+  _read() {}
+  _write(_chunk, _encoding, callback) {
+    callback()
+  }
+  _writev(_chunks, callback) {
+    callback()
+  }
+}
+const server = createServer(
+  { requireHostHeader: false, keepAliveTimeout: 0, requestTimeout: 0 },
+  (req, res) => {
+    res.once('finish', () => req.socket.resolve(res.statusCode))
     app.routing(req, res)
+  },
+)
+const sockets = Array.from({ length: IN_FLIGHT }, () => {
+  const socket = new MemorySocket()
+  server.emit('connection', socket)
+  return socket
+})
+// Node's parser makes a fresh header object and token string per request.
+let head = `GET ${path} HTTP/1.1\r\n`
+for (const [name, value] of Object.entries(headers)) head += `${name}: ${value}\r\n`
+head += '\r\n'
+function request(socket) {
+  return new Promise((resolve) => {
+    socket.resolve = resolve
+    socket.push(Buffer.from(head, 'latin1'))
   })
 }
 async function batch() {
   const pending = []
-  for (let i = 0; i < IN_FLIGHT; i++) pending.push(request())
+  for (const socket of sockets) pending.push(request(socket))
   for (const status of await Promise.all(pending)) if (status !== 200) throw new Error(`status ${status}`)
   // A new turn of the event loop, as a server's next read is: the responses' `finish` events are queued
   // with process.nextTick, which runs only once the microtask queue is empty. Chained from promise to

@@ -1,5 +1,5 @@
 // The TCP inject bridge alone, in one process (no socket, no frame codec): calls/s of `hello` through
-// the lean path (Fastify's router with the bridge's request/response) and through the app.inject()
+// the lean path (Node's HTTP server in memory, `fastify.routing`; issue 31) and through the app.inject()
 // fallback, interleaved. `node bench/transports/bridge.mjs` (env BRIDGE_CALLS, default 50 000 per round).
 import { createRequire } from 'node:module'
 

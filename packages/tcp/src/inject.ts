@@ -3,15 +3,22 @@
 // same decoder as direct mode); the HTTP request is then built from the decoded model through the
 // registry's HTTP mapping, never from the frame's text.
 //
-// Lean path (the default): `fastify.routing(req, res)` with a LeanRequest/LeanResponse pair (the part
-// of IncomingMessage/ServerResponse Fastify and hooks use) instead of light-my-request's full streams.
-// Fallback: `app.inject()` for an endpoint whose reply was seen hijacked (a hook took over the raw
-// response: it gets light-my-request's complete ServerResponse from then on). The rule is in the README.
+// Documented surfaces only (issue 31). The default path: the request is written as HTTP/1.1 bytes into
+// an in-memory `stream.Duplex` handed to a private `http.Server` through its `'connection'` event ("any
+// Duplex stream can be passed", Node's docs); Node's parser builds a real `IncomingMessage`, the server
+// a real `ServerResponse` (a subclass passed as the documented `ServerResponse` option, which records
+// what `write`/`end` are given before calling Node's own), and the server's request listener is
+// `fastify.routing` (documented). No socket, no kernel; one Duplex serves one call at a time (pooled).
+// `options.lean: false` serves frames through `app.inject()` instead (tests and bench/transports compare
+// the two), the call identified through an `AsyncLocalStorage`.
 //
 // Marking the request as TCP: a callback-style onRequest hook copies the frame's transport (protocol
-// `tcp`, metadata, socket address) into core's TRANSPORT_OVERRIDE (a private Symbol) when the raw
-// request is a LeanRequest (a class no HTTP request can be) or carries an InjectMarker (module-private
-// class, passed by reference as light-my-request's `simulate` option on the fallback path).
+// `tcp`, metadata, socket address) into core's TRANSPORT_OVERRIDE when `request.raw.socket` is one of
+// this module's FrameSockets (no HTTP client's socket can be), or the async context is a bridged
+// `app.inject()` call's.
+import { AsyncLocalStorage } from 'node:async_hooks'
+import { createServer, type IncomingMessage, type Server, ServerResponse } from 'node:http'
+import { Duplex } from 'node:stream'
 import {
   decodePayload,
   type EndpointDefinition,
@@ -28,14 +35,13 @@ import type {
   FastifyReply,
   FastifyRequest,
   HookHandlerDoneFunction,
-  InjectOptions,
   LightMyRequestResponse,
 } from 'fastify'
-import { LeanRequest } from './lean-request.js'
-import { LeanResponse } from './lean-response.js'
 
 const CALL = Symbol.for('trivium.call')
 const EMPTY = new Uint8Array(0)
+/** Idle FrameSockets kept per bridge: one per call in flight up to this (more are made, then dropped). */
+const POOL_SIZE = 256
 
 export interface InjectOutcome {
   ok: boolean
@@ -43,19 +49,14 @@ export interface InjectOutcome {
   body: Uint8Array
   /** The call the route built (for the connection's identity), when the route ran. */
   call: TriviumCall | undefined
-  /** Which path served the frame: `lean` (Fastify's router) or `inject` (`app.inject()`). */
+  /** Which path served the frame: `lean` (Node's HTTP server in memory) or `inject` (`app.inject()`). */
   path: 'lean' | 'inject'
 }
 
-/** The fallback path's marker (light-my-request keeps `simulate` by reference on the raw request). */
+/** The fallback path's marker, found through the AsyncLocalStorage by the first request it reaches. */
 class InjectMarker {
   request: FastifyRequest | undefined = undefined
   constructor(readonly override: TransportOverride) {}
-}
-
-interface InjectedRaw {
-  _lightMyRequest?: { simulate?: unknown }
-  destroy(err?: Error): void
 }
 
 function abortError(reason: unknown): Error {
@@ -64,20 +65,99 @@ function abortError(reason: unknown): Error {
   return err
 }
 
+function toBuffer(chunk: unknown, encoding: unknown): Buffer | undefined {
+  if (typeof chunk === 'string')
+    return Buffer.from(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8')
+  if (chunk instanceof Uint8Array) return Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+  return undefined
+}
+
+/**
+ * The response: Node's own, recording the body it is given. `write` and `end` are Node's public
+ * methods, overridden as the `ServerResponse` option of `http.createServer` invites ("useful for
+ * extending the original ServerResponse"); everything else (headers, `finish`/`close`, hijack) is Node's.
+ */
+class FrameResponse extends ServerResponse {
+  #chunks: Buffer[] = []
+
+  #record(chunk: unknown, encoding: unknown): void {
+    if (this.writableEnded || this.destroyed) return
+    const bytes = toBuffer(chunk, encoding)
+    if (bytes !== undefined && bytes.length > 0) this.#chunks.push(bytes)
+  }
+
+  override write(chunk: any, encoding?: any, callback?: any): boolean {
+    this.#record(chunk, encoding)
+    return super.write(chunk, encoding, callback)
+  }
+
+  override end(chunk?: any, encoding?: any, callback?: any): this {
+    if (this.writableEnded) return super.end(chunk, encoding, callback)
+    if (typeof chunk !== 'function') this.#record(chunk, encoding)
+    const socket = this.socket ?? this.req.socket
+    const chunks = this.#chunks
+    this.#chunks = []
+    super.end(chunk, encoding, callback)
+    // After Node's end: the status and headers are final (a hijacker's writeHead included).
+    if (socket instanceof FrameSocket)
+      socket.ended(this, chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks))
+    return this
+  }
+}
+
+type Settle = (res: FrameResponse | undefined, body: Buffer | undefined) => void
+
+/**
+ * The in-memory connection: the request bytes are pushed to its readable side, what Node writes to it
+ * (the formatted response) is dropped (FrameResponse kept the body). One call at a time.
+ */
+class FrameSocket extends Duplex {
+  /** `request.socket.remoteAddress` (the request logger, `request.ip`): the TCP peer of the call. */
+  remoteAddress: string | undefined = undefined
+  override: TransportOverride | undefined = undefined
+  reply: FastifyReply | undefined = undefined
+  #settle: Settle | undefined = undefined
+
+  constructor() {
+    super({ allowHalfOpen: true })
+    this.on('close', () => this.#finish(undefined, undefined))
+  }
+
+  start(bytes: Buffer, override: TransportOverride, settle: Settle): void {
+    this.remoteAddress = override.clientIp
+    this.override = override
+    this.reply = undefined
+    this.#settle = settle
+    this.push(bytes)
+  }
+
+  ended(res: FrameResponse, body: Buffer): void {
+    this.#finish(res, body)
+  }
+
+  #finish(res: FrameResponse | undefined, body: Buffer | undefined): void {
+    const settle = this.#settle
+    if (settle === undefined) return
+    this.#settle = undefined
+    settle(res, body)
+  }
+
+  override _read(): void {}
+
+  override _write(_chunk: unknown, _encoding: BufferEncoding, callback: (err?: Error | null) => void): void {
+    callback()
+  }
+
+  override _writev(_chunks: unknown[], callback: (err?: Error | null) => void): void {
+    callback()
+  }
+}
+
 /** The HTTP request a decoded frame payload maps to. */
 interface HttpForm {
   url: string
   body: Buffer | undefined
   contentType: string | undefined
-}
-
-/** One frame's call, ready for either path. */
-interface BridgedRequest {
-  definition: EndpointDefinition
-  form: HttpForm
-  headers: Record<string, string>
-  override: TransportOverride
-  entry: Cancellation
 }
 
 /**
@@ -128,40 +208,63 @@ function isEmptyObject(json: unknown): boolean {
 }
 
 export class InjectBridge {
-  /** Endpoints served by `app.inject()` (their reply was seen hijacked). */
-  readonly #fallback = new WeakSet<EndpointDefinition>()
+  readonly #server: Server<typeof IncomingMessage, typeof FrameResponse>
+  readonly #idle: FrameSocket[] = []
+  /** Only on the app.inject() path (an AsyncLocalStorage costs every promise of the process once used). */
+  readonly #marker: AsyncLocalStorage<InjectMarker> | undefined
 
   /**
-   * `options.lean: false` serves every frame through `app.inject()` (the fallback path): for the
-   * equivalence tests and for comparing the two paths.
+   * `options.lean: false` serves every frame through `app.inject()`: for the equivalence tests and for
+   * comparing the two paths.
    */
   constructor(
     private readonly fastify: FastifyInstance,
-    private readonly options: { lean?: boolean } = {},
+    options: { lean?: boolean } = {},
   ) {
+    this.#marker = options.lean === false ? new AsyncLocalStorage() : undefined
+    this.#server = createServer(
+      {
+        ServerResponse: FrameResponse,
+        // The request line and headers are built here from a frame the TCP server already bounded:
+        // no header limit beyond it, no Host (as app.inject() sends none by default… and a frame has
+        // no host), no timeouts (a frame call ends when its handler does, or with CANCEL).
+        maxHeaderSize: 2 ** 31 - 1,
+        requireHostHeader: false,
+        requestTimeout: 0,
+        keepAliveTimeout: 0,
+      },
+      (req, res) => fastify.routing(req, res),
+    )
+    const marker = this.#marker
     // Callback style: no promise per request (the hook runs for every HTTP request too).
     fastify.addHook(
       'onRequest',
       (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
-        const raw = request.raw as unknown
-        if (raw instanceof LeanRequest) {
-          ;(request as unknown as Record<symbol, unknown>)[TRANSPORT_OVERRIDE] = raw.override
-          raw.reply = reply
-        } else {
-          const marker = (raw as InjectedRaw)._lightMyRequest?.simulate
-          if (marker instanceof InjectMarker) {
-            ;(request as unknown as Record<symbol, unknown>)[TRANSPORT_OVERRIDE] = marker.override
-            marker.request = request
+        const socket = request.raw.socket
+        if (socket instanceof FrameSocket) {
+          ;(request as unknown as Record<symbol, unknown>)[TRANSPORT_OVERRIDE] = socket.override
+          socket.reply = reply
+        } else if (marker !== undefined) {
+          const injected = marker.getStore()
+          // The first request of the bridged app.inject() call only (not one its handler makes).
+          if (injected !== undefined && injected.request === undefined) {
+            ;(request as unknown as Record<symbol, unknown>)[TRANSPORT_OVERRIDE] = injected.override
+            injected.request = request
           }
         }
         done()
       },
     )
+    fastify.addHook('onClose', (_instance, done) => {
+      for (const socket of this.#idle.splice(0)) socket.destroy()
+      this.#server.closeAllConnections()
+      this.#server.close(() => done())
+    })
   }
 
-  /** Whether `definition` is served by `app.inject()` rather than the lean path. */
-  usesFallback(definition: EndpointDefinition): boolean {
-    return this.options.lean === false || this.#fallback.has(definition)
+  /** Whether frames are served by `app.inject()` rather than the in-memory HTTP server. */
+  usesFallback(_definition?: EndpointDefinition): boolean {
+    return this.#marker !== undefined
   }
 
   call(
@@ -178,74 +281,99 @@ export class InjectBridge {
     } catch (err) {
       return Promise.reject(err) // a promise either way: the frame session awaits or chains it
     }
+    return this.#marker === undefined
+      ? this.#lean(definition, form, accept, override, entry)
+      : this.#inject(this.#marker, definition, form, accept, override, entry)
+  }
+
+  #lean(
+    definition: EndpointDefinition,
+    form: HttpForm,
+    accept: WireFormat,
+    override: TransportOverride,
+    entry: Cancellation,
+  ): Promise<InjectOutcome> {
+    return new Promise((resolve) => {
+      if (entry.aborted) {
+        resolve({ ok: false, body: EMPTY, call: undefined, path: 'lean' })
+        return
+      }
+      let head = `${definition.method} ${form.url} HTTP/1.1\r\naccept: ${accept.contentType}\r\n`
+      if (form.contentType !== undefined)
+        head += `content-type: ${form.contentType}\r\ncontent-length: ${form.body?.length ?? 0}\r\n`
+      head += '\r\n'
+      const bytes =
+        form.body === undefined || form.body.length === 0
+          ? Buffer.from(head)
+          : Buffer.concat([Buffer.from(head), form.body])
+      let socket = this.#idle.pop()
+      if (socket === undefined) {
+        socket = new FrameSocket()
+        this.#server.emit('connection', socket)
+      }
+      const used = socket
+      entry.onAbort = () => {
+        // As for an HTTP client gone away: the connection closes (core's call.signal, Fastify's
+        // handler timeout); whatever the route still writes is dropped.
+        used.destroy()
+      }
+      used.start(bytes, override, (res, body) => {
+        entry.onAbort = undefined
+        const call = (
+          used.reply?.request as unknown as Record<symbol, TriviumCall | undefined> | undefined
+        )?.[CALL]
+        if (res === undefined || body === undefined) {
+          resolve({ ok: false, body: EMPTY, call, path: 'lean' })
+          return
+        }
+        // Back to the pool once Node's server is done with the response (its finish listener runs first).
+        res.once('finish', () => this.#release(used))
+        resolve({ ok: res.statusCode < 400, body, call, path: 'lean' })
+      })
+    })
+  }
+
+  #release(socket: FrameSocket): void {
+    socket.reply = undefined
+    socket.override = undefined
+    if (socket.destroyed || !socket.writable || this.#idle.length >= POOL_SIZE) socket.destroy()
+    else this.#idle.push(socket)
+  }
+
+  async #inject(
+    context: AsyncLocalStorage<InjectMarker>,
+    definition: EndpointDefinition,
+    form: HttpForm,
+    accept: WireFormat,
+    override: TransportOverride,
+    entry: Cancellation,
+  ): Promise<InjectOutcome> {
+    const marker = new InjectMarker(override)
+    entry.onAbort = (reason) => {
+      marker.request?.raw.destroy(abortError(reason))
+    }
     const headers: Record<string, string> = { accept: accept.contentType }
     if (form.contentType !== undefined) {
       headers['content-type'] = form.contentType
       headers['content-length'] = String(form.body?.length ?? 0)
     }
-    const request: BridgedRequest = { definition, form, headers, override, entry }
-    return this.usesFallback(definition) ? this.#inject(request) : this.#lean(request)
-  }
-
-  #lean({ definition, form, headers, override, entry }: BridgedRequest): Promise<InjectOutcome> {
-    return new Promise((resolve) => {
-      const req = new LeanRequest(definition.method, form.url, headers, form.body, override)
-      const res = new LeanResponse(req.socket, (res, body) => {
-        entry.onAbort = undefined
-        const reply = req.reply
-        // `reply.sent` before the response counts as ended: only a hijack makes it true.
-        if (reply?.sent === true) {
-          // A hook took the raw response over: this call gets what it wrote (as app.inject() would
-          // capture it); the endpoint's later calls go through app.inject()'s complete ServerResponse.
-          this.#fallback.add(definition)
-          this.fastify.log.warn(
-            { endpoint: definition.name },
-            '@trivium/tcp: a hook hijacked the reply of an injected frame; this endpoint now uses app.inject()',
-          )
-        }
-        const call = (reply?.request as unknown as Record<symbol, TriviumCall | undefined> | undefined)?.[
-          CALL
-        ]
-        if (body === undefined) resolve({ ok: false, body: EMPTY, call, path: 'lean' })
-        else resolve({ ok: res.statusCode < 400, body, call, path: 'lean' })
-      })
-      if (entry.aborted) {
-        res.destroy()
-        return
-      }
-      entry.onAbort = () => {
-        // As for an HTTP client gone away: `close` on both (core's call.signal, Fastify's handler
-        // timeout); whatever the route still writes is dropped.
-        res.destroy()
-        req.destroy()
-      }
-      this.fastify.routing(req as never, res as never)
-    })
-  }
-
-  async #inject({ definition, form, headers, override, entry }: BridgedRequest): Promise<InjectOutcome> {
-    const marker = new InjectMarker(override)
-    entry.onAbort = (reason) => {
-      const raw = marker.request?.raw as unknown as InjectedRaw | undefined
-      raw?.destroy(abortError(reason))
-    }
-    const options = {
-      method: definition.method,
-      url: form.url,
-      headers,
-      payload: form.body,
-      remoteAddress: override.clientIp,
-      simulate: marker,
-      // The options are built here, always well-formed: skip light-my-request's schema check.
-      validate: false,
-    } as unknown as InjectOptions
     try {
       const res = await new Promise<LightMyRequestResponse>((resolve, reject) => {
-        // The callback form dispatches at once (the promise form adds a Chain and a tick).
-        this.fastify.inject(options, (err, res) => {
-          if (err || res === undefined) reject(err ?? new Error('inject returned no response'))
-          else resolve(res)
-        })
+        context.run(marker, () =>
+          this.fastify.inject(
+            {
+              method: definition.method as 'GET',
+              url: form.url,
+              headers,
+              payload: form.body,
+              remoteAddress: override.clientIp,
+            },
+            (err, res) => {
+              if (err || res === undefined) reject(err ?? new Error('inject returned no response'))
+              else resolve(res)
+            },
+          ),
+        )
       })
       const call = (marker.request as unknown as Record<symbol, TriviumCall | undefined> | undefined)?.[CALL]
       return { ok: res.statusCode < 400, body: res.rawPayload, call, path: 'inject' }

@@ -1,9 +1,11 @@
-// Issue 17: the lean inject path (Fastify's router with LeanRequest/LeanResponse): what it honours
-// (body streams for preParsing hooks, stream replies, the request logger), what it hands to app.inject()
-// (a hijacked reply, detected), and the TCP marker no HTTP client can forge.
+// Issue 17, issue 31: the lean inject path (Node's HTTP server in memory, `fastify.routing`): what it
+// honours (body streams for preParsing hooks, stream replies, a hijacked reply, the request logger), and
+// the TCP marker no HTTP client can forge. Its source uses no private field of Fastify, Node or ws.
+import { once } from 'node:events'
 import { Readable } from 'node:stream'
 import triviumCore, { jsonFormat } from '@trivium/core'
 import triviumTcp from '@trivium/tcp'
+import { FrameType } from '@trivium/wire'
 import Fastify, { type FastifyServerOptions } from 'fastify'
 import t, { type Test } from 'tap'
 import { dec, requestFrame, TcpClient } from './helpers.ts'
@@ -19,35 +21,27 @@ async function withBridge(t: Test, options: FastifyServerOptions = { logger: fal
   return { app, bridge: new InjectBridge(app) }
 }
 
-t.test(
-  'a hijacked reply is detected: answered with what was written, then app.inject() for that endpoint',
-  async (t) => {
-    const { app, bridge } = await withBridge(t)
-    app.addHook('preHandler', async (request, reply) => {
-      if (request.url !== '/hijacked') return
-      reply.hijack()
-      reply.raw.writeHead(200, { 'content-type': 'application/json' })
-      reply.raw.write('{"hijacked":')
-      reply.raw.end('true}')
-    })
-    app.trivium.endpoint('hijacked', { method: 'GET', url: '/hijacked' }, () => ({ handler: true }))
-    app.trivium.endpoint('plain', { method: 'GET', url: '/plain' }, () => ({ plain: true }))
-    await app.ready()
-    const definition = definitionOf(app, 'hijacked')
-    t.equal(bridge.usesFallback(definition), false)
-    const first = await bridgeCall(bridge, app, 'hijacked')
+t.test('a hijacked reply is answered with what the hijacker wrote, on the lean path', async (t) => {
+  const { app, bridge } = await withBridge(t)
+  app.addHook('preHandler', async (request, reply) => {
+    if (request.url !== '/hijacked') return
+    reply.hijack()
+    reply.raw.writeHead(200, { 'content-type': 'application/json' })
+    reply.raw.write('{"hijacked":')
+    reply.raw.end('true}')
+  })
+  app.trivium.endpoint('hijacked', { method: 'GET', url: '/hijacked' }, () => ({ handler: true }))
+  await app.ready()
+  for (let i = 0; i < 2; i++) {
+    const out = await bridgeCall(bridge, app, 'hijacked')
     t.same(
-      { path: first.path, ok: first.ok, body: text(first.body) },
+      { path: out.path, ok: out.ok, body: text(out.body) },
       { path: 'lean', ok: true, body: '{"hijacked":true}' },
     )
-    t.equal(bridge.usesFallback(definition), true, 'detected: the endpoint now uses app.inject()')
-    const second = await bridgeCall(bridge, app, 'hijacked')
-    t.same({ path: second.path, body: text(second.body) }, { path: 'inject', body: '{"hijacked":true}' })
-    t.equal((await app.inject({ url: '/hijacked' })).body, '{"hijacked":true}', 'as app.inject() answers')
-    const other = await bridgeCall(bridge, app, 'plain')
-    t.equal(other.path, 'lean', 'other endpoints stay on the lean path')
-  },
-)
+  }
+  t.equal(bridge.usesFallback(), false, "Node's own ServerResponse: no fallback needed")
+  t.equal((await app.inject({ url: '/hijacked' })).body, '{"hijacked":true}', 'as app.inject() answers')
+})
 
 t.test('a stream reply (onSend returns a Readable) is collected on the lean path', async (t) => {
   const { app, bridge } = await withBridge(t)
@@ -138,3 +132,44 @@ t.test('the TCP marker: set for bridged calls on both paths, unforgeable over HT
   })
   t.same(injected.json(), { protocol: 'http', metadata: {}, ip: '127.0.0.1' })
 })
+
+t.test(
+  'CANCEL while a preParsing hook holds a JSON body: the request closes, the connection keeps serving',
+  async (t) => {
+    // Node errors the aborted request ('aborted'); core's UTF-8 check stream passes the error on before
+    // Fastify's body reader listens to it (an 'error' without a listener would end the process).
+    const app = Fastify({ logger: false })
+    await app.register(triviumCore)
+    await app.register(triviumTcp, { port: 0, mode: 'inject' })
+    const hook = { held: 0, closed: 0 }
+    app.addHook('preParsing', async (request, _reply, payload) => {
+      if (request.url !== '/held') return payload
+      hook.held++
+      // once() rejects on the request's 'aborted' error, which precedes its close
+      if (!request.raw.destroyed) await once(request.raw, 'close').catch(() => {})
+      hook.closed++
+      return payload
+    })
+    app.trivium.endpoint('held', { method: 'POST', url: '/held' }, (body) => body)
+    app.trivium.endpoint('plain', { method: 'GET', url: '/plain' }, () => ({ plain: true }))
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    t.teardown(() => app.close())
+    const c = await TcpClient.open(app.triviumTcp.address()?.port as number)
+    t.teardown(() => c.socket.destroy())
+    const until = async (pred: () => boolean) => {
+      const deadline = Date.now() + 20_000
+      while (!pred() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5))
+    }
+    c.write(requestFrame(1, 'held', { a: 1 }))
+    await until(() => hook.held === 1)
+    c.write(new Uint8Array([0, 0, 0, 5, 0, 0, 0, 1, FrameType.CANCEL]))
+    await until(() => hook.closed === 1)
+    t.same(hook, { held: 1, closed: 1 }, 'the hook saw the call cancelled')
+    c.write(requestFrame(2, 'plain', {}))
+    t.same(dec((await c.reply(2))?.payload as Uint8Array), { plain: true })
+    t.notOk(
+      c.frames.some((f) => f.requestId === 1),
+      'nothing for the cancelled id',
+    )
+  },
+)

@@ -1,17 +1,17 @@
 // One WebSocket connection as a frame carrier: one binary message is one frame. Decodes messages for
 // the session, corks the socket so every frame of one event-loop turn leaves in one write, keeps the
 // connection alive with protocol pings, and maps the session's closes to WebSocket close codes.
-// Without a negotiated extension, a reply is framed here (ws-frame.ts: the bytes ws would write) and
-// written to the socket as one buffer; with one (permessage-deflate), it goes through `ws.send`.
+// Every message goes through `ws.send` (ws frames it, compresses it if permessage-deflate was
+// negotiated, and keeps it in order with its own pong and close frames). The batching is Node's:
+// the connection's socket (`request.raw.socket`, the one the upgrade handed to ws) is corked for the
+// rest of the turn, so ws's writes of that turn leave as one `writev`.
+import type { Duplex } from 'node:stream'
 import { type CloseKind, type FrameCarrier, type FrameSession, waitForDrain } from '@trivium/frame-session'
 import { decodeWsFrame, encodeWsFrame, type Frame } from '@trivium/wire'
 import type { WebSocket } from 'ws'
 import { CloseCode } from './close-codes.js'
-import { writeWsBinaryHeader, wsHeaderSize } from './ws-frame.js'
 
 const OPEN = 1
-const noop = (): void => {}
-const BINARY = { binary: true }
 
 const CLOSE_CODES: Record<CloseKind, number> = {
   shutdown: CloseCode.GOING_AWAY,
@@ -22,24 +22,11 @@ const CLOSE_CODES: Record<CloseKind, number> = {
   internal: CloseCode.INTERNAL_ERROR,
 }
 
-/** The `net.Socket` under a `ws` WebSocket (ws keeps it as `_socket`): corking and drain. */
-interface RawSocket {
-  cork(): void
-  uncork(): void
-  write(chunk: Uint8Array): boolean
-  readonly writable: boolean
-  readonly writableNeedDrain: boolean
-  readonly destroyed: boolean
-  on(event: string, fn: () => void): unknown
-  off(event: string, fn: () => void): unknown
-}
-
 export class WebSocketCarrier implements FrameCarrier {
   session!: FrameSession
   readonly #socket: WebSocket
-  readonly #raw: RawSocket | undefined
-  /** Frames are written by the carrier (the raw socket exists, the server side, no extension). */
-  readonly #direct: boolean
+  /** The upgraded connection's socket (Node's `request.socket`): corked per turn, drained. */
+  readonly #raw: Duplex
   /** decodeWsFrame's options, made once. */
   readonly #decodeOptions: { maxFrameBytes: number }
   readonly #pingIntervalMs: number
@@ -47,22 +34,16 @@ export class WebSocketCarrier implements FrameCarrier {
   #alive = true
   #lastPingAt = Date.now()
   readonly #uncork = (): void => {
+    if (!this.#corked) return
     this.#corked = false
-    this.#raw?.uncork()
+    this.#raw.uncork()
   }
 
-  constructor(socket: WebSocket, options: { maxPayload: number; pingIntervalMs: number }) {
+  constructor(socket: WebSocket, raw: Duplex, options: { maxPayload: number; pingIntervalMs: number }) {
     this.#socket = socket
+    this.#raw = raw
     this.#decodeOptions = { maxFrameBytes: options.maxPayload }
     this.#pingIntervalMs = options.pingIntervalMs
-    const raw = (socket as unknown as { _socket?: Partial<RawSocket> })._socket
-    this.#raw =
-      typeof raw?.cork === 'function' && typeof raw.write === 'function' ? (raw as RawSocket) : undefined
-    // Extensions are negotiated in the upgrade, before the carrier exists: this holds for the connection.
-    this.#direct =
-      this.#raw !== undefined &&
-      socket.extensions === '' &&
-      (socket as unknown as { _isServer?: boolean })._isServer === true
   }
 
   /** Starts reading: call once the session exists. */
@@ -89,32 +70,22 @@ export class WebSocketCarrier implements FrameCarrier {
   sendBody(type: number, requestId: number, body: Uint8Array | string): void {
     if (!this.open) return
     const size = 5 + (typeof body === 'string' ? Buffer.byteLength(body) : body.length)
-    const head = this.#direct ? wsHeaderSize(size) : 0
-    const bytes = Buffer.allocUnsafe(head + size)
-    if (head > 0) writeWsBinaryHeader(bytes, size)
-    bytes[head] = type
-    bytes.writeUInt32BE(requestId, head + 1)
-    if (typeof body === 'string') bytes.write(body, head + 5, 'utf8')
-    else bytes.set(body, head + 5)
-    if (this.#direct) this.#write(bytes)
-    else this.#send(bytes)
+    const bytes = Buffer.allocUnsafe(size)
+    bytes[0] = type
+    bytes.writeUInt32BE(requestId, 1)
+    if (typeof body === 'string') bytes.write(body, 5, 'utf8')
+    else bytes.set(body, 5)
+    this.#send(bytes)
   }
 
   sendFrame(frame: Frame): void {
     if (!this.open) return
-    const message = encodeWsFrame(frame)
-    if (!this.#direct) {
-      this.#send(message)
-      return
-    }
-    const bytes = Buffer.allocUnsafe(wsHeaderSize(message.length) + message.length)
-    bytes.set(message, writeWsBinaryHeader(bytes, message.length))
-    this.#write(bytes)
+    this.#send(encodeWsFrame(frame))
   }
 
   drain(signal: AbortSignal): Promise<void> {
     this.#uncork()
-    return this.#raw ? waitForDrain(this.#raw as never, signal) : Promise.resolve()
+    return waitForDrain(this.#raw, signal)
   }
 
   close(kind: CloseKind, message: string): void {
@@ -145,27 +116,12 @@ export class WebSocketCarrier implements FrameCarrier {
   }
 
   #send(bytes: Uint8Array): void {
-    if (!this.#corked && this.#raw) {
+    if (!this.#corked) {
       this.#corked = true
       this.#raw.cork()
       setImmediate(this.#uncork)
     }
-    this.#socket.send(bytes, BINARY, noop)
-  }
-
-  /**
-   * A whole WebSocket frame (header included) straight to the corked socket. Written at once, not
-   * queued: frames ws writes itself (pong, close) stay in call order with ours, as with `ws.send`.
-   */
-  #write(bytes: Uint8Array): void {
-    const raw = this.#raw as RawSocket
-    if (!raw.writable) return
-    if (!this.#corked) {
-      this.#corked = true
-      raw.cork()
-      setImmediate(this.#uncork)
-    }
-    raw.write(bytes)
+    this.#socket.send(bytes) // a Buffer: binary, compressed only if permessage-deflate was negotiated
   }
 
   #onMessage(data: Buffer, isBinary: boolean): void {

@@ -146,7 +146,7 @@ const triviumWebSocket: FastifyPluginAsync<TriviumWebSocketOptions> = async (
       accepted.add(request.raw.socket)
       try {
         const upgrade = upgrades.get(request) ?? { format: jsonFormat }
-        const carrier = new WebSocketCarrier(socket, options)
+        const carrier = new WebSocketCarrier(socket, request.raw.socket, options)
         const id = `w${(++connectionCounter).toString(36)}`
         const headers = request.headers
         const query = request.query as Record<string, unknown>

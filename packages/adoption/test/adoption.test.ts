@@ -169,6 +169,41 @@ t.test(
   },
 )
 
+// Issue 33 item 1: @trivium/auth declares no `FastifyRequest.user` of its own; the app chooses.
+t.test(
+  "request.user: an app that declares it itself, or opts in to Trivium's caller, type-checks",
+  async (t) => {
+    for (const file of ['own-user.ts', 'trivium-user.ts']) {
+      const output = await typeCheck(`tsconfig.${file}.json`, {
+        extends: './tsconfig.json',
+        compilerOptions: { noEmit: true },
+        include: [`types/${file}`],
+      })
+      t.equal(output, '', `${file}: tsc (strict, nodenext, skipLibCheck off) reports nothing`)
+    }
+  },
+)
+
+// Issue 33 item 5: older resolutions ignore `exports`; typesVersions maps every subpath to its types.
+t.test('under moduleResolution node10 every entry point type-checks', async (t) => {
+  const output = await typeCheck('tsconfig.node10.json', {
+    compilerOptions: {
+      target: 'ES2022',
+      lib: ['ES2023'],
+      module: 'commonjs',
+      moduleResolution: 'node10',
+      strict: true,
+      // fastify's own types (pino) need it under CommonJS, Trivium's do not
+      esModuleInterop: true,
+      skipLibCheck: false,
+      types: ['node'],
+      noEmit: true,
+    },
+    include: ['entries.ts'],
+  })
+  t.equal(output, '', `tsc reports nothing for ${entries.length} entry points`)
+})
+
 t.test(
   'the consumer runs: plain route, prefixed endpoint, HTTP, WebSocket and TCP calls, close',
   async (t) => {
@@ -225,6 +260,15 @@ t.test(
     })
   },
 )
+
+/** Writes a tsconfig into the scratch app and type-checks it; resolves to tsc's report ('' when clean). */
+function typeCheck(name: string, config: object): Promise<string> {
+  writeFileSync(join(app, name), JSON.stringify(config))
+  return run(process.execPath, [tsc, '-p', name], { cwd: app, env }).then(
+    () => '',
+    (err: { stdout: string }) => err.stdout,
+  )
+}
 
 interface Report {
   legacy: unknown

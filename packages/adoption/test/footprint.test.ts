@@ -1,10 +1,9 @@
-// What each package costs a consumer (issue 33 item 4): every publishable package's tarball installed
-// alone with npm (plus the tarballs of the @trivium/* packages it depends on, as the registry would
-// supply them) into an empty app outside the workspace, its package count and size on disk held to a
-// budget written here. npm installs non-optional peers, so `fastify` (48 packages, ~8 MB alone) is in
-// most rows. Optional engines stay out: PGlite is an optional peer of @trivium/sql, so @trivium/rbac
-// does not pull it; OpenTelemetry's API is a peer of @trivium/tracing (the app's one copy holds the
-// global tracer). npm uses its cache first (`--prefer-offline`); two installs run at a time.
+// What each package costs a consumer (issue 33 item 4): what npm installs for each publishable package's
+// tarball alone (with the tarballs of the @trivium/* packages it depends on, as the registry would supply
+// them), outside the workspace — its package count and size on disk held to a budget written here. npm
+// installs non-optional peers, so `fastify` (48 packages, ~8 MB alone) is in most rows. Optional engines
+// stay out: PGlite is an optional peer of @trivium/sql, so @trivium/rbac does not pull it; OpenTelemetry's
+// API is a peer of @trivium/tracing (the app's one copy holds the global tracer). npm uses its cache first.
 import { execFile } from 'node:child_process'
 import {
   existsSync,
@@ -61,6 +60,11 @@ const work = mkdtempSync(join(tmpdir(), 'trivium-footprint-'))
 t.teardown(() => rmSync(work, { recursive: true, force: true }))
 const footprints = new Map<string, Footprint>()
 
+// npm extracting ~50 packages 17 times is too slow on a busy machine: one install of every tarball, and each
+// package's footprint is what it needs of that tree — its dependencies and required peers, transitively,
+// followed in npm's lockfile as Node resolves them. One package (@trivium/rbac) is also installed really
+// alone, to check that walk against npm.
+let aloneRbac: string[] = []
 t.before(async () => {
   const packages = publishablePackages()
   for (const p of packages) {
@@ -68,14 +72,30 @@ t.before(async () => {
       throw new Error(`${p.name} is not built: run \`npx pnpm build\` first`)
   }
   const tarballs = packAll(join(work, 'tarballs'), { ignoreScripts: true })
-  const queue = [...packages]
-  const worker = async () => {
-    for (let p = queue.shift(); p !== undefined; p = queue.shift()) {
-      const specs = closure(p.name).map((n) => tarballs.get(n) as string)
-      footprints.set(p.name, await install(join(work, p.name.replace('/', '+')), specs))
-    }
+  const all = join(work, 'all')
+  const alone = join(work, 'rbac-alone')
+  await Promise.all([
+    npmInstall(all, [...tarballs.values()]),
+    npmInstall(
+      alone,
+      closure('@trivium/rbac').map((n) => tarballs.get(n) as string),
+    ),
+  ])
+  aloneRbac = [...lockOf(join(alone, 'node_modules', '.package-lock.json')).keys()]
+  const lock = lockOf(join(all, 'node_modules', '.package-lock.json'))
+  for (const p of packages) {
+    const paths = needs(lock, `node_modules/${p.name}`)
+    const bytes = paths.reduce((sum, path) => sum + size(join(all, path), true), 0)
+    footprints.set(p.name, { packages: paths, megabytes: bytes / 1024 / 1024 })
   }
-  await Promise.all([worker(), worker()])
+})
+
+t.test('the walk of the shared tree counts what npm installs for a package alone', async (t) => {
+  t.same(
+    footprints.get('@trivium/rbac')?.packages.map(nameOf).sort(),
+    aloneRbac.map(nameOf).sort(),
+    '@trivium/rbac: the same packages',
+  )
 })
 
 t.test('every publishable package has a budget', async (t) => {
@@ -121,30 +141,79 @@ t.test("@opentelemetry/api is a peer of @trivium/tracing: one copy, the app's", 
     ['node_modules/@opentelemetry/api'],
     'installed once, at the top (npm installs the peer for the app)',
   )
-  const dir = join(work, '@trivium+tracing', 'node_modules', '@trivium', 'tracing', 'package.json')
-  const pkg = JSON.parse(readFileSync(dir, 'utf8')) as Record<string, Record<string, string> | undefined>
+  const file = join(work, 'all', 'node_modules', '@trivium', 'tracing', 'package.json')
+  const pkg = JSON.parse(readFileSync(file, 'utf8')) as Record<string, Record<string, string> | undefined>
   t.equal(pkg.dependencies?.['@opentelemetry/api'], undefined, 'not a dependency')
   t.ok(pkg.peerDependencies?.['@opentelemetry/api'], 'a peer dependency')
 })
 
-async function install(dir: string, specs: string[]): Promise<Footprint> {
+async function npmInstall(dir: string, specs: string[]) {
   mkdirSync(dir, { recursive: true })
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'footprint', private: true }))
   await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error', ...specs], {
     cwd: dir,
     env,
   })
-  const lock = JSON.parse(readFileSync(join(dir, 'node_modules', '.package-lock.json'), 'utf8')) as {
-    packages: Record<string, unknown>
-  }
-  return {
-    packages: Object.keys(lock.packages).filter((k) => k.startsWith('node_modules/')),
-    megabytes: size(join(dir, 'node_modules')) / 1024 / 1024,
-  }
 }
 
-function size(path: string): number {
+/** `node_modules/a/node_modules/@s/b` → `@s/b` */
+function nameOf(path: string): string {
+  return path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length)
+}
+
+interface LockEntry {
+  version: string
+  dependencies?: Record<string, string>
+  optionalDependencies?: Record<string, string>
+  peerDependencies?: Record<string, string>
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>
+}
+
+/** The installed packages of an npm lockfile: path (`node_modules/a/node_modules/b`) → entry. */
+function lockOf(file: string): Map<string, LockEntry> {
+  const lock = JSON.parse(readFileSync(file, 'utf8')) as { packages: Record<string, LockEntry> }
+  return new Map(Object.entries(lock.packages).filter(([k]) => k.startsWith('node_modules/')))
+}
+
+/** `start` and everything it needs: dependencies, optional ones present, non-optional peers. */
+function needs(lock: Map<string, LockEntry>, start: string): string[] {
+  const seen = new Set<string>()
+  const visit = (path: string) => {
+    if (seen.has(path)) return
+    const entry = lock.get(path)
+    if (!entry) throw new Error(`${path} is not installed`)
+    seen.add(path)
+    const meta = entry.peerDependenciesMeta ?? {}
+    const required = [
+      ...Object.keys(entry.dependencies ?? {}),
+      ...Object.keys(entry.peerDependencies ?? {}).filter((n) => meta[n]?.optional !== true),
+    ]
+    for (const name of required) visit(resolveIn(lock, path, name) ?? `${path} → ${name}`)
+    for (const name of Object.keys(entry.optionalDependencies ?? {})) {
+      const found = resolveIn(lock, path, name)
+      if (found) visit(found)
+    }
+  }
+  visit(start)
+  return [...seen]
+}
+
+/** Where Node finds `name` from the package at `path`: its own node_modules, then each parent's. */
+function resolveIn(lock: Map<string, LockEntry>, path: string, name: string): string | undefined {
+  for (let base = path; ; ) {
+    if (lock.has(`${base}/node_modules/${name}`)) return `${base}/node_modules/${name}`
+    const i = base.lastIndexOf('/node_modules/')
+    if (i < 0) break
+    base = base.slice(0, i)
+  }
+  return lock.has(`node_modules/${name}`) ? `node_modules/${name}` : undefined
+}
+
+/** Bytes on disk under `path`; a package's own, without its nested node_modules, when `own`. */
+function size(path: string, own = false): number {
   const st = lstatSync(path)
   if (!st.isDirectory()) return st.size
-  return readdirSync(path).reduce((sum, e) => sum + size(join(path, e)), 0)
+  return readdirSync(path)
+    .filter((e) => !(own && e === 'node_modules'))
+    .reduce((sum, e) => sum + size(join(path, e)), 0)
 }

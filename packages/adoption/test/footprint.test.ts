@@ -134,6 +134,18 @@ t.test('the embedded engine is optional: PostgreSQL users do not install PGlite'
   }
 })
 
+t.test('connectPglite without the optional peer names the package to install', async (t) => {
+  const code = "import('@trivium/sql').then((m) => m.connectPglite()).catch((e) => console.log(e.message))"
+  const { stdout } = await run(process.execPath, ['--input-type=module', '-e', code], {
+    cwd: join(work, 'all'),
+    env,
+  })
+  t.equal(
+    stdout.trim(),
+    '@trivium/sql: connectPglite needs the optional peer @electric-sql/pglite: install it (npm install @electric-sql/pglite)',
+  )
+})
+
 t.test("@opentelemetry/api is a peer of @trivium/tracing: one copy, the app's", async (t) => {
   const f = footprints.get('@trivium/tracing')
   t.same(

@@ -114,7 +114,11 @@ t.test('a strict consumer type-checks against the published types (skipLibCheck 
     () => '',
     (err: { stdout: string }) => err.stdout,
   )
-  t.equal(result, '', `tsc reports nothing for app.ts and ${entries.length} entry points`)
+  t.equal(
+    result,
+    '',
+    `tsc reports nothing for app.ts, types/trivium-user.ts (request.user opted in) and ${entries.length} entry points`,
+  )
   consumerRun = runApp(join(app, 'dist', 'app.js'))
   consumerRun.catch(() => {}) // awaited by the test that asserts it
 })
@@ -142,7 +146,8 @@ t.test(
       JSON.stringify({
         extends: './tsconfig.json',
         compilerOptions: { noEmit: true },
-        include: ['entries-no-ioredis.ts'],
+        // Issue 33 item 1: a service that declares `request.user` itself, beside @trivium/auth.
+        include: ['entries-no-ioredis.ts', 'types/own-user.ts'],
       }),
     )
     const output = await run(process.execPath, [tsc, '-p', 'tsconfig.no-ioredis.json'], {
@@ -162,12 +167,37 @@ t.test(
       )
     }
     t.same(
+      errors.filter((l) => l.startsWith('types/own-user.ts')),
+      [],
+      'a service that declares FastifyRequest.user itself compiles beside @trivium/auth (no TS2717)',
+    )
+    t.same(
       errors.filter((l) => !checked.some((p) => l.startsWith(`node_modules/${p.name}/`))),
       [],
       'no other error',
     )
   },
 )
+
+// Issue 33 item 5: older resolutions ignore `exports`; typesVersions maps every subpath to its types.
+t.test('under moduleResolution node10 every entry point type-checks', async (t) => {
+  const output = await typeCheck('tsconfig.node10.json', {
+    compilerOptions: {
+      target: 'ES2022',
+      lib: ['ES2023'],
+      module: 'commonjs',
+      moduleResolution: 'node10',
+      strict: true,
+      // fastify's own types (pino) need it under CommonJS, Trivium's do not
+      esModuleInterop: true,
+      skipLibCheck: false,
+      types: ['node'],
+      noEmit: true,
+    },
+    include: ['entries.ts'],
+  })
+  t.equal(output, '', `tsc reports nothing for ${entries.length} entry points`)
+})
 
 t.test(
   'the consumer runs: plain route, prefixed endpoint, HTTP, WebSocket and TCP calls, close',
@@ -225,6 +255,15 @@ t.test(
     })
   },
 )
+
+/** Writes a tsconfig into the scratch app and type-checks it; resolves to tsc's report ('' when clean). */
+function typeCheck(name: string, config: object): Promise<string> {
+  writeFileSync(join(app, name), JSON.stringify(config))
+  return run(process.execPath, [tsc, '-p', name], { cwd: app, env }).then(
+    () => '',
+    (err: { stdout: string }) => err.stdout,
+  )
+}
 
 interface Report {
   legacy: unknown

@@ -64,6 +64,23 @@ t.test(
   },
 )
 
+// Issue 33 item 5: `moduleResolution: node10` ignores `exports`; typesVersions maps each subpath to the
+// same types (packages/adoption/test/adoption.test.ts compiles a node10 consumer against them).
+t.test('every subpath export has its types in typesVersions, for node10 resolution', async (t) => {
+  for (const p of packages) {
+    const pkg = JSON.parse(readFileSync(join(p.dir, 'package.json'), 'utf8')) as {
+      exports: Record<string, { types?: string }>
+      typesVersions?: Record<string, Record<string, string[]>>
+    }
+    const subpaths = Object.entries(pkg.exports).filter(([k]) => k !== '.' && k !== './package.json')
+    const expected =
+      subpaths.length === 0
+        ? undefined
+        : { '*': Object.fromEntries(subpaths.map(([k, v]) => [k.slice(2), [v.types]])) }
+    t.same(pkg.typesVersions, expected, `${p.name}: typesVersions`)
+  }
+})
+
 t.test(
   'the first release publishes the versions in package.json: `changeset version` bumps nothing',
   async (t) => {

@@ -42,7 +42,7 @@ export {
   type RevocationStore,
   STORE_UNAVAILABLE,
 } from './revocation.js'
-export type { TriviumRouteRules } from './routes.js'
+export { type TriviumRequestUser, type TriviumRouteRules, triviumUser } from './routes.js'
 export {
   type AccessSubject,
   AuthService,

@@ -19,15 +19,27 @@ export interface TriviumRouteRules extends TriviumEndpointConfig {
   name?: string
 }
 
+/**
+ * Opt-in typing of `request.user`, as @fastify/jwt's `FastifyJWT`: empty by default, so a service that
+ * declares `FastifyRequest.user` itself (or uses @fastify/jwt) is never contradicted. To type the caller
+ * that `config.triviumRoute` routes get:
+ * `declare module '@trivium/auth' { interface TriviumRequestUser { user: TriviumIdentity | undefined } }`.
+ * Without it, read the caller with `triviumUser(request)`.
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: the application augments it
+export interface TriviumRequestUser {}
+
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** Run this plain route through the Trivium middleware (auth, RBAC, rate limit) like an endpoint. */
     triviumRoute?: TriviumRouteRules
   }
-  interface FastifyRequest {
-    /** The authenticated caller on routes with `config.triviumRoute` (undefined when anonymous). */
-    user: TriviumIdentity | undefined
-  }
+  interface FastifyRequest extends TriviumRequestUser {}
+}
+
+/** The authenticated caller of a `config.triviumRoute` route (undefined when anonymous or unprotected). */
+export function triviumUser(request: FastifyRequest): TriviumIdentity | undefined {
+  return (request as { user?: TriviumIdentity }).user
 }
 
 const AUTH_MODES: readonly string[] = ['public', 'optional', 'required']
@@ -88,7 +100,7 @@ async function runGuard(
     return true
   }
   if (call.responseHeaders) reply.headers(call.responseHeaders)
-  request.user = call.identity
+  ;(request as { user?: TriviumIdentity | undefined }).user = call.identity
   return false
 }
 

@@ -1,7 +1,7 @@
 // Existing Fastify routes under the same auth, RBAC and rate-limit rules as endpoints
-// (`config.triviumRoute`), with the caller as `request.user`.
+// (`config.triviumRoute`), with the caller as `request.user` (read with `triviumUser(request)`).
 import { randomBytes } from 'node:crypto'
-import triviumAuth from '@trivium/auth'
+import triviumAuth, { triviumUser } from '@trivium/auth'
 import trivium, { type TriviumIdentity } from '@trivium/core'
 import { rateLimit } from '@trivium/protections'
 import { triviumRbac } from '@trivium/rbac'
@@ -32,7 +32,7 @@ async function build() {
     async () => ({ hello: 'world' }),
   )
   app.get('/legacy/report', { config: { triviumRoute: { permissions: ['x:read'] } } }, async (request) => {
-    const user: TriviumIdentity | undefined = request.user
+    const user: TriviumIdentity | undefined = triviumUser(request)
     return { userId: user?.userId ?? null, roles: user?.roles ?? [] }
   })
   app.get('/legacy/untouched', async () => ({ ok: true }))
@@ -205,7 +205,7 @@ t.test(
     await app.register(triviumAuth, { secret: SECRET, issuer: ISSUER })
     const seenUser: unknown[] = []
     app.addHook('preHandler', async (request) => {
-      seenUser.push(request.user?.userId)
+      seenUser.push(triviumUser(request)?.userId)
     })
     app.get('/guarded', { config: { triviumRoute: {} } }, async () => ({ ok: true }))
     app.get('/plain', async () => ({ ok: true }))
@@ -230,7 +230,9 @@ t.test(
 t.test('a route added before the plugins is guarded by the fallback', async (t) => {
   const app = Fastify()
   t.teardown(() => app.close())
-  app.get('/early', { config: { triviumRoute: {} } }, async (request) => ({ user: request.user?.userId }))
+  app.get('/early', { config: { triviumRoute: {} } }, async (request) => ({
+    user: triviumUser(request)?.userId,
+  }))
   await app.register(trivium)
   await app.register(triviumAuth, { secret: SECRET, issuer: ISSUER })
   await app.ready()

@@ -44,6 +44,11 @@ async function buildApp() {
   app.trivium.endpoint('hello', { method: 'GET', url: '/hello', auth: 'public' }, (_b, call) => ({
     hello: call.protocol,
   }))
+  app.trivium.endpoint(
+    'limited',
+    { method: 'GET', url: '/limited', auth: 'public', rateLimit: { requests: 3, windowMs: 60_000 } },
+    () => ({ ok: true }),
+  )
   await app.listen({ port: 0, host: '127.0.0.1' })
   return app
 }
@@ -85,6 +90,43 @@ t.test('the official plugins and Trivium in one app', async (t) => {
     t.equal(res.headers.get('access-control-allow-origin'), 'https://app.example.com', '@fastify/cors')
     t.notMatch(res.headers.get('x-ratelimit-limit') ?? '', /,/, 'one rate-limit header')
   })
+
+  // Issue 33 item 2: @fastify/rate-limit (1000 a minute) sets its headers in onRequest; a call Trivium
+  // counts carries Trivium's numbers instead, its 429 included (packages/protections README).
+  await t.test(
+    "beside @fastify/rate-limit, Trivium's X-RateLimit-* describe the limiter that counted",
+    async (t) => {
+      const resets = new Set<string | null>()
+      for (const remaining of ['2', '1', '0']) {
+        const res = await fetch(`${base}/limited`)
+        t.equal(res.status, 200)
+        t.equal(res.headers.get('x-ratelimit-limit'), '3')
+        t.equal(res.headers.get('x-ratelimit-remaining'), remaining)
+        resets.add(res.headers.get('x-ratelimit-reset'))
+      }
+      const denied = await fetch(`${base}/limited`)
+      t.equal(denied.status, 429)
+      t.match(await denied.json(), {
+        code: 'TRV_RATE_LIMITED',
+        message: 'Rate limit exceeded. Try again in 60 seconds',
+      })
+      t.equal(denied.headers.get('x-ratelimit-limit'), '3', "Trivium's limit, not @fastify/rate-limit's 1000")
+      t.equal(denied.headers.get('x-ratelimit-remaining'), '0')
+      resets.add(denied.headers.get('x-ratelimit-reset'))
+      t.equal(resets.size, 1, "one window end: Trivium's (ms since the epoch)")
+      t.ok(Number([...resets][0]) > Date.now(), 'a window end in the future')
+      t.equal(denied.headers.get('retry-after'), '60')
+      const plain = await fetch(`${base}/legacy`, {
+        headers: { authorization: `Bearer ${app.jwt.sign({ sub: 'u1' })}` },
+      })
+      t.equal(plain.status, 200)
+      t.equal(
+        plain.headers.get('x-ratelimit-limit'),
+        '1000',
+        "@fastify/rate-limit's on what Trivium does not count",
+      )
+    },
+  )
 
   await t.test('the CORS preflight is answered by @fastify/cors', async (t) => {
     const res = await fetch(`${base}/hello`, {
@@ -128,6 +170,44 @@ t.test('the official plugins and Trivium in one app', async (t) => {
     await t.resolves(app.close())
     closed = true
   })
+})
+
+// Issue 33 item 3: the same rule for a route registered before the plugin (it was silently taken over).
+t.test(
+  'an OPTIONS route registered before Trivium CORS is refused at start-up too, never taken over',
+  async (t) => {
+    const app = Fastify({ logger: false })
+    t.teardown(() => app.close())
+    app.options('/legacy', async () => 'the app answers')
+    app.register(
+      async (v1) => {
+        v1.options('/things/:id', async () => 'the app answers')
+        v1.options('/', async () => 'the app answers')
+      },
+      { prefix: '/v1' },
+    )
+    app.get('/plain', async () => 'a GET route is no concern of CORS')
+    await app.register(triviumCore)
+    await t.rejects(async () => app.register(triviumProtections, { rateLimit: false }), {
+      message:
+        '@trivium/protections: cors answers every OPTIONS request as a CORS preflight, so the routes OPTIONS /legacy, OPTIONS /v1, OPTIONS /v1/, OPTIONS /v1/things/:id would never run; remove them, or register @trivium/protections with { cors: false } (and keep @fastify/cors)',
+    })
+  },
+)
+
+t.test('with { cors: false } an OPTIONS route registered before keeps answering', async (t) => {
+  const app = Fastify({ logger: false })
+  t.teardown(() => app.close())
+  app.options('/legacy', async () => 'the app answers')
+  await app.register(triviumCore)
+  await app.register(triviumProtections, { cors: false, rateLimit: false })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const res = await fetch(`http://127.0.0.1:${(app.server.address() as { port: number }).port}/legacy`, {
+    method: 'OPTIONS',
+    headers: { origin: 'https://elsewhere.example' },
+  })
+  t.equal(res.status, 200)
+  t.equal(await res.text(), 'the app answers')
 })
 
 t.test('an OPTIONS route behind Trivium CORS is refused at registration, with the fix named', async (t) => {

@@ -1,7 +1,7 @@
 // CORS as the README ("CORS") documents, in one onRequest hook (so it also answers OPTIONS on routes that do not exist):
 // every OPTIONS is a preflight, answered here with 200 + headers or 403 `Origin not allowed`; other
 // requests with an allowed Origin get the same headers minus Access-Control-Max-Age.
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 
 export interface CorsOptions {
@@ -115,15 +115,17 @@ const corsPlugin: FastifyPluginAsync<CorsOptions> = async (fastify, options) => 
   const commonValues = Object.values(common)
   const commonCount = commonNames.length
 
-  // Every OPTIONS request is a preflight (spec "CORS" 2), answered here: an OPTIONS route registered
-  // after this plugin would never run, so it is refused with the way out named.
+  // Every OPTIONS request is a preflight (spec "CORS" 2), answered here: an application's OPTIONS route,
+  // registered before or after this plugin, would never run, so start-up is refused with the way out named.
+  const refuse = (urls: string[]) =>
+    new TypeError(
+      `@trivium/protections: cors answers every OPTIONS request as a CORS preflight, so the route${urls.length > 1 ? 's' : ''} ${urls.map((u) => `OPTIONS ${u}`).join(', ')} would never run; remove ${urls.length > 1 ? 'them' : 'it'}, or register @trivium/protections with { cors: false } (and keep @fastify/cors)`,
+    )
+  const early = optionsRoutes(fastify)
+  if (early.length > 0) throw refuse(early)
   fastify.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method]
-    if (methods.includes('OPTIONS')) {
-      throw new TypeError(
-        `@trivium/protections: cors answers every OPTIONS request as a CORS preflight, so the route OPTIONS ${route.url} would never run; remove it, or register @trivium/protections with { cors: false } (and keep @fastify/cors)`,
-      )
-    }
+    if (methods.includes('OPTIONS')) throw refuse([route.url])
   })
 
   fastify.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done) => {
@@ -145,6 +147,24 @@ const corsPlugin: FastifyPluginAsync<CorsOptions> = async (fastify, options) => 
     }
     done()
   })
+}
+
+/**
+ * The OPTIONS routes already registered: onRoute never saw them, and `printRoutes` is the one public
+ * listing. Its tree (`└── /v1 (OPTIONS)` with children indented by four) is joined back into URLs.
+ */
+function optionsRoutes(fastify: FastifyInstance): string[] {
+  const urls: string[] = []
+  const path: string[] = []
+  for (const line of fastify.printRoutes({ method: 'OPTIONS', commonPrefix: false }).split('\n')) {
+    const match = /^([│ ]*)[├└]── (.*?)( \(OPTIONS\))?$/.exec(line)
+    if (!match) continue
+    const depth = (match[1] ?? '').length / 4
+    path.length = depth
+    path.push(match[2] ?? '')
+    if (match[3]) urls.push(path.join(''))
+  }
+  return urls
 }
 
 /** CORS exactly as the README documents; HTTP only (WebSocket messages and TCP frames never see it). */

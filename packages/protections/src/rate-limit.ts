@@ -1,5 +1,5 @@
 // Rate limiting as a core middleware, so an HTTP request, a WebSocket message and a TCP frame all count
-// against the same (client, endpoint) key. HTTP responses of allowed calls get the X-RateLimit-* headers.
+// against the same (client, endpoint) key. HTTP responses of counted calls (allowed or 429) get the X-RateLimit-* headers.
 
 import {
   checkEndpointNames,
@@ -222,7 +222,6 @@ const rateLimitPlugin: FastifyPluginAsync<RateLimitPluginOptions> = async (
     result: RateLimitResult,
     next: () => Promise<unknown>,
   ) {
-    if (!result.isAllowed) throw new RateLimitExceededException(result.retryAfter)
     if (call.protocol === 'http') {
       if (result.resetTime !== lastReset) {
         lastReset = result.resetTime
@@ -233,6 +232,9 @@ const rateLimitPlugin: FastifyPluginAsync<RateLimitPluginOptions> = async (
       call.setHeader('x-ratelimit-remaining', String(result.remaining))
       call.setHeader('x-ratelimit-reset', lastResetText)
     }
+    // Headers on a denial too: the 429's X-RateLimit-* describe this limiter, over any set earlier by
+    // another one (@fastify/rate-limit's onRequest hook).
+    if (!result.isAllowed) throw new RateLimitExceededException(result.retryAfter)
     return next()
   }
 

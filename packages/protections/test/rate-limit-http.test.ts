@@ -62,17 +62,18 @@ t.test('allowed HTTP responses carry X-RateLimit-Limit/Remaining/Reset (epoch ms
 })
 
 t.test(
-  'denied: 429, spec message, retryAfter in body and Retry-After header, no X-RateLimit-*',
+  "denied: 429, spec message, retryAfter in body and Retry-After header, this limiter's X-RateLimit-*",
   async (t) => {
     const app = await build({ afterAuth: false })
     t.equal((await app.inject('/tight')).headers['x-ratelimit-remaining'], '1')
-    t.equal((await app.inject('/tight')).headers['x-ratelimit-remaining'], '0')
+    const last = await app.inject('/tight')
+    t.equal(last.headers['x-ratelimit-remaining'], '0')
     const denied = await app.inject('/tight')
     t.equal(denied.statusCode, 429)
     t.equal(denied.headers['retry-after'], '60')
-    t.equal(denied.headers['x-ratelimit-limit'], undefined)
-    t.equal(denied.headers['x-ratelimit-remaining'], undefined)
-    t.equal(denied.headers['x-ratelimit-reset'], undefined)
+    t.equal(denied.headers['x-ratelimit-limit'], '2')
+    t.equal(denied.headers['x-ratelimit-remaining'], '0')
+    t.equal(denied.headers['x-ratelimit-reset'], last.headers['x-ratelimit-reset'], 'the same window end')
     const body = denied.json()
     t.equal(body.statusCode, 429)
     t.equal(body.code, 'TRV_RATE_LIMITED')
@@ -315,7 +316,8 @@ t.test('middleware: an async store, a throwing store and a new window give the s
   const denied = await app.inject('/ping')
   t.equal(denied.statusCode, 429)
   t.equal(denied.headers['retry-after'], '9')
-  t.equal(denied.headers['x-ratelimit-remaining'], undefined)
+  t.equal(denied.headers['x-ratelimit-remaining'], '0')
+  t.equal(denied.headers['x-ratelimit-limit'], '100')
 
   // Synchronous store that throws, with whenStoreDown `closed`: 503, as before.
   const throwing: RateLimitStore = {

@@ -337,7 +337,14 @@ export async function connectPglite(opts: PgliteOptions = {}): Promise<SqlClient
   if (opts.dataDir !== undefined && (typeof opts.dataDir !== 'string' || opts.dataDir === '')) {
     throw new TypeError('@trivium/sql: dataDir must be a non-empty string')
   }
-  const lib = await import('@electric-sql/pglite')
+  const lib = await import('@electric-sql/pglite').catch((err: NodeJS.ErrnoException) => {
+    // An optional peer: PostgreSQL users never install the embedded engine.
+    if (err.code !== 'ERR_MODULE_NOT_FOUND') throw err
+    throw new Error(
+      '@trivium/sql: connectPglite needs the optional peer @electric-sql/pglite: install it (npm install @electric-sql/pglite)',
+      { cause: err },
+    )
+  })
   const params = startParams(lib, opts.settings)
   if (opts.dataDir !== undefined && opts.initdbInChildProcess === true)
     await initialiseApart(opts.dataDir, params)

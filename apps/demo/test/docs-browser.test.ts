@@ -1,12 +1,12 @@
 // /docs is Swagger UI over our OpenAPI document (issue 18): in real Chromium, "Authorize" with a bearer
 // token and "Try it out" on GET /auth/me answer 200 from this server with the signed-in user.
 import t from 'tap'
-import { launchChromium } from './chromium.js'
+import { launchChromium, skipBrowser } from './chromium.js'
 import { registerAndLogin, startDemo } from './helpers.js'
 
 t.test(
   'Swagger UI at /docs: authorize with a bearer token, try GET /auth/me',
-  { timeout: 120_000 },
+  { timeout: 120_000, skip: skipBrowser },
   async (t) => {
     const { app } = await startDemo(t)
     await app.listen({ port: 0, host: '127.0.0.1' })

@@ -50,8 +50,8 @@ export interface DemoApp {
   generatedAdminPassword: string | undefined
 }
 
-export async function buildApp(config: DemoConfig): Promise<DemoApp> {
-  const app = createServer(config)
+export async function buildApp(config: DemoConfig, logStream?: NodeJS.WritableStream): Promise<DemoApp> {
+  const app = createServer(config, logStream)
   const secrets = loadSecrets(config, (message) => app.log.warn(message))
   const backends = await openBackends(app, config)
   await registerCore(app, config)
@@ -75,11 +75,12 @@ interface Backends {
   fanout: Fanout
 }
 
-function createServer(config: DemoConfig): FastifyInstance {
+function createServer(config: DemoConfig, stream?: NodeJS.WritableStream): FastifyInstance {
   return Fastify({
     // `url` with ?token= (the WebSocket upgrade's credential) and other secret parameters redacted.
     logger: {
       level: config.logLevel,
+      ...(stream ? { stream } : {}),
       redact: ['req.headers.authorization', 'req.query.token'],
       serializers: { req: redactingRequestSerializer() },
     },

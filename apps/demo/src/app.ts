@@ -251,8 +251,8 @@ async function registerOpenApi(app: FastifyInstance): Promise<void> {
     info: {
       title: 'Trivium Tasks',
       version: VERSION,
-      description:
-        'The demo service: every endpoint is also reachable over WebSocket (/ws) and TCP by its name.',
+      // @trivium/openapi adds the paragraph on WebSocket and TCP; this one says what the service is.
+      description: 'The demo service of Trivium: users, roles and their tasks. WebSocket at /ws.',
     },
   })
 }

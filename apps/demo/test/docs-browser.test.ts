@@ -23,9 +23,12 @@ t.test(
     await page.goto(`http://127.0.0.1:${port}/docs`)
     const title = await page.waitForSelector('.swagger-ui .info .title', { timeout: 30_000 })
     t.match(await title.textContent(), /Trivium Tasks/)
+    t.equal(await page.locator('.swagger-ui .topbar').count(), 0, "no top bar (Fastify's logo and link)")
+    t.equal(await page.title(), 'Trivium Tasks API')
 
     // Authorize: the bearer scheme's value field, then the modal's Authorize button.
     await page.click('.swagger-ui .auth-wrapper .authorize')
+    t.equal(await page.locator('.modal-ux .auth-container').count(), 1, 'one box: the bearer token')
     await page
       .locator('.modal-ux input[type=text], .modal-ux input[type=password]')
       .first()

@@ -134,8 +134,9 @@ export function checkId(id: number): number {
 
 // The rules below are the ones schema/trivium.json declares for the OpenAPI document (a test
 // compares the two): title not blank and at most 200 characters as sent, description at most 5000
-// characters, at most 20 tags, page size 1 … 100.
-function checkFields(changes: TaskChanges): void {
+// characters, at most 20 tags, page size 1 … 100. Refused as the schema's own checks are (core's rule):
+// `Invalid <request model>: <field> <message>`, so one field has one message prefix.
+function checkFields(changes: TaskChanges, model: 'CreateTask' | 'UpdateTask'): void {
   const details: { field: string; message: string }[] = []
   if (changes.title !== undefined && changes.title !== null) {
     if (changes.title.trim().length === 0) details.push({ field: 'title', message: 'must not be empty' })
@@ -149,7 +150,7 @@ function checkFields(changes: TaskChanges): void {
     details.push({ field: 'tags', message: `at most ${MAX_TAGS} tags` })
   const [first] = details
   if (first !== undefined)
-    throw new ValidationException(`Invalid task: ${first.field} ${first.message}`, details)
+    throw new ValidationException(`Invalid ${model}: ${first.field} ${first.message}`, details)
 }
 
 /** The task a query by id found, or the 404 every transport answers. */
@@ -216,7 +217,7 @@ export class TaskRepository {
     ownerId: number,
     input: { title: string; description?: string | null; tags?: readonly string[] | null },
   ) {
-    checkFields(input)
+    checkFields(input, 'CreateTask')
     const { rows } = await this.sql.query<TaskRow>(
       'INSERT INTO demo_tasks (title, description, tags, owner_id) VALUES ($1, $2, $3, $4) RETURNING *',
       [input.title.trim(), input.description ?? null, input.tags ?? [], ownerId],
@@ -226,7 +227,7 @@ export class TaskRepository {
 
   async update(id: number, changes: TaskChanges): Promise<TaskRecord> {
     checkId(id)
-    checkFields(changes)
+    checkFields(changes, 'UpdateTask')
     const { rows } = await this.sql.query<TaskRow>(
       `UPDATE demo_tasks SET
          title = COALESCE($2, title),

@@ -28,7 +28,7 @@ t.test(
 
     // Authorize: the bearer scheme's value field, then the modal's Authorize button.
     await page.click('.swagger-ui .auth-wrapper .authorize')
-    t.equal(await page.locator('.modal-ux .auth-container').count(), 1, 'one box: the bearer token')
+    t.equal(await page.locator('.modal-ux .auth-container input').count(), 1, 'one box: the bearer token')
     await page
       .locator('.modal-ux input[type=text], .modal-ux input[type=password]')
       .first()

@@ -17,7 +17,11 @@ async function freePort(): Promise<number> {
 }
 
 t.test('one line: running services and the browser found as they are', async (t) => {
-  t.equal(await prepare(), 'test environment: PostgreSQL running, Redis running, chromium present')
+  const browser =
+    process.env.TRIVIUM_SKIP_BROWSER === '1'
+      ? 'chromium not installed (TRIVIUM_SKIP_BROWSER=1: the browser tests are skipped)'
+      : 'chromium present'
+  t.equal(await prepare(), `test environment: PostgreSQL running, Redis running, ${browser}`)
 })
 
 t.test('Redis installed but down on its port is started', { skip: !which('redis-server') }, async (t) => {
@@ -33,7 +37,7 @@ t.test('Redis installed but down on its port is started', { skip: !which('redis-
 
 t.test('chromium missing and no way to install it says so', async (t) => {
   t.equal(
-    chromium('/nonexistent/chromium', null),
+    chromium('/nonexistent/chromium', null, {}),
     'chromium missing at /nonexistent/chromium, cannot install it without root (the browser test will fail)',
   )
 })

@@ -2,7 +2,9 @@
 // verified-token cache on and off. Then login timing: unknown username vs wrong password (medians).
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { compare } from '../lib/harness.mjs'
+import { compare, requireWrk } from '../lib/harness.mjs'
+
+requireWrk()
 
 const script = new URL('./server.mjs', import.meta.url).pathname
 

@@ -1,5 +1,7 @@
 // Core registry + pipeline cost against bare Fastify (target ≥ 0.9× with no middleware).
-import { compare, startServer } from '../lib/harness.mjs'
+import { compare, requireWrk, startServer } from '../lib/harness.mjs'
+
+requireWrk()
 
 const server = await startServer(new URL('./server.mjs', import.meta.url).pathname, { BENCH_MIDDLEWARE: '3' })
 try {

@@ -4,7 +4,7 @@
 // fast server did, so the figures measured the generator (issue 19).
 import { spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { accessSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -45,6 +45,21 @@ export async function startServer(script, env = {}, { cpus = '0' } = {}) {
 }
 
 const WRK = process.env.BENCH_WRK ?? '/usr/bin/wrk'
+
+/**
+ * Suites that load a server over HTTP call this first: without wrk they would start their servers and die
+ * in `spawn` with a stack trace; instead one line says how to get it and the process exits 1.
+ */
+export function requireWrk() {
+  try {
+    accessSync(WRK, constants.X_OK)
+  } catch {
+    console.error(
+      `bench: wrk (the HTTP load generator) is missing at ${WRK}: install it with \`apt-get install wrk\` (or set BENCH_WRK to its path)`,
+    )
+    process.exit(1)
+  }
+}
 /** Seconds of load per case before each round of `compare` (BENCH_WARMUP; see the warm-up there). */
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP ?? 3)
 

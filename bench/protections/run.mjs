@@ -1,6 +1,8 @@
 // Cost of the whole protections stack (CORS with an allowed Origin, the seven security headers, rate
 // limiting on the memory store) against the same app without it. Target from issue 7: < 10 µs/request.
-import { compare, startServer } from '../lib/harness.mjs'
+import { compare, requireWrk, startServer } from '../lib/harness.mjs'
+
+requireWrk()
 
 const script = new URL('./server.mjs', import.meta.url).pathname
 const plain = await startServer(script, { BENCH_PROTECTIONS: '0' })

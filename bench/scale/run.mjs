@@ -17,7 +17,9 @@ import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { cpuMs, loadParallel, median, startServer } from '../lib/harness.mjs'
+import { cpuMs, loadParallel, median, requireWrk, startServer } from '../lib/harness.mjs'
+
+requireWrk()
 
 const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'

@@ -9,7 +9,9 @@
 //      BENCH_HEADROOM=0 (skip the headroom check), BENCH_NEST=0 (leave NestJS out),
 //      BENCH_BEFORE=<checkout> (another built checkout, e.g. an older commit in a git worktree: its
 //      bench/core and bench/stack servers run as "(before)" cases in the same run, for before/after ratios).
-import { compare, load, loadAutocannon, median, startServer } from '../lib/harness.mjs'
+import { compare, load, loadAutocannon, median, requireWrk, startServer } from '../lib/harness.mjs'
+
+requireWrk()
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const DURATION = Number(process.env.BENCH_DURATION ?? 8)

@@ -1,6 +1,8 @@
 // The whole platform stack against bare Fastify (target ≥ 0.6×): an authenticated endpoint with a
 // permission check, rate limiting, security headers and CORS, and a public endpoint through the same stack.
-import { compare, startServer } from '../lib/harness.mjs'
+import { compare, requireWrk, startServer } from '../lib/harness.mjs'
+
+requireWrk()
 
 // The baseline runs in its own process: the stack's global hooks (headers, CORS) would apply to a
 // bare route registered in the same instance.

@@ -10,7 +10,9 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
 import { readFileSync } from 'node:fs'
-import { load, median } from '../lib/harness.mjs'
+import { load, median, requireWrk } from '../lib/harness.mjs'
+
+requireWrk()
 
 const here = new URL('.', import.meta.url).pathname
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3)

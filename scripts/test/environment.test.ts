@@ -1,8 +1,11 @@
 // The test command prepares a fresh machine itself (issue 18): it starts Redis/PostgreSQL when installed and
 // down, installs chromium when it can, and says what it did in one line.
 import { spawnSync } from 'node:child_process'
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
-import t from 'tap'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t, { type Test } from 'tap'
 import { chromium, listening, prepare, redis, which } from '../environment.mjs'
 
 async function freePort(): Promise<number> {
@@ -14,7 +17,11 @@ async function freePort(): Promise<number> {
 }
 
 t.test('one line: running services and the browser found as they are', async (t) => {
-  t.equal(await prepare(), 'test environment: PostgreSQL running, Redis running, chromium present')
+  const browser =
+    process.env.TRIVIUM_SKIP_BROWSER === '1'
+      ? 'chromium not installed (TRIVIUM_SKIP_BROWSER=1: the browser tests are skipped)'
+      : 'chromium present'
+  t.equal(await prepare(), `test environment: PostgreSQL running, Redis running, ${browser}`)
 })
 
 t.test('Redis installed but down on its port is started', { skip: !which('redis-server') }, async (t) => {
@@ -30,7 +37,50 @@ t.test('Redis installed but down on its port is started', { skip: !which('redis-
 
 t.test('chromium missing and no way to install it says so', async (t) => {
   t.equal(
-    chromium('/nonexistent/chromium', null),
+    chromium('/nonexistent/chromium', null, {}),
     'chromium missing at /nonexistent/chromium, cannot install it without root (the browser test will fail)',
   )
+})
+
+/** A stand-in for the command prefix (root / sudo): records each apt-get command line instead of running it. */
+function recordingPrefix(t: Test): { prefix: string[]; log: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'trivium-apt-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const script = join(dir, 'record')
+  const log = join(dir, 'commands')
+  writeFileSync(script, `#!/bin/sh\necho "$@" >> ${log}\n`)
+  chmodSync(script, 0o755)
+  return { prefix: [script], log }
+}
+
+t.test('chromium is installed without recommends', async (t) => {
+  const { prefix, log } = recordingPrefix(t)
+  t.equal(
+    chromium('/nonexistent/chromium', prefix, {}),
+    `chromium missing, apt-get failed (see ${join(tmpdir(), 'trivium-chromium-install.log')}; the browser test will fail)`,
+    'the stand-in installed nothing',
+  )
+  t.equal(
+    readFileSync(log, 'utf8'),
+    'apt-get update -q\napt-get install -y -q --no-install-recommends chromium\n',
+  )
+})
+
+t.test('TRIVIUM_SKIP_BROWSER=1: no install, and the line says the browser tests are skipped', async (t) => {
+  const { prefix, log } = recordingPrefix(t)
+  t.equal(
+    chromium('/nonexistent/chromium', prefix, { TRIVIUM_SKIP_BROWSER: '1' }),
+    'chromium not installed (TRIVIUM_SKIP_BROWSER=1: the browser tests are skipped)',
+  )
+  t.equal(existsSync(log), false, 'apt-get not run')
+})
+
+t.test('TRIVIUM_SKIP_BROWSER=1: a browser test reports itself skipped, not passed', async (t) => {
+  const r = spawnSync('node_modules/.bin/tap', ['-R', 'tap', 'apps/demo/test/docs-browser.test.ts'], {
+    encoding: 'utf8',
+    env: { ...process.env, TRIVIUM_SKIP_BROWSER: '1', FORCE_COLOR: '0' },
+  })
+  t.equal(r.status, 0, r.stderr)
+  t.match(r.stdout, /ok 1 - Swagger UI at \/docs: .* # SKIP TRIVIUM_SKIP_BROWSER=1: no browser test/)
+  t.notMatch(r.stdout, /# \{ total: \d+, pass: [1-9]/)
 })

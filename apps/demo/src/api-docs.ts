@@ -6,6 +6,7 @@ import fastifySwaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 
 export const DOCS_PATH = '/docs'
+export const DOCS_TITLE = 'Trivium Tasks API'
 /** Swagger UI loads only its own files from this server (no CDN); images it draws are data: URIs. */
 export const DOCS_CSP =
   "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; object-src 'none'; frame-ancestors 'none'"
@@ -28,7 +29,10 @@ export async function registerApiDocs(app: FastifyInstance): Promise<void> {
   await app.register(fastifySwagger, { mode: 'static', specification: { document: document as never } })
   await app.register(fastifySwaggerUi, {
     routePrefix: DOCS_PATH,
-    uiConfig: { persistAuthorization: false, deepLinking: true },
+    // BaseLayout: no top bar (Fastify's logo linking away, the URL box); the page starts with the
+    // document's own title, then Authorize (the bearer header only: @trivium/openapi's default).
+    uiConfig: { persistAuthorization: false, deepLinking: true, layout: 'BaseLayout' },
+    theme: { title: DOCS_TITLE },
     staticCSP: DOCS_CSP,
     transformStaticCSP: (header) => header,
     uiHooks: { onRequest: canonicalIndex },

@@ -61,8 +61,8 @@ export interface DemoApp {
   generatedAdminPassword: string | undefined
 }
 
-export async function buildApp(config: DemoConfig): Promise<DemoApp> {
-  const app = createServer(config)
+export async function buildApp(config: DemoConfig, logStream?: NodeJS.WritableStream): Promise<DemoApp> {
+  const app = createServer(config, logStream)
   const secrets = loadSecrets(config, (message) => app.log.warn(message))
   const backends = await openBackends(app, config)
   await registerCore(app, config)
@@ -86,13 +86,14 @@ interface Backends {
   fanout: Fanout
 }
 
-function createServer(config: DemoConfig): FastifyInstance {
+function createServer(config: DemoConfig, stream?: NodeJS.WritableStream): FastifyInstance {
   return Fastify({
     // Node's client errors and Fastify's router errors with the error body and the security headers.
     ...triviumFactoryOptions(),
     // `url` with ?token= (the WebSocket upgrade's credential) and other secret parameters redacted.
     logger: {
       level: config.logLevel,
+      ...(stream ? { stream } : {}),
       redact: ['req.headers.authorization', 'req.query.token'],
       serializers: { req: redactingRequestSerializer() },
     },
@@ -291,8 +292,8 @@ async function registerOpenApi(app: FastifyInstance): Promise<void> {
     info: {
       title: 'Trivium Tasks',
       version: VERSION,
-      description:
-        'The demo service: every endpoint is also reachable over WebSocket (/ws) and TCP by its name.',
+      // @trivium/openapi adds the paragraph on WebSocket and TCP; this one says what the service is.
+      description: 'The demo service of Trivium: users, roles and their tasks. WebSocket at /ws.',
     },
   })
 }

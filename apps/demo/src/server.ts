@@ -3,15 +3,18 @@
 // are answered within the grace, then connections close and the process exits 0.
 import { buildApp } from './app.js'
 import { loadConfig } from './config.js'
+import { logOutput } from './log-output.js'
 import { startTelemetry } from './telemetry.js'
 
 let config: ReturnType<typeof loadConfig>
 let demo: Awaited<ReturnType<typeof buildApp>>
+// Readable at a terminal; error lines logged while starting are held until the start succeeded.
+const logs = logOutput()
 try {
   // A bad setting is refused here with its message alone (ConfigError), before anything listens.
   config = loadConfig()
   const stopTelemetry = startTelemetry()
-  demo = await buildApp(config)
+  demo = await buildApp(config, logs.stream)
   if (stopTelemetry) demo.app.addHook('onClose', stopTelemetry)
 } catch (err) {
   console.error(`Trivium Tasks failed to start: ${(err as Error).message}`)
@@ -48,6 +51,7 @@ try {
   console.error(`Trivium Tasks failed to start: ${listenFailure(err as NodeJS.ErrnoException)}`)
   process.exit(1)
 }
+logs.started()
 const httpAddress = app.server.address()
 const httpPort = typeof httpAddress === 'object' && httpAddress ? httpAddress.port : config.port
 const tcp = app.hasDecorator('triviumTcp') ? app.triviumTcp.address() : undefined

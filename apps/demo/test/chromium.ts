@@ -5,6 +5,10 @@ import type { Test } from 'tap'
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 
+/** Every browser test's `skip` option: with TRIVIUM_SKIP_BROWSER=1 they report themselves skipped, never passed. */
+export const skipBrowser =
+  process.env.TRIVIUM_SKIP_BROWSER === '1' ? 'TRIVIUM_SKIP_BROWSER=1: no browser test' : false
+
 export async function launchChromium(t: Test): Promise<Browser> {
   t.ok(
     existsSync(CHROMIUM),

@@ -1,12 +1,12 @@
 // /docs is Swagger UI over our OpenAPI document (issue 18): in real Chromium, "Authorize" with a bearer
 // token and "Try it out" on GET /auth/me answer 200 from this server with the signed-in user.
 import t from 'tap'
-import { launchChromium } from './chromium.js'
+import { launchChromium, skipBrowser } from './chromium.js'
 import { registerAndLogin, startDemo } from './helpers.js'
 
 t.test(
   'Swagger UI at /docs: authorize with a bearer token, try GET /auth/me',
-  { timeout: 120_000 },
+  { timeout: 120_000, skip: skipBrowser },
   async (t) => {
     const { app } = await startDemo(t)
     await app.listen({ port: 0, host: '127.0.0.1' })
@@ -23,9 +23,12 @@ t.test(
     await page.goto(`http://127.0.0.1:${port}/docs`)
     const title = await page.waitForSelector('.swagger-ui .info .title', { timeout: 30_000 })
     t.match(await title.textContent(), /Trivium Tasks/)
+    t.equal(await page.locator('.swagger-ui .topbar').count(), 0, "no top bar (Fastify's logo and link)")
+    t.equal(await page.title(), 'Trivium Tasks API')
 
     // Authorize: the bearer scheme's value field, then the modal's Authorize button.
     await page.click('.swagger-ui .auth-wrapper .authorize')
+    t.equal(await page.locator('.modal-ux .auth-container input').count(), 1, 'one box: the bearer token')
     await page
       .locator('.modal-ux input[type=text], .modal-ux input[type=password]')
       .first()

@@ -4,10 +4,10 @@
 import { createClient } from '@trivium/client/node'
 import t from 'tap'
 import { endpoints } from '../dist/generated/endpoints.js'
-import { launchChromium } from './chromium.js'
+import { launchChromium, skipBrowser } from './chromium.js'
 import { ADMIN, startDemo } from './helpers.js'
 
-t.test('live calls/s per transport, p99 and errors/s', { timeout: 120_000 }, async (t) => {
+t.test('live calls/s per transport, p99 and errors/s', { timeout: 120_000, skip: skipBrowser }, async (t) => {
   const { app } = await startDemo(t, { rateLimitDefault: false })
   await app.listen({ port: 0, host: '127.0.0.1' })
   const { port } = app.server.address() as { port: number }

@@ -37,6 +37,12 @@ export interface BuildOptions {
    * plugin sets it to whether the binary format (`@trivium/codec`) is registered.
    */
   binary?: boolean
+  /**
+   * Also document the token in the query parameter `token` (scheme `tokenQuery`) beside the bearer header.
+   * Default false: Swagger UI's Authorize then offers the header only, and tokens in URLs end up in logs
+   * and histories (the query form exists for clients that cannot set headers, such as EventSource).
+   */
+  tokenQuery?: boolean
 }
 
 /** The document: typed loosely, it is plain JSON. */
@@ -198,9 +204,6 @@ export const SECURITY_SCHEMES: Readonly<Record<string, Schema>> = {
   },
 }
 
-const REQUIRED_SECURITY: Record<string, string[]>[] = [{ bearerAuth: [] }, { tokenQuery: [] }]
-const OPTIONAL_SECURITY: Record<string, string[]>[] = [{}, { bearerAuth: [] }, { tokenQuery: [] }]
-
 const SSE_DESCRIPTION =
   'Server-Sent Events. Each item is an event `item` whose data is the item as JSON (schema ' +
   '`x-trivium-item-schema`) and whose `id` counts from 0; a normal end is an event `end` with data `{}`; ' +
@@ -212,6 +215,14 @@ export function toOpenApiPath(url: string): string {
     .split('/')
     .map((segment) => (segment.startsWith(':') ? `{${segment.slice(1)}}` : segment))
     .join('/')
+}
+
+/** A query string cannot carry null: an optional field is absent instead. */
+function withoutNull(schema: Schema): Schema {
+  const t = schema.type
+  if (!Array.isArray(t) || !t.includes('null')) return schema
+  const rest = t.filter((x) => x !== 'null')
+  return { ...schema, type: rest.length === 1 ? rest[0] : rest }
 }
 
 function nonNullType(schema: Schema): unknown {
@@ -266,6 +277,9 @@ export function buildOpenApi(
     : (registry as { list(): readonly EndpointDefinition[] }).list()
   const auth = options.auth ?? true
   const binary = options.binary ?? true
+  const schemes = options.tokenQuery ? ['bearerAuth', 'tokenQuery'] : ['bearerAuth']
+  const requiredSecurity = schemes.map((scheme) => ({ [scheme]: [] }))
+  const optionalSecurity = [{}, ...requiredSecurity]
   const components = new SchemaComponents({ ErrorBody: ERROR_BODY_SCHEMA })
   const paths: OpenApiDocument['paths'] = {}
   const tags = new Set<string>()
@@ -290,7 +304,12 @@ export function buildOpenApi(
       const required = new Set(requiredOf(request.schema))
       for (const [name, schema] of Object.entries(requestProps)) {
         if (pathParams.includes(name) || isNestedObject(schema)) continue
-        const parameter: Schema = { name, in: 'query', required: required.has(name), schema }
+        const parameter: Schema = {
+          name,
+          in: 'query',
+          required: required.has(name),
+          schema: withoutNull(schema),
+        }
         if (nonNullType(schema) === 'array') Object.assign(parameter, { style: 'form', explode: true })
         parameters.push(parameter)
       }
@@ -379,8 +398,7 @@ export function buildOpenApi(
     }
 
     if (auth) {
-      operation.security =
-        mode === 'public' ? [] : mode === 'optional' ? OPTIONAL_SECURITY : REQUIRED_SECURITY
+      operation.security = mode === 'public' ? [] : mode === 'optional' ? optionalSecurity : requiredSecurity
       operation['x-trivium-auth'] = mode
     }
     operation['x-trivium-streaming'] = endpoint.streaming
@@ -411,7 +429,10 @@ export function buildOpenApi(
     components: { schemas: components.schemas, responses },
   }
   if (options.servers && options.servers.length > 0) document.servers = options.servers.map((s) => ({ ...s }))
-  if (auth) document.components.securitySchemes = { ...SECURITY_SCHEMES }
+  if (auth)
+    document.components.securitySchemes = Object.fromEntries(
+      schemes.map((name) => [name, SECURITY_SCHEMES[name] as Schema]),
+    )
   // Plain JSON: no shared objects between operations, so callers may edit the result freely.
   return JSON.parse(JSON.stringify(document)) as OpenApiDocument
 }

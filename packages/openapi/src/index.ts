@@ -21,6 +21,8 @@ export interface TriviumOpenApiOptions {
   auth?: boolean
   /** Document the binary format; default: whether it is registered (`@trivium/codec`) at ready time. */
   binary?: boolean
+  /** Also document the `token` query parameter as a way to send the token (default false: the bearer header only). */
+  tokenQuery?: boolean
 }
 
 declare module 'fastify' {
@@ -50,6 +52,7 @@ interface ValidOptions {
   servers: OpenApiServer[] | undefined
   auth: boolean | undefined
   binary: boolean | undefined
+  tokenQuery: boolean
 }
 
 function validateOptions(options: TriviumOpenApiOptions): ValidOptions {
@@ -80,7 +83,7 @@ function validateOptions(options: TriviumOpenApiOptions): ValidOptions {
         fail('server description must be a string')
     }
   }
-  for (const flag of ['auth', 'binary'] as const) {
+  for (const flag of ['auth', 'binary', 'tokenQuery'] as const) {
     if (options[flag] !== undefined && typeof options[flag] !== 'boolean') fail(`${flag} must be a boolean`)
   }
   return {
@@ -90,6 +93,7 @@ function validateOptions(options: TriviumOpenApiOptions): ValidOptions {
     servers: servers?.map((s) => ({ ...s })),
     auth: options.auth,
     binary: options.binary,
+    tokenQuery: options.tokenQuery ?? false,
   }
 }
 
@@ -127,6 +131,7 @@ const openApi: FastifyPluginAsync<TriviumOpenApiOptions> = async (fastify: Fasti
       servers: options.servers,
       auth: options.auth ?? fastify.hasPlugin('@trivium/auth'),
       binary: options.binary ?? trivium.formats.contentTypes().includes(BINARY_CONTENT_TYPE),
+      tokenQuery: options.tokenQuery,
     })
     json = JSON.stringify(document)
     if (options.docsPath !== false) html = renderDocsPage(document, { documentPath: options.path })

@@ -73,7 +73,7 @@ t.test('a POST create: operation, body in both formats when the model has a bina
         '503:ServiceUnavailable',
       ]),
     },
-    security: [{ bearerAuth: [] }, { tokenQuery: [] }],
+    security: [{ bearerAuth: [] }],
     'x-trivium-auth': 'required',
     'x-trivium-streaming': false,
     'x-trivium-permissions': ['tasks:write'],
@@ -100,6 +100,25 @@ t.test('binary is documented only for models that have it, and not at all with b
     'application/json',
   ])
 })
+
+t.test(
+  'a nullable field is an optional query parameter without null (a query cannot carry null)',
+  async (t) => {
+    const Search = jsonSchemaModel<{ q?: string | null; page?: number | null }>('Search', {
+      type: 'object',
+      properties: { q: { type: ['string', 'null'] }, page: { type: ['integer', 'null'], minimum: 1 } },
+    })
+    const fastify = Fastify()
+    await fastify.register(trivium)
+    fastify.trivium.endpoint('search', { method: 'GET', url: '/search', request: Search }, async () => ({}))
+    await fastify.ready()
+    t.teardown(() => fastify.close())
+    t.same(buildOpenApi(fastify.trivium.registry, INFO).paths['/search']?.get?.parameters, [
+      { name: 'q', in: 'query', required: false, schema: { type: 'string' } },
+      { name: 'page', in: 'query', required: false, schema: { type: 'integer', minimum: 1 } },
+    ])
+  },
+)
 
 t.test('GET: path parameter from the route, other fields as query parameters', async (t) => {
   const document = await documentOf()
@@ -149,7 +168,7 @@ t.test('PUT with a path parameter: the JSON body is the model without it', async
   t.equal(op?.responses['403']?.$ref, '#/components/responses/Forbidden')
 })
 
-t.test('security per auth mode', async (t) => {
+t.test('security per auth mode: the bearer header only by default', async (t) => {
   const document = await documentOf()
   t.same(document.components.securitySchemes, {
     bearerAuth: {
@@ -158,23 +177,27 @@ t.test('security per auth mode', async (t) => {
       bearerFormat: 'JWT',
       description: '`Authorization: Bearer <token>` (checked first)',
     },
-    tokenQuery: {
-      type: 'apiKey',
-      in: 'query',
-      name: 'token',
-      description: 'The same token in the query parameter `token`, when there is no Authorization header',
-    },
   })
   const health = document.paths['/health']?.get
   t.same(health?.security, [])
   t.equal(health?.['x-trivium-auth'], 'public')
   t.notOk('401' in (health?.responses ?? {}), 'no 401 on a public endpoint')
   const list = document.paths['/tasks']?.get
-  t.same(list?.security, [{}, { bearerAuth: [] }, { tokenQuery: [] }])
+  t.same(list?.security, [{}, { bearerAuth: [] }])
   t.equal(list?.responses['401']?.$ref, '#/components/responses/Unauthorized')
   const get = document.paths['/tasks/{id}']?.get
-  t.same(get?.security, [{ bearerAuth: [] }, { tokenQuery: [] }])
+  t.same(get?.security, [{ bearerAuth: [] }])
   t.equal(get?.['x-trivium-auth'], 'required')
+
+  const withQuery = await documentOf({ tokenQuery: true })
+  t.same(withQuery.components.securitySchemes?.tokenQuery, {
+    type: 'apiKey',
+    in: 'query',
+    name: 'token',
+    description: 'The same token in the query parameter `token`, when there is no Authorization header',
+  })
+  t.same(withQuery.paths['/tasks']?.get?.security, [{}, { bearerAuth: [] }, { tokenQuery: [] }])
+  t.same(withQuery.paths['/tasks/{id}']?.get?.security, [{ bearerAuth: [] }, { tokenQuery: [] }])
 
   const noAuth = await documentOf({ auth: false })
   t.equal(noAuth.components.securitySchemes, undefined)

@@ -37,7 +37,11 @@ t.test('auth documented when @trivium/auth is registered, or when asked', async 
   t.ok(withAuth.openapi().components.securitySchemes?.bearerAuth)
   t.same(withAuth.openapi().paths['/health']?.get?.security, [])
 
-  const forced = await tasksApp((f) => f.register(openapi, { info: INFO, auth: true, binary: true }))
+  t.same(Object.keys(withAuth.openapi().components.securitySchemes ?? {}), ['bearerAuth'], 'bearer only')
+
+  const forced = await tasksApp((f) =>
+    f.register(openapi, { info: INFO, auth: true, binary: true, tokenQuery: true }),
+  )
   t.teardown(() => forced.close())
   await forced.ready()
   t.ok(forced.openapi().components.securitySchemes?.tokenQuery)

@@ -142,8 +142,9 @@ export function checkId(id: number): number {
 
 // The rules below are the ones schema/trivium.json declares for the OpenAPI document (a test
 // compares the two): title not blank and at most 200 characters as sent, description at most 5000
-// characters, at most 20 tags, page size 1 … 100.
-function checkFields(changes: TaskChanges): void {
+// characters, at most 20 tags, page size 1 … 100. Refused as the schema's own checks are (core's rule):
+// `Invalid <request model>: <field> <message>`, so one field has one message prefix.
+function checkFields(changes: TaskChanges, model: 'CreateTask' | 'UpdateTask'): void {
   const details: { field: string; message: string }[] = []
   if (changes.title !== undefined && changes.title !== null) {
     if (changes.title.trim().length === 0) details.push({ field: 'title', message: 'must not be empty' })
@@ -157,7 +158,7 @@ function checkFields(changes: TaskChanges): void {
     details.push({ field: 'tags', message: `at most ${MAX_TAGS} tags` })
   const [first] = details
   if (first !== undefined)
-    throw new ValidationException(`Invalid task: ${first.field} ${first.message}`, details)
+    throw new ValidationException(`Invalid ${model}: ${first.field} ${first.message}`, details)
 }
 
 /** The task a query by id found, or the 404 every transport answers. */
@@ -242,7 +243,7 @@ export class TaskRepository {
     ownerId: number,
     input: { title: string; description?: string | null; tags?: readonly string[] | null },
   ) {
-    checkFields(input)
+    checkFields(input, 'CreateTask')
     return this.withEvent('created', async (tx) => {
       const { rows } = await tx.query<TaskRow>(
         'INSERT INTO demo_tasks (title, description, tags, owner_id) VALUES ($1, $2, $3, $4) RETURNING *',
@@ -254,7 +255,7 @@ export class TaskRepository {
 
   async update(id: number, changes: TaskChanges): Promise<TaskRecord> {
     checkId(id)
-    checkFields(changes)
+    checkFields(changes, 'UpdateTask')
     return this.withEvent('updated', async (tx) => {
       const { rows } = await tx.query<TaskRow>(
         `UPDATE demo_tasks SET

@@ -9,6 +9,9 @@ const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as 
 const http = createTypedClient(createClient({ transport: 'http', url: location.origin, endpoints }))
 let socket: TriviumClient | undefined
 let accessToken = ''
+/** The signed-in user's id (their own tasks read "you") and whether they may delete (admins hold tasks:delete). */
+let myId: number | undefined
+let canDelete = false
 let watching: AbortController | undefined
 const tasks = new Map<number, TaskData>()
 /** Tasks are listed newest first, PAGE at a time; `nextCursor` of the last page loaded, if any. */
@@ -16,10 +19,11 @@ const PAGE = 50
 let nextCursor: string | undefined
 let loading = false
 
-function setStatus(state: string): void {
+/** The live connection's state; before sign-in there is none to show ("not signed in", not "offline"). */
+function setStatus(state: string, text = state): void {
   const el = $('status')
   el.dataset.state = state
-  el.textContent = state
+  el.textContent = text
 }
 
 function render(): void {
@@ -37,7 +41,31 @@ function render(): void {
     })
     const title = document.createElement('span')
     title.textContent = task.title
-    li.append(box, title)
+    const owner = document.createElement('small')
+    owner.className = 'owner'
+    owner.textContent = task.ownerId === myId ? 'you' : `user #${task.ownerId}`
+    li.append(box, title, owner)
+    if (canDelete) {
+      const remove = document.createElement('button')
+      remove.type = 'button'
+      remove.className = 'delete'
+      remove.textContent = 'Delete'
+      remove.setAttribute('aria-label', `Delete “${task.title}”`)
+      remove.addEventListener('click', () => {
+        remove.disabled = true
+        typed()
+          .tasks.delete({ id: task.id })
+          .then(() => {
+            tasks.delete(task.id)
+            render()
+          })
+          .catch((err) => {
+            remove.disabled = false
+            showTaskError(err)
+          })
+      })
+      li.append(remove)
+    }
     list.append(li)
   }
   $('more-button').hidden = nextCursor === undefined
@@ -95,6 +123,9 @@ async function signedIn(username: string): Promise<void> {
   socket.onConnected?.(() => setStatus('connected'))
   socket.onDisconnected?.(() => setStatus('reconnecting'))
   $('me').textContent = username
+  const me = await typed().auth.me({})
+  myId = me.id
+  canDelete = me.roles.includes('admin')
   $('login-view').hidden = true
   $('tasks-view').hidden = false
   nextCursor = undefined
@@ -109,24 +140,42 @@ async function login(username: string, password: string): Promise<void> {
   await signedIn(username)
 }
 
-$('login-form').addEventListener('submit', (event) => {
-  event.preventDefault()
+/**
+ * Registering and signing in hash a password (bcrypt, a second or two, longer under load): the form says
+ * it is working and takes no second click until the answer.
+ */
+function busy(message: string, work: () => Promise<void>): void {
+  const form = $('login-form')
+  const buttons = Array.from(form.getElementsByTagName('button'))
   $('login-error').textContent = ''
-  login($<HTMLInputElement>('username').value, $<HTMLInputElement>('password').value).catch((err) => {
-    $('login-error').textContent = (err as Error).message
-  })
-})
-
-$('register-button').addEventListener('click', () => {
-  $('login-error').textContent = ''
-  const username = $<HTMLInputElement>('username').value
-  const password = $<HTMLInputElement>('password').value
-  http.auth
-    .register({ username, password, email: $<HTMLInputElement>('email').value })
-    .then(() => login(username, password))
+  $('login-busy').textContent = message
+  form.setAttribute('aria-busy', 'true')
+  for (const button of buttons) button.disabled = true
+  work()
     .catch((err) => {
       $('login-error').textContent = (err as Error).message
     })
+    .finally(() => {
+      $('login-busy').textContent = ''
+      form.removeAttribute('aria-busy')
+      for (const button of buttons) button.disabled = false
+    })
+}
+
+$('login-form').addEventListener('submit', (event) => {
+  event.preventDefault()
+  busy('Signing in…', () =>
+    login($<HTMLInputElement>('username').value, $<HTMLInputElement>('password').value),
+  )
+})
+
+$('register-button').addEventListener('click', () => {
+  const username = $<HTMLInputElement>('username').value
+  const password = $<HTMLInputElement>('password').value
+  busy('Registering…', async () => {
+    await http.auth.register({ username, password, email: $<HTMLInputElement>('email').value })
+    await login(username, password)
+  })
 })
 
 $('create-form').addEventListener('submit', (event) => {
@@ -161,8 +210,10 @@ $('logout-button').addEventListener('click', () => {
       socket?.close()
       socket = undefined
       accessToken = ''
+      myId = undefined
+      canDelete = false
       $('login-view').hidden = false
       $('tasks-view').hidden = true
-      setStatus('offline')
+      setStatus('signed-out', 'not signed in')
     })
 })

@@ -89,7 +89,10 @@ t.test(
     const code = await new Promise((r) => child.once('exit', r))
     t.equal(code, 1)
     const lines = output.trimEnd().split('\n')
-    t.match(lines.at(-1), /^Trivium Tasks failed to start: .*Redis/)
+    t.equal(
+      lines.at(-1),
+      'Trivium Tasks failed to start: REDIS_URL: authentication failed (WRONGPASS) — check the password in the URL',
+    )
     t.same(
       lines.filter((l) => /"level":(50|60)|\bat .*\(.*:\d+:\d+\)/.test(l)),
       [],

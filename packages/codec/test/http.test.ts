@@ -11,10 +11,11 @@ async function app(options: { bodyLimit?: number } = {}) {
   const fastify = Fastify()
   await fastify.register(trivium, options)
   await fastify.register(triviumCodec)
-  // The schema's `auth: required` is @trivium/auth's to enforce (tested there); these tests are about
-  // formats, so a stand-in declares it enforced (core refuses to start with a rule nothing enforces).
+  // The schema's rules (auth, permissions, rate limits) are other plugins' to enforce (tested there);
+  // these tests are about formats, so a stand-in declares them enforced (core refuses to start with a
+  // rule nothing enforces).
   fastify.trivium.use(
-    enforcesSettings(['auth'], (_call, next) => next()),
+    enforcesSettings(['auth', 'permissions', 'roles', 'rateLimit', 'validate'], (_call, next) => next()),
     { name: 'auth-not-under-test' },
   )
   let nextId = 1n

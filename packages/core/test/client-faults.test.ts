@@ -3,7 +3,7 @@
 // endpoint reads — is logged once, at info (30), with its reason and no stack; only a server fault is
 // logged at error (50), as `unhandled error in endpoint` with its stack. Real sockets, real log lines.
 import net, { type AddressInfo } from 'node:net'
-import trivium, { jsonSchemaModel, ValidationException } from '@trivium/core'
+import trivium, { jsonSchemaModel, triviumFactoryOptions, ValidationException } from '@trivium/core'
 import Fastify from 'fastify'
 import type { Test } from 'tap'
 import t from 'tap'
@@ -19,6 +19,7 @@ const Echo = jsonSchemaModel<{ text: string }>('Echo', {
 async function app(t: Test) {
   const lines: Line[] = []
   const fastify = Fastify({
+    ...triviumFactoryOptions(),
     logger: { level: 'info', stream: { write: (l: string) => lines.push(JSON.parse(l)) } },
   })
   await fastify.register(trivium, { bodyLimit: 1024 })

@@ -1,6 +1,6 @@
 // A declared rate limit holds only where a rate limiter runs: without one core refuses to start; with
 // `rateLimit: false` the application switched limits off itself, and start-up says which are not applied.
-import trivium from '@trivium/core'
+import trivium, { triviumFactoryOptions } from '@trivium/core'
 import triviumProtections from '@trivium/protections'
 import Fastify from 'fastify'
 import t from 'tap'
@@ -11,7 +11,9 @@ t.test('a declared limit without a rate limiter refuses to start', async (t) => 
   const app = Fastify()
   t.teardown(() => app.close())
   await app.register(trivium)
-  await app.register(triviumProtections, { rateLimit: { defaultLimit: { requests: 100, windowMs: 60_000 } } })
+  await app.register(triviumProtections, {
+    rateLimit: { afterAuth: false, defaultLimit: { requests: 100, windowMs: 60_000 } },
+  })
   app.trivium.endpoint('login', limited, () => ({}))
   await app.ready()
 
@@ -28,6 +30,7 @@ t.test('a declared limit without a rate limiter refuses to start', async (t) => 
 t.test('rateLimit: false switches declared limits off, and says so at start-up', async (t) => {
   const lines: Array<{ level: number; msg: string }> = []
   const app = Fastify({
+    ...triviumFactoryOptions(),
     logger: { level: 'warn', stream: { write: (line: string) => lines.push(JSON.parse(line)) } },
   })
   t.teardown(() => app.close())

@@ -64,6 +64,9 @@ function boundedErrorLog(fastify: FastifyInstance, limit = 10) {
   }
 }
 
+/** Marks this plugin's route in its config (the one route an upgrade is served on). */
+const WEBSOCKET_ROUTE = Symbol('trivium.websocket.route')
+
 const triviumWebSocket: FastifyPluginAsync<TriviumWebSocketOptions> = async (
   fastify: FastifyInstance,
   raw,
@@ -136,9 +139,23 @@ const triviumWebSocket: FastifyPluginAsync<TriviumWebSocketOptions> = async (
 
   const checkUpgrade = upgradeCheck(fastify, server, options, upgrades)
 
+  // @fastify/websocket upgrades a request to any route, then closes it (ws refuses a bad handshake with
+  // its own text/html 400): an upgrade to any route but this plugin's is refused with the error body.
+  // Requests without an Upgrade header only pay the header check.
+  const servedAt = `${fastify.prefix}${options.path}`
+  fastify.addHook('onRequest', function refuseOtherUpgrades(request, reply, done) {
+    if (request.headers.upgrade === undefined || WEBSOCKET_ROUTE in request.routeOptions.config) return done()
+    sendUpgradeError(
+      new ValidationException(`WebSocket upgrades are served at ${servedAt} only`),
+      request,
+      reply,
+    )
+  })
+
   fastify.route({
     method: 'GET',
     url: options.path,
+    config: { [WEBSOCKET_ROUTE]: true },
     onRequest: checkUpgrade,
     // A plain GET (no upgrade) gets the error body instead of an empty 404.
     handler: (request, reply) => sendUpgradeError(new ValidationException(UPGRADE_REQUIRED), request, reply),

@@ -234,3 +234,38 @@ t.test(
     }
   },
 )
+
+t.test(
+  'an upgrade to a route other than the WebSocket path: 400 error body, the socket closed',
+  async (t) => {
+    const { app, url } = await buildApp()
+    t.teardown(() => app.close())
+    const { port } = new URL(url)
+    const path = new URL(url).pathname
+    for (const key of ['Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n', '']) {
+      const answer = await new Promise<string>((resolve, reject) => {
+        const socket = connect(Number(port), '127.0.0.1', () => {
+          socket.write(
+            `GET /whoami HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n${key}\r\n`,
+          )
+        })
+        let data = ''
+        socket.on('data', (c) => {
+          data += c
+        })
+        socket.on('close', () => resolve(data))
+        socket.on('error', reject)
+      })
+      const [head = '', body = ''] = answer.split('\r\n\r\n')
+      t.match(head, /^HTTP\/1\.1 400 Bad Request\r\n/, key ? 'a valid handshake' : 'no key')
+      t.match(head, /\r\ncontent-type: application\/json; charset=utf-8\r\n/i)
+      t.match(head, /\r\nconnection: close\r\n/i)
+      t.match(JSON.parse(body), {
+        statusCode: 400,
+        code: 'TRV_VALIDATION',
+        error: 'ValidationException',
+        message: `WebSocket upgrades are served at ${path} only`,
+      })
+    }
+  },
+)

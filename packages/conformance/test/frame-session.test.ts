@@ -151,6 +151,7 @@ t.test('push crosses instances through the bus with TCP as the only frame transp
     wsUrl: '',
     tcpPort: (b.triviumTcp.address() as { port: number }).port,
     finished: () => 0,
+    started: () => 0,
   })
   c.write({ type: FrameType.SUBSCRIBE, requestId: 1, topic: 'news', payload: new Uint8Array(0) })
   await c.until((f) => f.some((x) => x.requestId === 1))

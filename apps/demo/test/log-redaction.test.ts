@@ -5,7 +5,7 @@ import { once } from 'node:events'
 import { createClient } from '@trivium/client/node'
 import t from 'tap'
 import { endpoints } from '../dist/generated/endpoints.js'
-import { api, registerAndLogin, startProcess, WebSocket } from './scale-helpers.js'
+import { api, registerAndLogin, sleep, startProcess, until, WebSocket } from './scale-helpers.js'
 
 t.test('query-string secrets are redacted in every log line, on every transport', async (t) => {
   const server = await startProcess('logs', { LOG_LEVEL: 'info', TCP_MODE: 'inject' }, { timeoutMs: 90_000 })
@@ -34,14 +34,18 @@ t.test('query-string secrets are redacted in every log line, on every transport'
   })
   t.match(await tcp.call('auth.me', {}), { username: 'logged' }, 'TCP (inject) call')
   await tcp.close()
-  await new Promise((r) => setTimeout(r, 300)) // the last lines are flushed
-
-  const lines = server
-    .output()
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as { req?: { url?: string } })
-  const urls = lines.flatMap((l) => (l.req?.url ? [l.req.url] : []))
+  const urlsLogged = () =>
+    server
+      .output()
+      .split('\n')
+      .slice(0, -1) // complete lines only: the last may be half written
+      .filter((l) => l.startsWith('{'))
+      .flatMap((l) => (JSON.parse(l) as { req?: { url?: string } }).req?.url ?? [])
+  // The child's stdout arrives when it arrives: wait for the upgrade line, then give the TCP call's lines a
+  // window to be written (a leaked token in them must be seen).
+  await until(async () => urlsLogged().includes('/ws?token=[REDACTED]&format=json'), 30_000)
+  await sleep(300)
+  const urls = urlsLogged()
   t.ok(urls.includes('/auth/me?token=[REDACTED]'), 'the HTTP request line, redacted')
   t.ok(
     urls.includes('/auth/me?format=json&TOKEN=[REDACTED]&refresh_token=[REDACTED]'),

@@ -15,6 +15,8 @@ import {
 } from './scale-helpers.js'
 
 const TTL_MS = 5000
+/** What a machine at load 15 may add to a promised delay (HTTP round trips to busy processes). */
+const LOAD_MARGIN_MS = 3000
 const DENIED = 'Insufficient roles. Required: admin'
 
 t.test('role changes on A reach the live checks of B', async (t) => {
@@ -40,7 +42,7 @@ t.test('role changes on A reach the live checks of B', async (t) => {
 
   /** Polls B every 50 ms until `want`; returns the delay from `since` in ms, or -1. */
   async function seenOnB(want: number, since: number): Promise<number> {
-    const end = since + TTL_MS + 2000
+    const end = since + TTL_MS + LOAD_MARGIN_MS + 2000
     while (performance.now() < end) {
       const res = await aliceOnB()
       if (res.status === want) return performance.now() - since
@@ -59,7 +61,7 @@ t.test('role changes on A reach the live checks of B', async (t) => {
   t.same(assign.body, { ok: true })
   const assignDelay = await seenOnB(201, assigned)
   t.comment(`role assigned on A → B's live check allows: ${assignDelay.toFixed(1)} ms (TTL ${TTL_MS} ms)`)
-  t.ok(assignDelay >= 0 && assignDelay <= TTL_MS + 1000, 'within the live cache TTL')
+  t.ok(assignDelay >= 0 && assignDelay <= TTL_MS + LOAD_MARGIN_MS, 'within the live cache TTL')
 
   const revoke = await api(a.base, 'POST', '/admin/roles/revoke', {
     token: admin.accessToken,
@@ -69,7 +71,7 @@ t.test('role changes on A reach the live checks of B', async (t) => {
   t.same(revoke.body, { ok: true })
   const revokeDelay = await seenOnB(403, revoked)
   t.comment(`role revoked on A → B's live check denies: ${revokeDelay.toFixed(1)} ms`)
-  t.ok(revokeDelay >= 0 && revokeDelay <= TTL_MS + 1000, 'within the live cache TTL')
+  t.ok(revokeDelay >= 0 && revokeDelay <= TTL_MS + LOAD_MARGIN_MS, 'within the live cache TTL')
   const last = await aliceOnB()
   t.same([last.status, last.body.message], [403, DENIED])
 
@@ -81,7 +83,7 @@ t.test('role changes on A reach the live checks of B', async (t) => {
   const direct = performance.now()
   const directDelay = await seenOnB(201, direct)
   t.comment(`role given in the database (no announcement) → B allows after ${directDelay.toFixed(0)} ms`)
-  t.ok(directDelay >= 0 && directDelay <= TTL_MS + 1000, 'within the live cache TTL')
+  t.ok(directDelay >= 0 && directDelay <= TTL_MS + LOAD_MARGIN_MS, 'within the live cache TTL')
   await db.query(
     `UPDATE "${backend.schema}".user_roles SET revoked_at = now() WHERE user_id = $1 AND role_id = $2`,
     [alice.user.id, adminRoleId],

@@ -48,7 +48,9 @@ function instance(
     mirror: {
       channel: new RedisChannel('revocation-list', { pubsub }),
       heartbeatMs: 50,
-      maxSilenceMs: 400,
+      // Long enough that a loaded machine's stalls do not look like a silent subscription (which would
+      // make B reload from the database and hear of what the tests say it has not heard of yet).
+      maxSilenceMs: 2000,
       pollMs,
     },
   })
@@ -96,7 +98,7 @@ t.test('durable source: the database keeps the list, Redis and the mirrors are c
     await a.store.add('r1', 600)
     t.equal(await durable.contains('r1'), true, 'in the database')
     t.equal(await direct.exists(`${PREFIX}r1`), 1, 'in Redis')
-    await within(1000, () => b.store.contains('r1'), 'B refuses r1')
+    await within(10_000, () => b.store.contains('r1'), 'B refuses r1')
     redis.kill('SIGKILL')
     await new Promise((r) => redis.once('exit', r))
     redis = await startRedis(port)
@@ -110,20 +112,34 @@ t.test('durable source: the database keeps the list, Redis and the mirrors are c
     }
     t.notOk(seen.has('false'), `B never answered "not listed" (${[...seen].join(', ')})`)
     t.equal(await b.store.contains('r1'), true)
-    await within(5000, async () => (await direct.exists(`${PREFIX}r1`)) === 1, 'the Redis key is rebuilt')
     const runId = /run_id:(\w+)/.exec(await direct.info('server'))![1]
+    // The marker is written after the entries: wait for both.
+    await within(
+      10_000,
+      async () => (await direct.exists(`${PREFIX}r1`)) === 1 && (await direct.get(PREFIX)) === runId,
+      'the Redis key is rebuilt, then marked',
+    )
     t.equal(await direct.get(PREFIX), runId, 'the marker names the server the copy was written to')
     const pttl = await direct.pttl(`${PREFIX}r1`)
-    t.ok(pttl > 590_000 && pttl <= 600_000, `with the remaining lifetime (${pttl} ms)`)
+    t.ok(pttl > 570_000 && pttl <= 600_000, `with the remaining lifetime (${pttl} ms)`)
     t.ok(reloadedWith.includes('r1'), 'B reloaded from the database and told its listener')
     // A replica promoted after a failover holds the old server's marker, and may lack the last entries.
-    await direct.set(PREFIX, 'the-run-id-of-another-server')
-    await direct.del(`${PREFIX}r1`)
-    await within(
-      5000,
-      async () => (await direct.exists(`${PREFIX}r1`)) === 1,
-      'rebuilt: the marker named another server',
-    )
+    // A rebuild still running from the restart above (the other instance's, on a loaded machine) can
+    // write its marker after this one, hiding the simulated failover: then it is simulated again.
+    let rebuilt = false
+    for (let attempt = 1; attempt <= 5 && !rebuilt; attempt++) {
+      await direct.set(PREFIX, 'the-run-id-of-another-server')
+      await direct.del(`${PREFIX}r1`)
+      rebuilt = await within(
+        5000,
+        async () => (await direct.exists(`${PREFIX}r1`)) === 1 && (await direct.get(PREFIX)) === runId,
+        'rebuilt and marked again',
+      ).then(
+        () => true,
+        () => false,
+      )
+    }
+    t.ok(rebuilt, 'rebuilt: the marker named another server')
     t.equal(await direct.get(PREFIX), runId, 'marked again')
   })
 
@@ -135,7 +151,7 @@ t.test('durable source: the database keeps the list, Redis and the mirrors are c
     t.equal(await a.store.contains('x'), true, 'A refuses it at once')
     t.equal(await b.store.contains('x'), false, 'B has not heard of it')
     proxy.drop() // the script never reached Redis
-    await within(5000, () => b.store.contains('x'), 'the announcement is retried and reaches B')
+    await within(10_000, () => b.store.contains('x'), 'the announcement is retried and reaches B')
   })
 
   await t.test(
@@ -152,7 +168,7 @@ t.test('durable source: the database keeps the list, Redis and the mirrors are c
       await t.rejects(a.store.add('y', 600), { statusCode: 503, code: 'TRV_SERVICE_UNAVAILABLE' })
       await a.store.close() // no retry will come from A
       proxy.drop() // the script never reached Redis
-      await within(5000, () => c.store.contains('y'), 'C finds y in its poll of the database')
+      await within(10_000, () => c.store.contains('y'), 'C finds y in its poll of the database')
       t.same(listed, ['y'], 'and tells its listener')
       // The announcement never went out: B, which does not poll yet, has not heard of it.
       t.equal(await b.store.contains('y'), false, 'B, before its next poll, has not')
@@ -168,7 +184,7 @@ t.test('durable source: the database keeps the list, Redis and the mirrors are c
     const seen = new Set<string>()
     // Until the frozen copy is distrusted and the lookups go to the database.
     await within(
-      5000,
+      10_000,
       async () => {
         seen.add(String(await b.store.contains('r1').catch((err) => err.statusCode)))
         return b.store.mirrorState !== 'on'

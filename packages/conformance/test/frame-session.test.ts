@@ -3,7 +3,7 @@
 import { MemoryBus } from '@trivium/websocket'
 import { FrameType } from '@trivium/wire'
 import t from 'tap'
-import { CARRIAGES, dec, RawClient, rawApp, request, sleep } from './raw-frames.ts'
+import { CARRIAGES, dec, RawClient, rawApp, request, until } from './raw-frames.ts'
 
 const EXPIRED = {
   statusCode: 401,
@@ -20,7 +20,7 @@ for (const carriage of CARRIAGES) {
     t.teardown(() => server.app.close())
     const c = await RawClient.open(carriage, server)
     c.write(request(5, 'slow', { ms: 5000 }))
-    await sleep(50)
+    await until(() => server.started() === 1, 'the slow call to start')
     // CANCEL id 5 then REQUEST id 5 in the same write: the second is a new call.
     c.write(
       { type: FrameType.CANCEL, requestId: 5, payload: new Uint8Array(0) },
@@ -31,7 +31,10 @@ for (const carriage of CARRIAGES) {
     t.equal(answers.length, 1, 'one answer for id 5: the new call')
     t.equal(answers[0]?.type, FrameType.RESPONSE)
     t.same(dec(answers[0]?.payload), { again: true })
-    await sleep(100)
+    await until(() => server.finished() === 1, 'the cancelled call to end')
+    // A round trip: anything sent for the cancelled call has arrived once this reply has.
+    c.write(request(6, 'echo', {}))
+    await c.until((f) => f.some((x) => x.requestId === 6))
     t.equal(frames.filter((f) => f.requestId === 5).length, 1, 'nothing more for the cancelled call')
     c.close()
   })
@@ -63,7 +66,7 @@ for (const carriage of CARRIAGES) {
     const pushes = (await c.until((f) => f.some((x) => x.type === FrameType.PUSH))).filter(
       (f) => f.type === FrameType.PUSH,
     )
-    await sleep(50)
+    // admin.secrets was pushed first: had it leaked, it would have arrived before news.
     t.same(
       pushes.map((p) => p.topic),
       ['news'],
@@ -148,6 +151,7 @@ t.test('push crosses instances through the bus with TCP as the only frame transp
     wsUrl: '',
     tcpPort: (b.triviumTcp.address() as { port: number }).port,
     finished: () => 0,
+    started: () => 0,
   })
   c.write({ type: FrameType.SUBSCRIBE, requestId: 1, topic: 'news', payload: new Uint8Array(0) })
   await c.until((f) => f.some((x) => x.requestId === 1))
@@ -183,18 +187,19 @@ t.test('app.close() with defaults and unary calls in flight on WebSocket and TCP
     const tcp = await RawClient.open('tcp-direct', server)
     ws.write(request(1, 'slow', { ms: 60_000 }))
     tcp.write(request(1, 'slow', { ms: 60_000 }))
-    await sleep(100)
+    await until(() => server.started() === 2, 'both slow calls to start')
     const started = Date.now()
     await t.resolves(
       server.app.close(),
       `close resolves (${tcpFirst ? 'TCP' : 'WebSocket'} registered first)`,
     )
     const took = Date.now() - started
-    t.ok(took < 4500, `both transports drained in parallel, well inside pluginTimeout (${took} ms)`)
+    // The promise: in parallel, i.e. less than the two graces one after the other (6 s).
+    t.ok(took < 6000, `both transports drained in parallel, well inside pluginTimeout (${took} ms)`)
     t.ok(took >= 2900, `the unary calls had the default grace of 3 s (${took} ms)`)
     t.equal(server.finished(), 2, 'the handlers were aborted at the end of the grace')
     for (const c of [ws, tcp]) {
-      await Promise.race([c.closed, sleep(2000)])
+      await until(() => c.ended, `${c.carriage} to be closed`)
       t.equal(c.frames.find((f) => f.type === FrameType.GOAWAY)?.requestId, 0, `${c.carriage}: GOAWAY`)
       t.ok(c.ended, `${c.carriage}: closed`)
     }
@@ -210,9 +215,9 @@ t.test('a shutdown grace that does not fit Fastify pluginTimeout is refused at r
   const server = await rawApp({ fastify: { pluginTimeout: 2000 } })
   const c = await RawClient.open('tcp-direct', server)
   c.write(request(1, 'slow', { ms: 60_000 }))
-  await sleep(50)
+  await until(() => server.started() === 1, 'the slow call to start')
   const started = Date.now()
-  await server.app.close()
+  await server.app.close() // a grace that did not fit would make this reject (pluginTimeout)
   const took = Date.now() - started
-  t.ok(took >= 550 && took < 1500, `grace of 600 ms with pluginTimeout 2 s (${took} ms)`)
+  t.ok(took >= 550 && took < 2000, `grace of 600 ms with pluginTimeout 2 s (${took} ms)`)
 })

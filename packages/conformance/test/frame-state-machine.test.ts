@@ -131,7 +131,7 @@ async function run(carriage: Carriage, server: RawApp & { holding: () => number 
         ) &&
         frames.filter((f) => f.type === FrameType.ERROR).length >= want.errors.length &&
         frames.filter((f) => f.type === FrameType.PONG).length >= want.pongs.length
-      await c.until(done, 3000)
+      await c.until(done, 10_000)
       await sleep(20) // anything that must not come (after CANCEL) would come now
       const got = c.frames
       const responses = got
@@ -172,7 +172,7 @@ async function run(carriage: Carriage, server: RawApp & { holding: () => number 
     c.close()
   }
   // Closing the connection aborts every call still held.
-  const deadline = Date.now() + 2000
+  const deadline = Date.now() + 10_000
   while (server.holding() > 0 && Date.now() < deadline) await sleep(5)
   if (server.holding() !== 0) throw new Error(`${server.holding()} handlers still running after the close`)
 }

@@ -22,6 +22,15 @@ export type Carriage = 'websocket' | 'tcp-direct' | 'tcp-inject'
 export const CARRIAGES: Carriage[] = ['websocket', 'tcp-direct', 'tcp-inject']
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** Polls `cond` until it holds; the deadline is generous so that a loaded machine only makes it slower. */
+export async function until(cond: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await sleep(5)
+  }
+}
 export const json = (v: unknown) => new TextEncoder().encode(JSON.stringify(v))
 export const dec = (b: Uint8Array | undefined) => JSON.parse(new TextDecoder().decode(b))
 
@@ -31,6 +40,8 @@ export interface RawApp {
   tcpPort: number
   /** How many `slow` handlers have finished. */
   finished: () => number
+  /** How many `slow` handlers have started. */
+  started: () => number
 }
 
 /**
@@ -69,8 +80,10 @@ export async function rawApp(
     await app.register(triviumTcp, { port: 0, ...options.tcp })
   }
   let finished = 0
+  let started = 0
   app.trivium.endpoint('echo', { method: 'POST', url: '/echo' }, (body) => body)
   app.trivium.endpoint('slow', { method: 'POST', url: '/slow' }, async (body: { ms: number }, call) => {
+    started++
     try {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, body.ms)
@@ -92,6 +105,7 @@ export async function rawApp(
     wsUrl: `ws://127.0.0.1:${port}/ws?format=json`,
     tcpPort: (app.triviumTcp.address() as { port: number }).port,
     finished: () => finished,
+    started: () => started,
   }
 }
 
@@ -186,8 +200,8 @@ export class RawClient {
     this.#send(bytes)
   }
 
-  /** Waits until `pred` holds over the frames received (or the connection ends, or 5 s pass). */
-  async until(pred: (frames: Frame[]) => boolean, timeoutMs = 5000): Promise<Frame[]> {
+  /** Waits until `pred` holds over the frames received (or the connection ends, or 10 s pass). */
+  async until(pred: (frames: Frame[]) => boolean, timeoutMs = 10_000): Promise<Frame[]> {
     const deadline = Date.now() + timeoutMs
     while (!pred(this.frames) && !this.ended && Date.now() < deadline) await sleep(5)
     return this.frames

@@ -257,11 +257,16 @@ t.test(
     const aborted = new Promise<boolean>((r) => {
       resolveAborted = r
     })
+    let resolveListening: () => void
+    const listening = new Promise<void>((r) => {
+      resolveListening = r
+    })
     fastify.trivium.endpoint('slow.post', { method: 'POST', url: '/slow-post' }, async (_req, call) => {
       await new Promise((r) => setTimeout(r, 50))
       const early = call.signal.aborted
       if (early) return { early }
       call.signal.addEventListener('abort', () => resolveAborted(true))
+      resolveListening()
       await new Promise((r) => setTimeout(r, 2000))
       return { early }
     })
@@ -285,7 +290,9 @@ t.test(
       body: '{"a":1}',
       signal: controller.signal,
     }).catch(() => undefined)
-    setTimeout(() => controller.abort(), 150)
+    // The client leaves once the handler has seen its signal unaborted and listens (not after a fixed time).
+    await listening
+    controller.abort()
     await pending
     t.equal(await aborted, true, 'the signal aborts when the client goes away')
   },

@@ -39,7 +39,7 @@ export function fakeSession(id: string): { session: Session; got: Array<[string,
   return { session, got }
 }
 
-export async function until(cond: () => boolean, timeoutMs = 5000, what = 'condition'): Promise<void> {
+export async function until(cond: () => boolean, timeoutMs = 10_000, what = 'condition'): Promise<void> {
   const start = Date.now()
   while (!cond()) {
     if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`)

@@ -128,7 +128,9 @@ t.test('Redis stopped and restarted: fail fast, log once, resubscribe, deliver a
   }
   t.equal(rejected, 200, 'every publish during the outage rejected with TRV_REDIS_BUS_UNAVAILABLE')
   t.comment(`during the outage: slowest rejection pair ${slowest.toFixed(2)} ms`)
-  await new Promise((r) => setTimeout(r, 500)) // several reconnect attempts
+  const warns = (log: typeof logA) => log.entries.filter((e) => e.level === 'warn').length
+  await until(() => warns(logA) === 1 && warns(logB) === 1, 10_000, 'the outage warnings')
+  await new Promise((r) => setTimeout(r, 500)) // several reconnect attempts: none may warn again
   const warnsA = logA.entries.filter((e) => e.level === 'warn')
   t.equal(warnsA.length, 1, 'one warning per outage, not per message or per reconnect attempt')
   t.equal(logB.entries.filter((e) => e.level === 'warn').length, 1)
@@ -155,7 +157,8 @@ t.test('Redis stopped and restarted: fail fast, log once, resubscribe, deliver a
   await redis.stop()
   await until(() => !pubsubA.connected)
   t.ok(isUnavailable(await revA.publish('x').catch((e: unknown) => e)))
-  await new Promise((r) => setTimeout(r, 200))
+  await until(() => warns(logA) >= 2, 10_000, 'the second outage warning')
+  await new Promise((r) => setTimeout(r, 200)) // reconnect attempts: none may warn again
   t.equal(logA.entries.filter((e) => e.level === 'warn').length, 2)
   // close() while Redis is down: resolves, nothing left open.
   const start = performance.now()

@@ -8,12 +8,12 @@ import triviumTcp from '@trivium/tcp'
 import { encodeTcpFrame, FrameType } from '@trivium/wire'
 import Fastify from 'fastify'
 import t from 'tap'
-import { dec, requestFrame, sleep, TcpClient } from './helpers.ts'
+import { dec, requestFrame, sleep, TcpClient, until } from './helpers.ts'
 
 for (const mode of ['direct', 'inject'] as const) {
   t.test(`${mode}: CANCEL of a unary call aborts call.signal`, async (t) => {
     const app = Fastify({ logger: false })
-    const seen = { started: 0, aborted: 0 }
+    const seen = { started: 0, aborted: 0, finished: 0 }
     await app.register(triviumCore)
     app.addHook('onRequest', async () => {
       await sleep(1) // an async hook before the bridge's: the call must still be seen as TCP
@@ -22,10 +22,14 @@ for (const mode of ['direct', 'inject'] as const) {
     app.trivium.endpoint('wait', { method: 'POST', url: '/wait' }, (_body, call) => {
       seen.started++
       return new Promise((resolve) => {
-        const timer = setTimeout(() => resolve({ aborted: false }), 300)
+        const timer = setTimeout(() => {
+          seen.finished++
+          resolve({ aborted: false })
+        }, 300)
         call.signal.addEventListener('abort', () => {
           clearTimeout(timer)
           seen.aborted++
+          seen.finished++
           resolve({ aborted: true })
         })
       })
@@ -45,11 +49,11 @@ for (const mode of ['direct', 'inject'] as const) {
       if (mode === 'direct') {
         await c.until(() => seen.aborted === round)
         t.equal(seen.aborted, round, `round ${round}: the handler saw the abort`)
-      } else await sleep(350) // the handler ends by its own timer
+      } else await until(() => seen.finished === round, 'the handler to end by its own timer')
     }
     c.write(requestFrame(3, 'proto', {}))
     t.same(dec((await c.reply(3))?.payload as Uint8Array), { protocol: 'tcp', ip: '127.0.0.1' })
-    await sleep(mode === 'direct' ? 30 : 350)
+    await sleep(100) // both handlers have ended: a window in which a reply for them would arrive
     t.notOk(
       c.frames.some((f) => f.requestId === 10 || f.requestId === 20),
       'nothing sent for a cancelled id',

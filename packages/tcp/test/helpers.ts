@@ -5,6 +5,15 @@ import { encodeMetadata, encodeTcpFrame, type Frame, FrameType, TcpFrameReader }
 import Fastify, { type FastifyInstance } from 'fastify'
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** Polls `cond` until it holds; the deadline is generous so that a loaded machine only makes it slower. */
+export async function until(cond: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await sleep(5)
+  }
+}
 export const dec = (b: Uint8Array) => JSON.parse(new TextDecoder().decode(b))
 
 export interface Probe {
@@ -115,7 +124,7 @@ export class TcpClient {
     this.socket.write(bytes)
   }
 
-  async until(pred: (fs: Frame[]) => boolean, timeoutMs = 3000): Promise<Frame[]> {
+  async until(pred: (fs: Frame[]) => boolean, timeoutMs = 10_000): Promise<Frame[]> {
     const deadline = Date.now() + timeoutMs
     while (!pred(this.frames) && !this.ended && Date.now() < deadline) await sleep(10)
     return this.frames

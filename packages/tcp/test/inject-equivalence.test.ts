@@ -10,7 +10,7 @@ import triviumTcp from '@trivium/tcp'
 import { Cancellation, FrameType } from '@trivium/wire'
 import Fastify, { type FastifyInstance } from 'fastify'
 import t from 'tap'
-import { dec, requestFrame, sleep, TcpClient } from './helpers.ts'
+import { dec, requestFrame, TcpClient, until } from './helpers.ts'
 import {
   bridgeCall,
   cors,
@@ -28,15 +28,24 @@ interface Seen {
   headers: Record<string, unknown> | undefined
   lean: boolean | undefined
   aborted: boolean
+  started: boolean
 }
 
-const seen: Seen = { trace: [], status: undefined, headers: undefined, lean: undefined, aborted: false }
+const seen: Seen = {
+  trace: [],
+  status: undefined,
+  headers: undefined,
+  lean: undefined,
+  aborted: false,
+  started: false,
+}
 function reset(): void {
   seen.trace = []
   seen.status = undefined
   seen.headers = undefined
   seen.lean = undefined
   seen.aborted = false
+  seen.started = false
 }
 
 async function buildApp(): Promise<{
@@ -101,6 +110,7 @@ async function buildApp(): Promise<{
   app.trivium.endpoint('echo', { method: 'POST', url: '/echo' }, (body) => body)
   app.trivium.endpoint('small', { method: 'POST', url: '/small', bodyLimit: 16 }, (body) => body)
   app.trivium.endpoint('wait', { method: 'POST', url: '/wait' }, (_body, call) => {
+    seen.started = true
     return new Promise((resolve) => {
       const timer = setTimeout(() => resolve({ aborted: false }), 2000)
       call.signal.addEventListener('abort', () => {
@@ -123,7 +133,7 @@ interface Outcome {
 }
 
 async function settle(status: number | undefined, text: string): Promise<Outcome> {
-  await sleep(5) // onResponse runs after the response is out
+  await until(() => seen.trace.includes('onResponse'), 'onResponse') // it runs after the response is out
   return {
     status: seen.status ?? status,
     body: withoutRequestId(text),
@@ -279,22 +289,22 @@ t.test('CANCEL aborts the handler as a client leaving an HTTP request does', asy
     headers: { 'content-type': 'application/json' },
     signal: controller.signal,
   }).catch((err: Error) => err.name)
-  await sleep(50)
+  await until(() => seen.started, 'the handler to start')
   controller.abort()
   t.equal(await pending, 'AbortError')
-  await sleep(50)
+  await until(() => seen.aborted && seen.trace.includes('onSend'), 'the aborted call to end')
   const http = { aborted: seen.aborted, trace: [...seen.trace] }
 
   // the lean path, directly: Cancellation.abort → the handler's call.signal
   reset()
   const entry = new Cancellation(false)
   const call = bridgeCall(lean, app, 'wait', {}, entry)
-  await sleep(50)
+  await until(() => seen.started, 'the handler to start')
   entry.abort(new Error('cancelled'))
   const out = await call
   t.equal(out.ok, false)
   t.equal(out.body.length, 0, 'nothing to send for a cancelled call')
-  await sleep(50)
+  await until(() => seen.aborted && seen.trace.includes('onSend'), 'the aborted call to end')
   t.same({ aborted: seen.aborted, trace: seen.trace }, http, 'same hooks, handler aborted')
   t.equal(http.aborted, true)
 
@@ -303,9 +313,9 @@ t.test('CANCEL aborts the handler as a client leaving an HTTP request does', asy
   const c = await TcpClient.open(tcpPort)
   t.teardown(() => c.socket.destroy())
   c.write(requestFrame(1, 'wait', {}))
-  await sleep(50)
+  await until(() => seen.started, 'the handler to start')
   c.write(new Uint8Array([0, 0, 0, 5, 0, 0, 0, 1, FrameType.CANCEL]))
-  await sleep(50)
+  await until(() => seen.aborted, 'CANCEL to abort call.signal')
   t.equal(seen.aborted, true, 'CANCEL aborted call.signal')
   c.write(requestFrame(2, 'plain', {}))
   t.same(dec((await c.reply(2))?.payload as Uint8Array), { hello: 'world' })

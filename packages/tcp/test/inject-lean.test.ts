@@ -8,7 +8,7 @@ import triviumTcp from '@trivium/tcp'
 import { FrameType } from '@trivium/wire'
 import Fastify, { type FastifyServerOptions } from 'fastify'
 import t, { type Test } from 'tap'
-import { dec, requestFrame, TcpClient } from './helpers.ts'
+import { dec, requestFrame, TcpClient, until } from './helpers.ts'
 import { bridgeCall, definitionOf, InjectBridge, tcpOverride } from './inject-helpers.ts'
 
 const text = (b: Uint8Array) => Buffer.from(b).toString()
@@ -87,7 +87,7 @@ t.test('the request logger sees method, url and the TCP peer address', async (t)
     new (await import('@trivium/wire')).Cancellation(false),
   )
   t.equal(out.ok, true)
-  await new Promise((r) => setTimeout(r, 5))
+  await until(() => lines.some((l) => l.msg === 'request completed'), 'the access log line')
   const incoming = lines.find((l) => l.msg === 'incoming request') as { req: Record<string, unknown> }
   t.match(incoming?.req, { method: 'GET', url: '/plain', remoteAddress: '10.1.2.3' })
   t.ok(
@@ -156,14 +156,10 @@ t.test(
     t.teardown(() => app.close())
     const c = await TcpClient.open(app.triviumTcp.address()?.port as number)
     t.teardown(() => c.socket.destroy())
-    const until = async (pred: () => boolean) => {
-      const deadline = Date.now() + 20_000
-      while (!pred() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5))
-    }
     c.write(requestFrame(1, 'held', { a: 1 }))
-    await until(() => hook.held === 1)
+    await until(() => hook.held === 1, 'the call to reach the handler')
     c.write(new Uint8Array([0, 0, 0, 5, 0, 0, 0, 1, FrameType.CANCEL]))
-    await until(() => hook.closed === 1)
+    await until(() => hook.closed === 1, 'the hook to see the cancel')
     t.same(hook, { held: 1, closed: 1 }, 'the hook saw the call cancelled')
     c.write(requestFrame(2, 'plain', {}))
     t.same(dec((await c.reply(2))?.payload as Uint8Array), { plain: true })

@@ -7,7 +7,7 @@ import triviumTcp from '@trivium/tcp'
 import { Cancellation } from '@trivium/wire'
 import Fastify from 'fastify'
 import t from 'tap'
-import { TcpClient } from './helpers.ts'
+import { TcpClient, until } from './helpers.ts'
 import { bridgeCall, InjectBridge } from './inject-helpers.ts'
 
 setFlagsFromString('--expose-gc')
@@ -61,7 +61,10 @@ t.test('20 000 lean calls: no listeners, timers or heap left behind', async (t) 
   }
   const heapBefore = await heapAfterGc()
   await run(20_000)
-  await new Promise((r) => setTimeout(r, 20))
+  await until(
+    () => timers() === before.timers && processListeners() === before.listeners,
+    'timers and listeners back to the count before the calls',
+  )
   const heapAfter = await heapAfterGc()
   t.same(
     { timers: timers(), listeners: processListeners(), server: app.server.listenerCount('request') },

@@ -1,6 +1,6 @@
 import { encodeMetadata, encodeTcpFrame, FrameType } from '@trivium/wire'
 import t from 'tap'
-import { buildApp, dec, requestFrame, sleep, TcpClient } from './helpers.ts'
+import { buildApp, dec, requestFrame, sleep, TcpClient, until } from './helpers.ts'
 
 for (const mode of ['direct', 'inject'] as const) {
   t.test(`${mode}: requests, metadata, pipelining, out of order`, async (t) => {
@@ -91,12 +91,12 @@ for (const mode of ['direct', 'inject'] as const) {
     c.write(requestFrame(2, 'count', { n: 1000, ms: 10 }))
     await c.until((fs) => fs.filter((f) => f.requestId === 2).length >= 2)
     c.write(encodeTcpFrame({ type: FrameType.CANCEL, requestId: 2, payload: new Uint8Array() }))
-    await sleep(80)
+    await until(() => probe.finallyRan === 2, 'the finally after CANCEL')
     t.equal(probe.finallyRan, 2, 'cancel ran the finally')
     c.write(requestFrame(3, 'count', { n: 1000, ms: 10 }))
     await c.until((fs) => fs.some((f) => f.requestId === 3))
     c.socket.destroy()
-    await sleep(80)
+    await until(() => probe.finallyRan === 3, 'the finally after the disconnect')
     t.equal(probe.finallyRan, 3, 'disconnect ran the finally')
   })
 }
@@ -273,7 +273,7 @@ t.test('connection caps and idle timeout', async (t) => {
   await a.closed
   await b.closed
   t.ok(a.ended && b.ended, 'idle connections closed')
-  await sleep(20)
+  await until(() => app.triviumTcp.connections === 0, 'the server to count the closes')
   t.equal(app.triviumTcp.connections, 0)
 })
 

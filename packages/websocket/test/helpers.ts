@@ -5,19 +5,42 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import WebSocket from 'ws'
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** Polls `cond` until it holds; the deadline is generous so that a loaded machine only makes it slower. */
+export async function until(cond: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await sleep(5)
+  }
+}
+
+/** Resolves once `read()` has not changed for `quietMs` (e.g. a generator that stopped producing). */
+export async function settled(read: () => number, what: string, quietMs = 300): Promise<number> {
+  let last = read()
+  let since = Date.now()
+  await until(() => {
+    const now = read()
+    if (now !== last) [last, since] = [now, Date.now()]
+    return Date.now() - since >= quietMs
+  }, what)
+  return last
+}
 export const enc = (v: unknown) => new TextEncoder().encode(JSON.stringify(v))
 export const dec = (b: Uint8Array) => JSON.parse(new TextDecoder().decode(b))
 
 export interface Probe {
   finallyRan: number
   produced: number
+  /** `slow` calls started and not yet finished. */
+  slowRunning: number
 }
 
 export async function buildApp(
   wsOptions: TriviumWebSocketOptions = {},
 ): Promise<{ app: FastifyInstance; url: string; probe: Probe }> {
   const app = Fastify({ logger: false })
-  const probe: Probe = { finallyRan: 0, produced: 0 }
+  const probe: Probe = { finallyRan: 0, produced: 0, slowRunning: 0 }
   await app.register(triviumCore)
   // A stand-in for @trivium/auth: token "u<id>" authenticates user <id>, with jti "j<id>".
   app.trivium.use(
@@ -40,7 +63,12 @@ export async function buildApp(
   await app.register(triviumWebSocket, wsOptions)
   app.trivium.endpoint('echo', { method: 'POST', url: '/echo' }, (body) => body)
   app.trivium.endpoint('slow', { method: 'POST', url: '/slow' }, async (body: { ms: number }) => {
-    await sleep(body.ms)
+    probe.slowRunning++
+    try {
+      await sleep(body.ms)
+    } finally {
+      probe.slowRunning--
+    }
     return { slept: body.ms }
   })
   app.trivium.endpoint('whoami', { method: 'GET', url: '/whoami' }, (_b, call) => ({
@@ -140,7 +168,7 @@ export class Client {
   }
 
   /** Waits until `pred` holds over the frames received so far (or the socket closes). */
-  async until(pred: (frames: Frame[]) => boolean, timeoutMs = 3000): Promise<Frame[]> {
+  async until(pred: (frames: Frame[]) => boolean, timeoutMs = 10_000): Promise<Frame[]> {
     const deadline = Date.now() + timeoutMs
     while (!pred(this.frames)) {
       if (this.closeCode !== undefined || Date.now() > deadline) break

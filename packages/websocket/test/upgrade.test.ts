@@ -7,7 +7,7 @@ import triviumCore from '@trivium/core'
 import triviumWebSocket from '@trivium/websocket'
 import Fastify from 'fastify'
 import t from 'tap'
-import { buildApp, Client } from './helpers.ts'
+import { buildApp, Client, sleep, until } from './helpers.ts'
 
 interface RawResponse {
   status: number
@@ -147,10 +147,12 @@ t.test('protocol violations are logged at warn without a stack, at most 10 a min
       socket.on('error', () => resolve())
     })
   }
-  await new Promise((r) => setTimeout(r, 100))
+  const warnings = () => lines.filter((l) => l.msg === 'websocket client error')
+  await until(() => warnings().length >= 10, 'ten warnings')
+  await sleep(100) // a window in which an eleventh line would be written
   const errors = lines.filter((l) => (l.level as number) >= 50)
   t.same(errors, [], 'nothing at error level')
-  const warned = lines.filter((l) => l.msg === 'websocket client error')
+  const warned = warnings()
   t.equal(warned.length, 10, 'bounded: 10 lines for 14 violations')
   for (const line of warned) {
     t.equal(line.level, 40)

@@ -2,7 +2,7 @@ import { CloseCode } from '@trivium/websocket'
 import { FrameType } from '@trivium/wire'
 import t from 'tap'
 import WebSocket from 'ws'
-import { buildApp, Client, dec, sleep } from './helpers.ts'
+import { buildApp, Client, dec, settled, sleep, until } from './helpers.ts'
 
 t.test('request/response, out of order, errors as ERROR frames', async (t) => {
   const { app, url } = await buildApp()
@@ -128,10 +128,12 @@ t.test('CANCEL stops the generator (finally runs) and nothing more is sent for t
   c.request(1, 'count', { n: 1000, ms: 10 })
   await c.until((fs) => fs.filter((f) => f.requestId === 1).length >= 3)
   c.send({ type: FrameType.CANCEL, requestId: 1, payload: new Uint8Array() })
-  await sleep(100)
-  t.equal(probe.finallyRan, 1, 'generator finally ran')
+  await until(() => probe.finallyRan === 1, 'the generator finally')
+  // A round trip: every item sent before the generator stopped has arrived once this reply has.
+  c.request(2, 'echo', {})
+  await c.reply(2)
   const count = c.frames.filter((f) => f.requestId === 1).length
-  await sleep(100)
+  await sleep(100) // a window in which nothing more may come
   t.equal(c.frames.filter((f) => f.requestId === 1).length, count, 'no frames after cancel')
   t.notOk(c.frames.some((f) => f.requestId === 1 && f.type !== FrameType.STREAM_ITEM))
   // the id is free again
@@ -147,10 +149,9 @@ t.test('disconnect stops the generator', async (t) => {
   c.request(1, 'count', { n: 1000, ms: 10 })
   await c.until((fs) => fs.length >= 2)
   c.ws.terminate()
-  await sleep(150)
-  t.equal(probe.finallyRan, 1)
+  await until(() => probe.finallyRan === 1, 'the generator finally')
   const produced = probe.produced
-  await sleep(100)
+  await sleep(100) // a window in which nothing more may be produced
   t.equal(probe.produced, produced, 'nothing produced after the disconnect')
 })
 
@@ -163,14 +164,12 @@ t.test(
     // stop reading at the TCP level
     ;(c.ws as unknown as { _socket: { pause(): void } })._socket.pause()
     c.request(1, 'count', { n: 100_000, size: 16 * 1024 })
-    await sleep(500)
-    const produced = probe.produced
-    t.ok(produced < 2000, `generator paused (produced ${produced} items of 16 KiB)`)
-    await sleep(200)
+    const produced = await settled(() => probe.produced, 'the generator to pause')
+    t.ok(produced > 0 && produced < 2000, `generator paused (produced ${produced} items of 16 KiB)`)
+    await sleep(200) // a window in which nothing more may be produced
     t.equal(probe.produced, produced, 'no progress while the client does not read')
     c.ws.terminate()
-    await sleep(100)
-    t.equal(probe.finallyRan, 1)
+    await until(() => probe.finallyRan === 1, 'the generator finally')
   },
 )
 
@@ -269,7 +268,9 @@ t.test('push: topics, users, closeSessions', async (t) => {
   a.send({ type: FrameType.UNSUBSCRIBE, requestId: 3, topic: 'news', payload: new Uint8Array() })
   await a.reply(3)
   await app.push.toTopic('news', { headline: 'again' })
-  await sleep(50)
+  // A round trip: a push sent to `a` before this reply would have arrived before it.
+  a.request(4, 'echo', {})
+  await a.reply(4)
   t.equal(a.frames.filter((f) => f.type === FrameType.PUSH).length, 1)
 
   t.equal(app.triviumWebSocket.connections, 2)
@@ -358,7 +359,7 @@ t.test('shutdown: GOAWAY, drain unary calls, end streams, close 1001', async (t)
 })
 
 t.test('shutdown completes even when clients reconnect while it drains', async (t) => {
-  const { app, url } = await buildApp()
+  const { app, url, probe } = await buildApp()
   let attempts = 0
   let refused = 0
   let stop = false
@@ -381,11 +382,12 @@ t.test('shutdown completes even when clients reconnect while it drains', async (
     }
   }
   const first = await Client.open(url)
-  first.request(1, 'slow', { ms: 400 }) // keeps the server draining for a while
-  await sleep(20)
+  first.request(1, 'slow', { ms: 1000 }) // keeps the server draining for a while
+  await until(() => probe.slowRunning === 1, 'the slow call to start')
   const closed = app.close()
   const loop = reconnectLoop()
-  const outcome = await Promise.race([closed.then(() => 'closed'), sleep(5000).then(() => 'stuck')])
+  // Only tells a hang from a finish: draining takes ~1 s, however loaded the machine.
+  const outcome = await Promise.race([closed.then(() => 'closed'), sleep(20_000).then(() => 'stuck')])
   stop = true
   await loop
   t.equal(outcome, 'closed', 'app.close() resolves')

@@ -76,9 +76,14 @@ export function parseResponses(data: Buffer): RawResponse[] {
  * server answered once it closed the connection. Rejects when the server keeps it open `closeMs`
  * after our end: a hang.
  */
-export function exchange(port: number, request: HostileRequest, closeMs = 15_000): Promise<RawResponse[]> {
+export function exchange(
+  port: number,
+  request: HostileRequest,
+  closeMs = 15_000,
+  localAddress?: string,
+): Promise<RawResponse[]> {
   return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1')
+    const socket = net.connect({ port, host: '127.0.0.1', localAddress })
     socket.setNoDelay(true)
     const received: Buffer[] = []
     let timer: NodeJS.Timeout | undefined

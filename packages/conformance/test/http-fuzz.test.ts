@@ -7,13 +7,12 @@
 // body, never logs at error for what a client sent, and answers afterwards.
 // Bounded in the suite (HTTP_FUZZ_REQUESTS, default 400); the long run (README "Hostile HTTP and fuzzing"):
 //   HTTP_FUZZ_REQUESTS=1000000 node_modules/.bin/tap -t0 packages/conformance/test/http-fuzz.test.ts
-import net from 'node:net'
 import t from 'tap'
 import { startConformanceServer } from '../dist/server.js'
 import {
   CONTENT_TYPES,
   errorBodyProblem,
-  parseResponses,
+  exchange,
   type RawResponse,
   routesOf,
 } from './hostile-http.ts'
@@ -147,44 +146,19 @@ function request(routes: Route[], token: string): Fuzzed {
 /** Writes the request in its pieces from a rotating 127.0.0.x (1 M connections need more than one
  * address's ephemeral ports), ends or resets, and returns the answers once the server closed. */
 function send(port: number, fuzzed: Fuzzed, n: number): Promise<RawResponse[]> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect({
-      port,
-      host: '127.0.0.1',
-      localAddress: `127.0.${(n >> 8) % 4}.${2 + (n % 250)}`,
-    })
-    socket.setNoDelay(true)
-    const received: Buffer[] = []
-    let timer: NodeJS.Timeout | undefined
-    let closed = false
-    socket.on('data', (c) => received.push(c))
-    socket.on('error', () => {})
-    socket.on('close', () => {
-      closed = true
-      clearTimeout(timer)
-      resolve(parseResponses(Buffer.concat(received)))
-    })
-    socket.once('connect', async () => {
-      let at = 0
-      for (const cut of [...fuzzed.cuts, fuzzed.bytes.length]) {
-        if (socket.destroyed) break
-        if (cut > at) socket.write(fuzzed.bytes.subarray(at, cut))
-        at = cut
-        await new Promise((r) => setImmediate(r))
-      }
-      if (fuzzed.finish === 'reset') socket.resetAndDestroy()
-      else socket.end()
-      if (closed) return
-      timer = setTimeout(() => {
-        socket.destroy()
-        reject(
-          new Error(
-            `the server kept a connection open 15 s after the client's end:\n${fuzzed.bytes.toString('latin1')}`,
-          ),
-        )
-      }, 15_000)
-    })
-  })
+  const parts: Buffer[] = []
+  let at = 0
+  for (const cut of [...fuzzed.cuts, fuzzed.bytes.length]) {
+    if (cut > at) parts.push(fuzzed.bytes.subarray(at, cut))
+    at = Math.max(at, cut)
+  }
+  const name = `the request\n${fuzzed.bytes.toString('latin1')}\n`
+  return exchange(
+    port,
+    { name, parts, finish: fuzzed.finish },
+    15_000,
+    `127.0.${(n >> 8) % 4}.${2 + (n % 250)}`,
+  )
 }
 
 t.test(`HTTP body path fuzz: ${REQUESTS} random requests through a real server`, async (t) => {

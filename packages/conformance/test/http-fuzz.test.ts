@@ -9,13 +9,7 @@
 //   HTTP_FUZZ_REQUESTS=1000000 node_modules/.bin/tap -t0 packages/conformance/test/http-fuzz.test.ts
 import t from 'tap'
 import { startConformanceServer } from '../dist/server.js'
-import {
-  CONTENT_TYPES,
-  errorBodyProblem,
-  exchange,
-  type RawResponse,
-  routesOf,
-} from './hostile-http.ts'
+import { CONTENT_TYPES, errorBodyProblem, exchange, type RawResponse, routesOf } from './hostile-http.ts'
 
 const REQUESTS = Number(process.env.HTTP_FUZZ_REQUESTS ?? 400)
 let seed = Number(process.env.HTTP_FUZZ_SEED ?? 29) >>> 0

@@ -30,6 +30,11 @@ export interface FrameCarrier {
   close(kind: CloseKind, message: string): void
   /** The connection can still send. */
   readonly open: boolean
+  /**
+   * Largest frame (header + body) the carrier accepts; a compressed frame's inflated size is held to it
+   * too (default: @trivium/wire's DEFAULT_MAX_FRAME_BYTES).
+   */
+  readonly maxFrameBytes?: number
   /** Carrier-specific timers (WebSocket liveness pings, TCP partial-frame timeout); called every tick. */
   tick?(now: number): void
 }

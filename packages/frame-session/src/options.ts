@@ -25,6 +25,11 @@ export interface FrameSessionOptions {
    * creates `fastify.push` with it; a later transport given a different bus is refused.
    */
   bus?: PubSubBus
+  /**
+   * Compressed frames (PROTOCOL.md "Compression", the type byte's 0x80 flag): `true` or `{ threshold }`
+   * (bytes, default 1024). Default off: a client's offer is answered with a plain PONG.
+   */
+  compression?: boolean | { threshold?: number }
   /** May a connection subscribe to a topic? Default: any topic. */
   authorizeSubscribe?: (
     topic: string,
@@ -42,6 +47,23 @@ export interface ResolvedFrameSessionOptions {
   shutdownGraceMs: number
   bus: PubSubBus | undefined
   authorizeSubscribe: FrameSessionOptions['authorizeSubscribe']
+  /** Frames with a body of at least this many bytes are sent compressed to a peer that offered; undefined: off. */
+  compressionThreshold: number | undefined
+}
+
+/** Default smallest body sent compressed: below about 1 KiB deflate saves little and costs a call. */
+export const DEFAULT_COMPRESSION_THRESHOLD = 1024
+
+function compressionThreshold(pkg: string, value: unknown): number | undefined {
+  if (value === undefined || value === false) return undefined
+  if (value === true) return DEFAULT_COMPRESSION_THRESHOLD
+  if (typeof value === 'object' && value !== null) {
+    const threshold = (value as { threshold?: unknown }).threshold ?? DEFAULT_COMPRESSION_THRESHOLD
+    if (typeof threshold === 'number' && Number.isInteger(threshold) && threshold >= 0) return threshold
+  }
+  throw new TypeError(
+    `${pkg}: compression must be true, false or { threshold: <bytes, an integer of at least 0> } (got ${JSON.stringify(value)})`,
+  )
 }
 
 /**
@@ -96,5 +118,6 @@ export function resolveFrameSessionOptions(
     shutdownGraceMs,
     bus,
     authorizeSubscribe: options.authorizeSubscribe,
+    compressionThreshold: compressionThreshold(pkg, options.compression),
   }
 }

@@ -2,6 +2,7 @@
 // calls through core's pipeline (or the TCP inject bridge), stream pumping with backpressure, CANCEL,
 // SUBSCRIBE with authorization, push, identity and token expiry, idle timeout and GOAWAY.
 import { channel } from 'node:diagnostics_channel'
+import { deflateRawSync, inflateRawSync } from 'node:zlib'
 import {
   type EndpointDefinition,
   encodePayload,
@@ -29,7 +30,19 @@ import {
   ValidationException,
   type WireFormat,
 } from '@trivium/core'
-import { Cancellation, type Frame, FrameError, FrameErrorCode, FrameType, frameTypeName } from '@trivium/wire'
+import {
+  Cancellation,
+  DEFAULT_MAX_FRAME_BYTES,
+  FRAME_COMPRESSED,
+  type Frame,
+  FrameError,
+  FrameErrorCode,
+  FrameType,
+  frameBody,
+  frameTypeName,
+  type Inflate,
+  inflateFrame,
+} from '@trivium/wire'
 import type { Session, SessionHub } from '@trivium/wire/sessions'
 import type { FastifyBaseLogger } from 'fastify'
 import type { CloseKind, FrameCarrier, RequestParts } from './carrier.js'
@@ -39,6 +52,9 @@ const EMPTY = new Uint8Array(0)
 const ABORTED = Symbol('aborted')
 const noop = (): void => {}
 const textEncoder = new TextEncoder()
+/** Stops at `maxBytes` (zlib throws ERR_BUFFER_TOO_LARGE): a bomb never inflates past the limit. */
+const inflateRaw: Inflate = (body, maxBytes) =>
+  inflateRawSync(body, { maxOutputLength: Math.max(1, maxBytes) })
 /** setTimeout's largest delay; a later expiry re-arms the timer when it fires. */
 const MAX_TIMER_MS = 2 ** 31 - 1
 
@@ -133,6 +149,8 @@ export class FrameSession implements Session {
   #drained: (() => void) | undefined
   /** Set by `close(reason)` while the calls in flight are still being answered. */
   #closing: UnauthorizedException | undefined
+  /** Bodies of at least this many bytes go out compressed: set once the peer offered (PING 0x88). */
+  #compressFrom: number | undefined
   /** The connection's credential (WebSocket: from the upgrade), found when a call asks: one per session. */
   readonly #connectionCredential: () => string | undefined
 
@@ -156,9 +174,11 @@ export class FrameSession implements Session {
   }
 
   /** One decoded frame. Never throws. */
-  receive(frame: Frame): void {
+  receive(received: Frame): void {
     if (this.closed) return
     try {
+      const frame = received.compressed ? this.#inflate(received) : received
+      if (frame === undefined) return
       switch (frame.type) {
         case FrameType.REQUEST:
           this.#onRequest(frame)
@@ -194,6 +214,52 @@ export class FrameSession implements Session {
       this.log.error({ err }, 'frame handler failed')
       this.#end('internal', 'Internal server error')
     }
+  }
+
+  /**
+   * A frame received with the compression flag (PROTOCOL.md "Compression"): the offer (PING) is answered
+   * here; any other is inflated within the carrier's frame limit. Undefined: nothing more to do.
+   */
+  #inflate(frame: Frame): Frame | undefined {
+    const threshold = this.#ctx.options.compressionThreshold
+    if (frame.type === FrameType.PING || frame.type === FrameType.PONG) {
+      if (frame.type === FrameType.PONG) return undefined
+      if (threshold !== undefined) this.#compressFrom = threshold
+      const pong = threshold === undefined ? FrameType.PONG : FrameType.PONG | FRAME_COMPRESSED
+      this.#carrier.sendBody(pong, frame.requestId, EMPTY)
+      return undefined
+    }
+    if (threshold === undefined) {
+      this.#reject(
+        frame.requestId,
+        new ValidationException('Compressed frames are not enabled on this server'),
+        'malformed',
+      )
+      this.#end('protocol', 'Compressed frames are not enabled on this server')
+      return undefined
+    }
+    const max = this.#carrier.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES
+    try {
+      return inflateFrame(frame, inflateRaw, max - 5, max)
+    } catch (err) {
+      this.rejectFrame(err, true)
+      return undefined
+    }
+  }
+
+  /** Sends a frame's body, compressed when the peer offered and the body is over the threshold. */
+  #send(type: number, requestId: number, body: Uint8Array | string): void {
+    const from = this.#compressFrom
+    // A string's UTF-8 form is at most 3 bytes per code unit: shorter ones are never measured.
+    if (from === undefined || body.length * (typeof body === 'string' ? 3 : 1) < from) {
+      this.#carrier.sendBody(type, requestId, body)
+      return
+    }
+    const bytes = typeof body === 'string' ? Buffer.from(body) : body
+    const packed = bytes.length >= from ? deflateRawSync(bytes) : undefined
+    if (packed !== undefined && packed.length < bytes.length)
+      this.#carrier.sendBody(type | FRAME_COMPRESSED, requestId, packed)
+    else this.#carrier.sendBody(type, requestId, bytes)
   }
 
   /**
@@ -245,12 +311,9 @@ export class FrameSession implements Session {
         this.#end('slow_consumer', 'Push backlog over limit')
         return
       }
-      this.#carrier.sendFrame({
-        type: FrameType.PUSH,
-        requestId: 0,
-        topic,
-        payload: textEncoder.encode(json),
-      })
+      const frame = { type: FrameType.PUSH, requestId: 0, topic, payload: textEncoder.encode(json) }
+      if (this.#compressFrom === undefined) this.#carrier.sendFrame(frame)
+      else this.#send(FrameType.PUSH, 0, frameBody(frame))
       publish(pushChannel, { transport: this.protocol, event: 'sent' })
     } catch (err) {
       this.log.error({ err }, 'push failed')
@@ -326,7 +389,7 @@ export class FrameSession implements Session {
     const { error, internal } = normalizeError(err)
     const requestId = `${this.id}:${frameId}`
     if (internal) this.log.error({ err, requestId }, 'unhandled error')
-    this.#carrier.sendBody(FrameType.ERROR, frameId, JSON.stringify(toErrorBody(error, requestId)))
+    this.#send(FrameType.ERROR, frameId, JSON.stringify(toErrorBody(error, requestId)))
   }
 
   #reject(frameId: number, err: TriviumError, reason: FrameRejectReason): void {
@@ -522,8 +585,8 @@ export class FrameSession implements Session {
       )
       if (out.call) this.#learnIdentity(out.call)
       if (entry.aborted || !this.#carrier.open) return
-      if (out.ok) this.#carrier.sendBody(FrameType.RESPONSE, id, out.body)
-      else this.#carrier.sendBody(FrameType.ERROR, id, withRequestId(out.body, requestId))
+      if (out.ok) this.#send(FrameType.RESPONSE, id, out.body)
+      else this.#send(FrameType.ERROR, id, withRequestId(out.body, requestId))
     } catch (err) {
       this.#failed(id, err, entry)
     } finally {
@@ -536,11 +599,7 @@ export class FrameSession implements Session {
     this.#learnIdentity(call)
     if (entry.aborted || !this.#carrier.open) return
     const definition = call.definition
-    this.#carrier.sendBody(
-      FrameType.RESPONSE,
-      id,
-      responseFormat(definition, format).encode(definition.response, result),
-    )
+    this.#send(FrameType.RESPONSE, id, responseFormat(definition, format).encode(definition.response, result))
   }
 
   #failed(id: number, err: unknown, entry: Cancellation): void {
@@ -601,7 +660,7 @@ export class FrameSession implements Session {
           carrier.sendBody(FrameType.STREAM_END, id, EMPTY)
           break
         }
-        carrier.sendBody(FrameType.STREAM_ITEM, id, encodePayload(definition, format, step.value))
+        this.#send(FrameType.STREAM_ITEM, id, encodePayload(definition, format, step.value))
         if (carrier.backlog > this.#ctx.options.highWaterMark) await carrier.drain(signal)
         if (signal.aborted || !carrier.open) break
       }

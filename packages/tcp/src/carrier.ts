@@ -17,6 +17,7 @@ export class TcpCarrier implements FrameCarrier {
   session!: FrameSession
   readonly #socket: Socket
   readonly #reader: TcpFrameReader
+  readonly maxFrameBytes: number
   readonly #partialFrameTimeoutMs: number
   readonly #metadata = new MetadataReader()
   #partialSince = 0
@@ -29,6 +30,7 @@ export class TcpCarrier implements FrameCarrier {
   constructor(socket: Socket, options: { maxFrameBytes: number; partialFrameTimeoutMs: number }) {
     this.#socket = socket
     this.#reader = new TcpFrameReader({ maxFrameBytes: options.maxFrameBytes })
+    this.maxFrameBytes = options.maxFrameBytes
     this.#partialFrameTimeoutMs = options.partialFrameTimeoutMs
   }
 

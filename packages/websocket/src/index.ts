@@ -80,11 +80,17 @@ const triviumWebSocket: FastifyPluginAsync<TriviumWebSocketOptions> = async (
   const upgrades: Upgrades = new WeakMap()
 
   if (fastify.hasDecorator('websocketServer')) {
+    if (options.perMessageDeflate !== false) {
+      throw new TypeError(
+        '@trivium/websocket: perMessageDeflate cannot be applied to the @fastify/websocket the application registered: pass { options: { perMessageDeflate, maxPayload } } to it instead',
+      )
+    }
     // @fastify/websocket registered by the application: its preClose closes clients, so drain first.
     fastify.addHook('preClose', () => server.shutdownAll())
   } else {
     await fastify.register(websocket, {
-      options: { maxPayload: options.maxPayload },
+      // ws bounds the inflated message by maxPayload too (closes 1009 past it).
+      options: { maxPayload: options.maxPayload, perMessageDeflate: options.perMessageDeflate },
       errorHandler: boundedErrorLog(fastify),
       preClose: async function preClose(this: FastifyInstance) {
         // While closing, an upgrade answered 503 on the raw response leaves its socket open, which

@@ -14,6 +14,11 @@ export interface TriviumWebSocketOptions extends FrameSessionOptions {
   path?: string
   /** Largest message (frame) in bytes; larger closes with 1009. Default: core's bodyLimit + 1 KiB. */
   maxPayload?: number
+  /**
+   * permessage-deflate (RFC 7692, done by ws): `true` or `{ threshold }` (bytes; smaller messages go
+   * plain; default 1024). Default off. `maxPayload` bounds the inflated message (1009 past it).
+   */
+  perMessageDeflate?: boolean | { threshold?: number }
   /** Protocol-level ping period (default 30 s); a client that missed the previous pong is terminated. */
   pingIntervalMs?: number
   /** Finds who a connection is at upgrade time (e.g. verify the token with @trivium/auth). */
@@ -33,6 +38,8 @@ export interface ResolvedOptions extends ResolvedFrameSessionOptions {
   path: string
   maxPayload: number
   pingIntervalMs: number
+  /** ws's `perMessageDeflate` option, or false. */
+  perMessageDeflate: false | { threshold: number }
   identify: TriviumWebSocketOptions['identify']
   allowOrigin: TriviumWebSocketOptions['allowOrigin']
 }
@@ -53,12 +60,25 @@ export function resolveOptions(
       throw new TypeError(`${PKG}: ${fn} must be a function`)
     }
   }
+  if ((options as { compression?: unknown }).compression !== undefined) {
+    throw new TypeError(
+      `${PKG}: compression is the TCP frame flag; on WebSocket use perMessageDeflate: true (PROTOCOL.md "Compression")`,
+    )
+  }
   const int = integerOption(PKG)
+  const deflate = options.perMessageDeflate ?? false
+  let perMessageDeflate: ResolvedOptions['perMessageDeflate'] = false
+  if (deflate === true) perMessageDeflate = { threshold: 1024 }
+  else if (typeof deflate === 'object' && deflate !== null)
+    perMessageDeflate = { threshold: int('perMessageDeflate.threshold', deflate.threshold, 1024, 0) }
+  else if (deflate !== false)
+    throw new TypeError(`${PKG}: perMessageDeflate must be true, false or { threshold: <bytes> }`)
   return {
     ...resolveFrameSessionOptions(PKG, options, pluginTimeout),
     path,
     maxPayload: int('maxPayload', options.maxPayload, bodyLimit + 1024),
     pingIntervalMs: int('pingIntervalMs', options.pingIntervalMs, 30_000),
+    perMessageDeflate,
     identify: options.identify,
     allowOrigin: options.allowOrigin,
   }

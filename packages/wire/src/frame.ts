@@ -20,6 +20,11 @@ export type FrameTypeName = keyof typeof FrameType
 export interface Frame {
   type: number
   requestId: number
+  /**
+   * Received with the compression flag (PROTOCOL.md "Compression"): `payload` is the whole body, still
+   * raw DEFLATE; `inflateFrame` turns it into a plain frame. On PING/PONG it is the offer/acceptance.
+   */
+  compressed?: boolean
   /** REQUEST only. */
   endpoint?: string
   /** PUSH, SUBSCRIBE, UNSUBSCRIBE. */
@@ -43,6 +48,9 @@ for (const [name, code] of Object.entries(FrameType)) TYPE_NAMES[code] = name
 export function frameTypeName(type: number): string {
   return TYPE_NAMES[type] ?? `0x${type.toString(16).padStart(2, '0')}`
 }
+
+/** The type byte's high bit: the body is raw DEFLATE (on PING/PONG: the compression offer/acceptance). */
+export const FRAME_COMPRESSED = 0x80
 
 export function isKnownFrameType(type: number): boolean {
   return Number.isInteger(type) && type >= FrameType.REQUEST && type <= FrameType.UNSUBSCRIBE
@@ -168,6 +176,7 @@ export function parseFrameAt(
   start: number,
   end: number,
 ): Frame {
+  if (type >= FRAME_COMPRESSED) return compressedFrameAt(type, requestId, bytes, start, end)
   if (!isKnownFrameType(type)) {
     throw new FrameError(FrameErrorCode.UNKNOWN_TYPE, `Unknown frame type ${frameTypeName(type)}`, requestId)
   }
@@ -201,6 +210,77 @@ export function parseFrameAt(
         throw malformed(`${frameTypeName(type)} has no payload`, requestId)
       return { type, requestId, payload: bytes.subarray(start, end) }
   }
+}
+
+/** A known type with the compression flag; its body is parsed once inflated (`inflateFrame`). */
+function compressedFrameAt(
+  type: number,
+  requestId: number,
+  bytes: Uint8Array,
+  start: number,
+  end: number,
+): Frame {
+  const base = type & ~FRAME_COMPRESSED
+  if (
+    !isKnownFrameType(base) ||
+    ((hasEmptyBody(base) || base === FrameType.GOAWAY) && base !== FrameType.PING && base !== FrameType.PONG)
+  ) {
+    throw new FrameError(FrameErrorCode.UNKNOWN_TYPE, `Unknown frame type ${frameTypeName(type)}`, requestId)
+  }
+  if (needsRequestId(base) && requestId === 0)
+    throw malformed(`${frameTypeName(base)} needs a request id other than 0`, 0)
+  if ((base === FrameType.PING || base === FrameType.PONG) && end > start)
+    throw malformed(`${frameTypeName(base)} has no payload`, requestId)
+  return { type: base, requestId, compressed: true, payload: bytes.subarray(start, end) }
+}
+
+/** Inflates a body: returns at most `maxBytes` bytes, or throws. */
+export type Inflate = (body: Uint8Array, maxBytes: number) => Uint8Array
+
+/**
+ * A received compressed frame as the plain frame it stands for. `maxBodyBytes` bounds the inflated body
+ * (the frame limit minus the 5 header bytes); `inflate` must stop there and throw (zlib's
+ * `maxOutputLength` does). Throws {@link FrameError}: TOO_LARGE over the limit, MALFORMED for bad data.
+ */
+export function inflateFrame(
+  frame: Frame,
+  inflate: Inflate,
+  maxBodyBytes: number,
+  maxFrameBytes: number,
+): Frame {
+  let body: Uint8Array
+  try {
+    body = inflate(frame.payload, maxBodyBytes)
+  } catch (err) {
+    if ((err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE' || err instanceof RangeError) {
+      throw new FrameError(
+        FrameErrorCode.TOO_LARGE,
+        `Frame inflates to more than the limit of ${maxFrameBytes} bytes`,
+        frame.requestId,
+      )
+    }
+    throw malformed('Compressed frame body is not valid deflate data', frame.requestId)
+  }
+  return parseFrameAt(frame.type, frame.requestId, body, 0, body.length)
+}
+
+/** The body of a frame (what follows type and request id) as one array. */
+export function frameBody(frame: Frame): Uint8Array {
+  const [prefix, payload] = frameBodyParts(frame)
+  if (prefix.length === 0) return payload
+  const out = new Uint8Array(prefix.length + payload.length)
+  out.set(prefix)
+  out.set(payload, prefix.length)
+  return out
+}
+
+/** A WebSocket frame from its parts, the type byte as given (the compression flag included). */
+export function encodeWsFrameBody(type: number, requestId: number, body: Uint8Array): Uint8Array {
+  const out = new Uint8Array(5 + body.length)
+  out[0] = type
+  new DataView(out.buffer).setUint32(1, requestId)
+  out.set(body, 5)
+  return out
 }
 
 /** WebSocket frame: `type (1) | request id (4, BE) | body`. */

@@ -9,10 +9,15 @@ export {
   DEFAULT_MAX_FRAME_BYTES,
   decodeWsFrame,
   encodeWsFrame,
+  encodeWsFrameBody,
+  FRAME_COMPRESSED,
   type Frame,
   FrameType,
   type FrameTypeName,
+  frameBody,
   frameTypeName,
+  type Inflate,
+  inflateFrame,
   isKnownFrameType,
   MAX_NAME_BYTES,
 } from './frame.js'
@@ -23,4 +28,10 @@ export {
   toHttpRequest,
 } from './http-mapping.js'
 export { decodeMetadata, encodeMetadata, MAX_METADATA_ENTRIES } from './metadata.js'
-export { encodeTcpFrame, TCP_LENGTH_BYTES, TCP_MIN_LENGTH, TcpFrameReader } from './tcp.js'
+export {
+  encodeTcpFrame,
+  encodeTcpFrameBody,
+  TCP_LENGTH_BYTES,
+  TCP_MIN_LENGTH,
+  TcpFrameReader,
+} from './tcp.js'

@@ -1,6 +1,7 @@
 import { FrameError, FrameErrorCode } from './errors.js'
 import {
   DEFAULT_MAX_FRAME_BYTES,
+  FRAME_COMPRESSED,
   type Frame,
   frameBodyParts,
   frameTypeName,
@@ -24,6 +25,18 @@ export function encodeTcpFrame(frame: Frame): Uint8Array {
   out[8] = frame.type
   out.set(prefix, 9)
   out.set(payload, 9 + prefix.length)
+  return out
+}
+
+/** A TCP frame from its parts, the type byte as given (the compression flag included). */
+export function encodeTcpFrameBody(type: number, requestId: number, body: Uint8Array): Uint8Array {
+  const length = TCP_MIN_LENGTH + body.length
+  const out = new Uint8Array(TCP_LENGTH_BYTES + length)
+  const view = new DataView(out.buffer)
+  view.setUint32(0, length)
+  view.setUint32(4, requestId)
+  out[8] = type
+  out.set(body, 9)
   return out
 }
 
@@ -126,7 +139,8 @@ export class TcpFrameReader {
         requestId,
       )
     }
-    if (type !== undefined && !isKnownFrameType(type)) {
+    // The compression flag's frame is checked when parsed (PROTOCOL.md "Compression").
+    if (type !== undefined && !isKnownFrameType(type & ~FRAME_COMPRESSED)) {
       this.#fail(FrameErrorCode.UNKNOWN_TYPE, `Unknown frame type ${frameTypeName(type)}`, requestId)
     }
   }

@@ -6,6 +6,7 @@ import type { TriviumClient } from './types.js'
 import { WebSocketClient, type WebSocketClientOptions } from './websocket.js'
 
 export * from './errors.js'
+export type { FrameCodec, FrameCompressionOptions } from './frame-compression.js'
 export {
   BINARY_CONTENT_TYPE,
   type FetchLike,

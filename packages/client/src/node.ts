@@ -10,7 +10,7 @@ import type { TriviumClient } from './types.js'
 import { WebSocketClient, type WebSocketClientOptions, type WebSocketConstructor } from './websocket.js'
 
 export * from './index.js'
-export { TcpClient, type TcpClientOptions } from './tcp.js'
+export { TcpClient, type TcpClientOptions, zlibFrameCodec } from './tcp.js'
 
 export interface NodeHttpClientOptions extends HttpClientOptions {
   /** Most connections to the server (undici `connections`; default 10). */

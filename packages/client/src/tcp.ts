@@ -3,12 +3,20 @@
 // REQUEST's metadata (`auth_token`, `format`), PROTOCOL.md "TCP".
 import { connect as netConnect, type Socket } from 'node:net'
 import { type ConnectionOptions, connect as tlsConnect } from 'node:tls'
-import { encodeMetadata, encodeTcpFrame, type Frame, TcpFrameReader } from '@trivium/wire'
+import { deflateRawSync, inflateRawSync } from 'node:zlib'
+import { encodeMetadata, encodeTcpFrame, encodeTcpFrameBody, type Frame, TcpFrameReader } from '@trivium/wire'
 import { checkNonNegative, optionError } from './base.js'
 import { NetworkException } from './errors.js'
+import { type FrameCodec, FrameCompression, type FrameCompressionOptions } from './frame-compression.js'
 import { FrameClient, type FrameClientOptions, type FrameLink, type LinkHandlers } from './frames.js'
 import type { EndpointSpec, PayloadFormat } from './types.js'
 import { DEFAULT_CLIENT_MAX_FRAME_BYTES } from './websocket.js'
+
+/** Raw DEFLATE with node:zlib, synchronous, inflation bounded by `maxOutputLength`. */
+export const zlibFrameCodec: FrameCodec = {
+  deflate: (body) => deflateRawSync(body),
+  inflate: (body, maxBytes) => inflateRawSync(body, { maxOutputLength: Math.max(1, maxBytes) }),
+}
 
 export interface TcpClientOptions extends FrameClientOptions {
   transport: 'tcp'
@@ -24,6 +32,11 @@ export interface TcpClientOptions extends FrameClientOptions {
   tls?: boolean | ConnectionOptions
   /** Largest frame accepted from the server, in bytes (default 16 MiB); a larger one drops the connection. */
   maxFrameBytes?: number
+  /**
+   * Compressed frames (PROTOCOL.md "Compression"): offered on every connection by default (`true`);
+   * `{ threshold }` sets the smallest body sent compressed (default 1024 bytes); `false` never offers.
+   */
+  compression?: boolean | { threshold?: number }
 }
 
 export class TcpClient extends FrameClient {
@@ -36,6 +49,7 @@ export class TcpClient extends FrameClient {
   private readonly keepAliveIntervalMs: number
   private readonly tls: ConnectionOptions | undefined
   private readonly maxFrameBytes: number
+  private readonly compression: FrameCompressionOptions | undefined
 
   constructor(options: TcpClientOptions) {
     super(options)
@@ -57,6 +71,18 @@ export class TcpClient extends FrameClient {
       options.maxFrameBytes,
       DEFAULT_CLIENT_MAX_FRAME_BYTES,
     )
+    const compression = options.compression ?? true
+    if (
+      compression !== false &&
+      compression !== true &&
+      (typeof compression !== 'object' || compression === null)
+    )
+      throw optionError('compression must be true, false or { threshold: <bytes> }')
+    this.compression =
+      compression === false
+        ? undefined
+        : { codec: zlibFrameCodec, ...(compression === true ? {} : { threshold: compression.threshold }) }
+    FrameCompression.check('compression', this.compression)
     if (options.eager) void this.connect().catch(() => {})
   }
 
@@ -97,6 +123,7 @@ export class TcpClient extends FrameClient {
           })
         : netConnect({ host: this.host, port: this.port })
       const reader = new TcpFrameReader({ maxFrameBytes: this.maxFrameBytes })
+      const compression = this.compression && new FrameCompression(this.compression, this.maxFrameBytes)
       let opened = false
       let closed = false
       let closingReason: string | undefined
@@ -116,7 +143,11 @@ export class TcpClient extends FrameClient {
       const link: FrameLink = {
         send(frame: Frame) {
           if (closed || socket.destroyed) throw new Error('the socket is closed')
-          socket.write(encodeTcpFrame(frame))
+          if (compression === undefined) socket.write(encodeTcpFrame(frame))
+          else {
+            const [type, body] = compression.outgoing(frame)
+            socket.write(encodeTcpFrameBody(type, frame.requestId, body))
+          }
         },
         async close(reason: string) {
           if (closed) return
@@ -132,6 +163,8 @@ export class TcpClient extends FrameClient {
         if (timer) clearTimeout(timer)
         socket.setNoDelay(true)
         socket.setKeepAlive(this.keepAlive, this.keepAliveIntervalMs)
+        // The offer goes first; calls do not wait for the answer (frames before it are plain).
+        if (compression) socket.write(encodeTcpFrameBody(...compression.offer))
         resolve(link)
       })
       socket.on('data', (chunk: Buffer) => {
@@ -139,6 +172,7 @@ export class TcpClient extends FrameClient {
         let frames: Frame[]
         try {
           frames = reader.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength))
+          if (compression) frames = frames.map((f) => compression.incoming(f)).filter((f) => f !== undefined)
         } catch (err) {
           handlers.protocolError(err as Error)
           closingReason ??= 'protocol error'

@@ -1,9 +1,10 @@
 // The WebSocket transport: one binary WebSocket message per frame (PROTOCOL.md "WebSocket"). Uses the
 // global WebSocket (browsers, Node >= 22) or the constructor passed as `WebSocket` (the Node entry passes
 // the `ws` package's). The token and the payload format travel in the upgrade URL's query.
-import { decodeWsFrame, encodeMetadata, encodeWsFrame, type Frame } from '@trivium/wire'
+import { decodeWsFrame, encodeMetadata, encodeWsFrame, encodeWsFrameBody, type Frame } from '@trivium/wire'
 import { checkNonNegative, optionError } from './base.js'
 import { NetworkException } from './errors.js'
+import { FrameCompression, type FrameCompressionOptions } from './frame-compression.js'
 import { FrameClient, type FrameClientOptions, type FrameLink, type LinkHandlers } from './frames.js'
 import type { EndpointSpec, PayloadFormat } from './types.js'
 
@@ -36,6 +37,12 @@ export interface WebSocketClientOptions extends FrameClientOptions {
   connectTimeoutMs?: number
   /** Largest frame accepted from the server, in bytes (default 16 MiB); a larger one drops the connection. */
   maxFrameBytes?: number
+  /**
+   * The 0x80 frame flag (PROTOCOL.md "Compression") for carriers without permessage-deflate, such as an
+   * in-memory one: `{ codec }` (`zlibFrameCodec` from `@trivium/client/node`). Not needed on a real
+   * WebSocket: `ws` and browsers negotiate permessage-deflate themselves.
+   */
+  frameCompression?: FrameCompressionOptions
 }
 
 const OPEN = 1
@@ -48,6 +55,7 @@ export class WebSocketClient extends FrameClient {
   private readonly connectTimeoutMs: number
   private readonly maxFrameBytes: number
   private readonly connFormat: PayloadFormat
+  private readonly frameCompression: FrameCompressionOptions | undefined
 
   constructor(options: WebSocketClientOptions) {
     super(options)
@@ -69,6 +77,8 @@ export class WebSocketClient extends FrameClient {
       options.maxFrameBytes,
       DEFAULT_CLIENT_MAX_FRAME_BYTES,
     )
+    FrameCompression.check('frameCompression', options.frameCompression)
+    this.frameCompression = options.frameCompression
     // One format per connection: binary unless asked otherwise or some request model has no binary form.
     const specs = [...new Set(this.endpoints.values())]
     this.connFormat =
@@ -119,6 +129,7 @@ export class WebSocketClient extends FrameClient {
     }
     ws.binaryType = 'arraybuffer'
     const maxFrameBytes = this.maxFrameBytes
+    const compression = this.frameCompression && new FrameCompression(this.frameCompression, maxFrameBytes)
     let closed = false
     let closingReason: string | undefined
     let onClosed: (() => void) | undefined
@@ -134,7 +145,11 @@ export class WebSocketClient extends FrameClient {
     const link: FrameLink = {
       send(frame: Frame) {
         if (closed || ws.readyState !== OPEN) throw new Error('the WebSocket is not open')
-        ws.send(encodeWsFrame(frame))
+        if (compression === undefined) ws.send(encodeWsFrame(frame))
+        else {
+          const [type, body] = compression.outgoing(frame)
+          ws.send(encodeWsFrameBody(type, frame.requestId, body))
+        }
       },
       async close(reason: string) {
         if (!closed) {
@@ -176,6 +191,7 @@ export class WebSocketClient extends FrameClient {
       ws.onopen = () => {
         opened = true
         if (timer) clearTimeout(timer)
+        if (compression) ws.send(encodeWsFrameBody(...compression.offer))
         resolve()
       }
       ws.onerror = (ev) => {
@@ -206,9 +222,11 @@ export class WebSocketClient extends FrameClient {
           void link.close('protocol error')
           return
         }
-        let frame: Frame
+        let frame: Frame | undefined
         try {
           frame = decodeWsFrame(bytes, { maxFrameBytes })
+          if (compression) frame = compression.incoming(frame)
+          if (frame === undefined) return
         } catch (err) {
           handlers.protocolError(err as Error)
           void link.close('protocol error')

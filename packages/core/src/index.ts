@@ -7,6 +7,11 @@ import fp from 'fastify-plugin'
 import { checkSettings, EndpointSettingsError } from './endpoint-settings.js'
 import { INTERNAL_ERROR_MESSAGE, InternalErrorException, NotFoundException } from './errors.js'
 import { FormatRegistry, type WireFormat } from './formats.js'
+import {
+  type HttpCompressionOptions,
+  type ResolvedHttpCompression,
+  resolveHttpCompression,
+} from './http/compression.js'
 import { replyWithError } from './http/error-reply.js'
 import { type ErrorHeaders, frameworkErrorHandler, installFrameworkErrors } from './http/framework-errors.js'
 import { registerHttpRoute } from './http/route.js'
@@ -30,6 +35,7 @@ export { checkEndpointNames, closestEndpointName, closestName } from './endpoint
 export { EndpointSettingsError, enforcedSettings, enforcesSettings } from './endpoint-settings.js'
 export * from './errors.js'
 export * from './formats.js'
+export { HTTP_CODINGS, type HttpCompressionOptions, ZSTD_AVAILABLE } from './http/compression.js'
 export {
   type ErrorHeaders,
   hostMissing,
@@ -63,6 +69,12 @@ export interface TriviumCoreOptions {
   errorHandler?: boolean
   /** Largest request body accepted on endpoint routes, in bytes (default 1 MiB). */
   bodyLimit?: number
+  /**
+   * Compress endpoint responses for clients whose Accept-Encoding accepts it (PROTOCOL.md
+   * "Compression"): `true`, or `{ threshold, encodings }`. Default off. Compressed request bodies are
+   * read whatever this says (the body limit applies to their inflated size).
+   */
+  compression?: boolean | HttpCompressionOptions
 }
 
 export interface Trivium {
@@ -146,7 +158,9 @@ function withPrefix(prefix: string, url: string): string {
   return url === '/' ? prefix : `${prefix}${url}`
 }
 
-function validateOptions(options: TriviumCoreOptions): Required<TriviumCoreOptions> {
+function validateOptions(
+  options: TriviumCoreOptions,
+): Required<Omit<TriviumCoreOptions, 'compression'>> & { compression: ResolvedHttpCompression | undefined } {
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT
   if (!Number.isInteger(bodyLimit) || bodyLimit <= 0) {
     throw new TypeError('@trivium/core: bodyLimit must be a positive integer (bytes)')
@@ -156,7 +170,12 @@ function validateOptions(options: TriviumCoreOptions): Required<TriviumCoreOptio
     throw new TypeError('@trivium/core: notFoundHandler must be a boolean')
   const errorHandler = options.errorHandler ?? true
   if (typeof errorHandler !== 'boolean') throw new TypeError('@trivium/core: errorHandler must be a boolean')
-  return { bodyLimit, notFoundHandler, errorHandler }
+  return {
+    bodyLimit,
+    notFoundHandler,
+    errorHandler,
+    compression: resolveHttpCompression(options.compression),
+  }
 }
 
 // PROTOCOL.md "Decoding rules": one JSON rule on every transport. HTTP bodies go through Fastify's
@@ -180,7 +199,13 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
   const formats = new FormatRegistry()
   const invoker = new Invoker(registry, pipeline)
   const streams = new EventStreams()
-  const routeContext = { pipeline, formats, bodyLimit: options.bodyLimit, streams }
+  const routeContext = {
+    pipeline,
+    formats,
+    bodyLimit: options.bodyLimit,
+    streams,
+    compression: options.compression,
+  }
   const errorHeaders: ErrorHeaders = {}
   // Plain routes with `config.triviumRoute` seen after this plugin, and the guard's definition of each.
   const plainRoutes: { label: string; rules: unknown }[] = []

@@ -14,6 +14,7 @@ import type { Pipeline } from '../middleware.js'
 import type { EndpointDefinition } from '../registry.js'
 import { routeToHandler } from '../router.js'
 import { isThenable } from '../thenable.js'
+import { compressionHook, type ResolvedHttpCompression } from './compression.js'
 import { sendError } from './error-reply.js'
 import { type EventStreams, SHUTDOWN_MESSAGE, sendEventStream } from './sse.js'
 import { strictBody } from './strict-body.js'
@@ -31,6 +32,8 @@ export interface HttpRouteContext {
   formats: FormatRegistry
   bodyLimit: number
   streams: EventStreams
+  /** Response compression (PROTOCOL.md "Compression"); undefined: off. */
+  compression: ResolvedHttpCompression | undefined
 }
 
 /**
@@ -206,6 +209,8 @@ export function registerHttpRoute(
     bodyLimit: definition.config.bodyLimit ?? ctx.bodyLimit,
     errorHandler: sendError,
     preParsing: mapping.hasBody ? strictBody : undefined,
+    // Event streams are not compressed (each event must reach the client as it is written).
+    onSend: ctx.compression && !definition.streaming ? compressionHook(ctx.compression) : undefined,
     handler,
   })
 }

@@ -1,9 +1,11 @@
 // Decoding rules of PROTOCOL.md for HTTP bodies, applied before Fastify's content-type parser:
 //   - `Content-Length: 0` is no body, whatever the Content-Type: the endpoint gets the empty model;
+//   - a body with a Content-Encoding is inflated, the limit applying to the inflated size;
 //   - a JSON body must be valid UTF-8 (Fastify's parser would decode it lossily, storing U+FFFD).
 import { Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest, RequestPayload } from 'fastify'
 import { ValidationException } from '../errors.js'
+import { decodeContent } from './compression.js'
 
 const JSON_TYPE = /^\s*application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i
 
@@ -19,9 +21,8 @@ function abortedError(): Error {
  * is not emitted, as Node's IncomingMessage does: a stream of the request never ends the process.
  */
 export class Utf8CheckedBody extends Readable {
-  /** The bytes read from the request (Fastify compares them with Content-Length and the body limit). */
-  receivedEncodedLength = 0
   readonly #source: RequestPayload
+  #received = 0
   readonly #decoder = new TextDecoder('utf-8', { fatal: true })
   #started = false
   #ended = false
@@ -29,6 +30,15 @@ export class Utf8CheckedBody extends Readable {
   constructor(source: RequestPayload) {
     super()
     this.#source = source
+  }
+
+  /**
+   * The bytes read from the request (Fastify compares them with Content-Length and the body limit): the
+   * source's own count when it inflates a compressed body (its compressed size), else what passed here.
+   */
+  get receivedEncodedLength(): number {
+    const inner = (this.#source as { receivedEncodedLength?: unknown }).receivedEncodedLength
+    return typeof inner === 'number' ? inner : this.#received
   }
 
   override _read(): void {
@@ -50,7 +60,7 @@ export class Utf8CheckedBody extends Readable {
 
   readonly #onData = (chunk: Buffer | string): void => {
     const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk
-    this.receivedEncodedLength += bytes.length
+    this.#received += bytes.length
     try {
       // `stream: true`: a character cut between two chunks is completed by the next one.
       this.#decoder.decode(bytes, { stream: true })
@@ -101,7 +111,9 @@ export async function strictBody(
     delete headers['content-type']
     return payload
   }
+  // PROTOCOL.md "Compression": a Content-Encoding is inflated first, bounded by the body limit.
+  const body = decodeContent(request, payload)
   const type = headers['content-type']
-  if (type === undefined || !JSON_TYPE.test(type)) return payload
-  return new Utf8CheckedBody(payload)
+  if (type === undefined || !JSON_TYPE.test(type)) return body
+  return new Utf8CheckedBody(body)
 }

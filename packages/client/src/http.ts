@@ -32,6 +32,12 @@ export interface HttpClientOptions extends CommonClientOptions {
   fetch?: FetchLike
   /** Passed to fetch as `credentials` in browsers (default: not set). */
   credentials?: 'omit' | 'same-origin' | 'include'
+  /**
+   * Send request bodies of at least `threshold` bytes (default 1024) gzip-compressed, with
+   * `Content-Encoding: gzip` (PROTOCOL.md "Compression"; a Trivium server always reads it). Default off.
+   * Responses need no option: fetch sends Accept-Encoding and inflates what comes back.
+   */
+  compressRequests?: boolean | { threshold?: number }
 }
 
 /** Internals the Node entry adds: extra fetch init (undici dispatcher) and a close hook. */
@@ -47,6 +53,8 @@ export class HttpClient extends BaseClient {
   private readonly fetchFn: FetchLike
   private readonly extraInit: Record<string, unknown>
   private readonly onCloseHook: (() => Promise<void>) | undefined
+  /** Smallest request body sent gzip-compressed; undefined: never. */
+  private readonly compressFrom: number | undefined
   private closed = false
   private readonly active = new Set<AbortController>()
 
@@ -57,6 +65,16 @@ export class HttpClient extends BaseClient {
     }
     this.baseUrl = options.url.replace(/\/+$/, '')
     this.headers = { ...(options.headers ?? {}) }
+    const compress = options.compressRequests ?? false
+    if (compress === true) this.compressFrom = 1024
+    else if (typeof compress === 'object' && compress !== null) {
+      const threshold = compress.threshold ?? 1024
+      if (!Number.isInteger(threshold) || threshold < 0)
+        throw optionError('compressRequests.threshold must be an integer of at least 0 (bytes)')
+      this.compressFrom = threshold
+    } else if (compress !== false) throw optionError('compressRequests must be true, false or { threshold }')
+    if (this.compressFrom !== undefined && typeof CompressionStream !== 'function')
+      throw optionError('compressRequests needs CompressionStream (Node >= 18, current browsers)')
     const f = options.fetch ?? (globalThis.fetch as unknown as FetchLike | undefined)
     if (typeof f !== 'function') throw optionError('no fetch available: pass the fetch option')
     // Browsers refuse `fetch` called as a method of another object ("Illegal invocation"): bind it.
@@ -118,6 +136,14 @@ export class HttpClient extends BaseClient {
       } else {
         headers['content-type'] = JSON_CONTENT_TYPE
         body = JSON.stringify(parts.body)
+      }
+      const from = this.compressFrom
+      if (from !== undefined) {
+        const bytes = typeof body === 'string' ? new TextEncoder().encode(body) : (body as Uint8Array)
+        if (bytes.length >= from) {
+          headers['content-encoding'] = 'gzip'
+          body = (await gzip(bytes)) as unknown as RequestInit['body']
+        }
       }
     }
     return { url: this.baseUrl + parts.url, init: { ...this.extraInit, method: spec.method, headers, body } }
@@ -309,4 +335,10 @@ function errorFromResponse(res: Response, bytes: Uint8Array): TriviumError {
         ? new InternalErrorException(text)
         : new TriviumError(text, 'TRV_HTTP', res.status, 'HttpException')
   }
+}
+
+/** gzip with the platform's CompressionStream (browsers and Node alike). */
+async function gzip(bytes: Uint8Array): Promise<Uint8Array> {
+  const stream = new Blob([bytes]).stream().pipeThrough(new CompressionStream('gzip'))
+  return new Uint8Array(await new Response(stream).arrayBuffer())
 }

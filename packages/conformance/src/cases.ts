@@ -256,3 +256,33 @@ export const unaryCases: UnaryCase[] = [
     expect: { value: { text: 'a😀b', count: 1 } },
   },
 ]
+
+// ---- Compression (issue 34 item 2; PROTOCOL.md "Compression") ----------------------------------------
+// Run by test/compression.test.ts, after the whole table above, against servers with compression on
+// every transport and clients that negotiate it; that runner also checks bytes on the wire.
+
+/** A large, repetitive text (as task lists are): deflate shrinks it well below a tenth. */
+export const COMPRESSIBLE_TEXT = Array.from(
+  { length: 2000 },
+  (_, i) => `task ${i}: write the quarterly report; `,
+).join('')
+
+/** Over the 1 MiB body limit once inflated, a few KiB compressed. */
+export const INFLATES_PAST_LIMIT = 'a'.repeat(2 * 1024 * 1024)
+
+export const compressionCases: UnaryCase[] = [
+  {
+    name: 'compression: a large request and its answer round-trip compressed',
+    endpoint: 'echo',
+    token: 'member',
+    request: { text: COMPRESSIBLE_TEXT, count: 2000 },
+    expect: { value: { text: COMPRESSIBLE_TEXT, count: 2000 } },
+  },
+  {
+    name: 'compression: a body under the threshold or incompressible travels as it is',
+    endpoint: 'echo',
+    token: 'member',
+    request: { text: 'q', count: 1 },
+    expect: { value: { text: 'q', count: 1 } },
+  },
+]

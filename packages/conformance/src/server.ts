@@ -31,6 +31,11 @@ export async function startConformanceServer(options: {
   tcpMode: 'direct' | 'inject'
   /** Registers more transports on the app before it listens (e.g. a test-only one). */
   register?: (app: FastifyInstance) => void | Promise<void>
+  /**
+   * Compression on every transport (PROTOCOL.md "Compression"), threshold 0: whatever deflate makes
+   * smaller goes compressed, so the whole table runs compressed.
+   */
+  compression?: boolean
   /** Where the app's log lines go (JSON, from `level` up); no logging without it. */
   log?: { level: string; stream: { write(line: string): void } }
 }): Promise<ConformanceServer> {
@@ -40,13 +45,18 @@ export async function startConformanceServer(options: {
     logger: options.log ?? false,
     http: { requireHostHeader: false },
   })
-  await app.register(triviumCore)
+  const compress = options.compression === true
+  await app.register(triviumCore, compress ? { compression: { threshold: 0 } } : {})
   await app.register(triviumCodec)
   await app.register(triviumAuth, { secret: SECRET, issuer: ISSUER })
   app.trivium.use(createRbacMiddleware(), { name: 'rbac', after: ['auth'] })
   await app.register(triviumProtections)
-  await app.register(triviumWebSocket)
-  await app.register(triviumTcp, { port: 0, mode: options.tcpMode })
+  await app.register(triviumWebSocket, compress ? { perMessageDeflate: { threshold: 0 } } : {})
+  await app.register(triviumTcp, {
+    port: 0,
+    mode: options.tcpMode,
+    ...(compress ? { compression: { threshold: 0 } } : {}),
+  })
 
   const finished = new Set<string>()
   registerEndpoints(app.trivium, {

@@ -10,7 +10,17 @@ import {
   FrameSession,
   resolveFrameSessionOptions,
 } from '@trivium/frame-session'
-import { decodeMetadata, decodeWsFrame, encodeWsFrame, type Frame } from '@trivium/wire'
+import {
+  DEFAULT_MAX_FRAME_BYTES,
+  decodeMetadata,
+  decodeWsFrame,
+  encodeWsFrame,
+  type Frame,
+} from '@trivium/wire'
+
+/** Bytes the in-memory server delivered to its clients (what would be on a wire). */
+export const memoryWire = { delivered: 0 }
+
 import type { FastifyInstance } from 'fastify'
 
 /** The server end of one in-memory connection. */
@@ -18,6 +28,7 @@ class MemoryCarrier implements FrameCarrier {
   session!: FrameSession
   open = true
   readonly backlog = 0
+  readonly maxFrameBytes = DEFAULT_MAX_FRAME_BYTES
   constructor(private readonly peer: MemoryWebSocket) {}
 
   sendBody(type: number, requestId: number, body: Uint8Array | string): void {
@@ -48,13 +59,26 @@ class MemoryCarrier implements FrameCarrier {
     }
   }
   #deliver(bytes: Uint8Array): void {
+    memoryWire.delivered += bytes.length
     if (this.open) setImmediate(() => this.peer.deliver(bytes))
   }
 }
 
 /** Registers the in-memory transport on `app`; returns the WebSocket-like class clients connect with. */
-export function registerMemoryTransport(app: FastifyInstance): typeof MemoryWebSocket {
-  const server = new FrameServer(app, 'websocket', resolveFrameSessionOptions('memory', {}, 10_000))
+export function registerMemoryTransport(
+  app: FastifyInstance,
+  options: { compression?: boolean } = {},
+): typeof MemoryWebSocket {
+  // Compressed frames (the 0x80 flag) are a rule of @trivium/frame-session: this carrier gets them as is.
+  const server = new FrameServer(
+    app,
+    'websocket',
+    resolveFrameSessionOptions(
+      'memory',
+      options.compression ? { compression: { threshold: 0 } } : {},
+      10_000,
+    ),
+  )
   app.addHook('preClose', () => server.shutdownAll())
   app.addHook('onReady', async () => server.start(1000))
   let counter = 0

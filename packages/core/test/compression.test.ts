@@ -241,11 +241,11 @@ t.test('responses are not compressed without the option; the option is validated
     ['gzip', '@trivium/core: compression must be true, false or { threshold, encodings }'],
   ] as const) {
     const app = Fastify()
-    await t.rejects(app.register(trivium, { compression: value as never }).ready(), { message })
+    await t.rejects(async () => app.register(trivium, { compression: value as never }).ready(), { message })
   }
   if (!ZSTD_AVAILABLE) {
     const app = Fastify()
-    await t.rejects(app.register(trivium, { compression: { encodings: ['zstd'] } }).ready(), {
+    await t.rejects(async () => app.register(trivium, { compression: { encodings: ['zstd'] } }).ready(), {
       message:
         '@trivium/core: compression encodings: "zstd" is not available (this Node offers br, gzip, deflate; zstd needs Node >= 22.15)',
     })

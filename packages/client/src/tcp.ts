@@ -173,6 +173,7 @@ export class TcpClient extends FrameClient {
         try {
           frames = reader.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength))
           if (compression) frames = frames.map((f) => compression.incoming(f)).filter((f) => f !== undefined)
+          else if (frames.some((f) => f.compressed)) throw new Error('a compressed frame, not negotiated')
         } catch (err) {
           handlers.protocolError(err as Error)
           closingReason ??= 'protocol error'

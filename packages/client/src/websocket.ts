@@ -226,6 +226,7 @@ export class WebSocketClient extends FrameClient {
         try {
           frame = decodeWsFrame(bytes, { maxFrameBytes })
           if (compression) frame = compression.incoming(frame)
+          else if (frame.compressed) throw new Error('a compressed frame, not negotiated')
           if (frame === undefined) return
         } catch (err) {
           handlers.protocolError(err as Error)

@@ -3,6 +3,7 @@
 // after them, and every response the server wrote parsed back. Shared by the demo's and the
 // conformance app's sweeps and by the HTTP fuzz run.
 import net, { type AddressInfo } from 'node:net'
+import { gzipSync } from 'node:zlib'
 import type { FastifyInstance } from 'fastify'
 import type { Test } from 'tap'
 
@@ -275,6 +276,35 @@ export function hostileRequests(method: string, path: string, bodyLimit: number)
     [head(method, path, { ...json, 'transfer-encoding': 'chunked' }), chunked([b('{"a":"'), big], false)],
     'reset',
   )
+  // Compressed bodies (PROTOCOL.md "Compression"): the limit holds for the inflated size.
+  const bomb = gzipSync(Buffer.concat([b('{"a":"'), Buffer.alloc(bodyLimit + 70_000, 0x61), b('"}')]))
+  const gz = { ...json, 'content-encoding': 'gzip' }
+  add('gzip inflating past the limit', [
+    head(method, path, { ...gz, 'content-length': String(bomb.length) }),
+    bomb,
+  ])
+  add(
+    'gzip inflating past the limit, chunked, RST',
+    [head(method, path, { ...gz, 'transfer-encoding': 'chunked' }), chunked([bomb], false)],
+    'reset',
+  )
+  const badInside = gzipSync(body)
+  add('gzip of invalid UTF-8', [
+    head(method, path, { ...gz, 'content-length': String(badInside.length) }),
+    badInside,
+  ])
+  add('Content-Encoding: gzip, bytes not gzip', [
+    head(method, path, { ...gz, 'content-length': String(body.length) }),
+    body,
+  ])
+  add('gzip cut short, FIN', [
+    head(method, path, { ...gz, 'content-length': String(badInside.length + 20) }),
+    badInside.subarray(0, 10),
+  ])
+  add('unknown Content-Encoding', [
+    head(method, path, { ...json, 'content-encoding': 'compress', 'content-length': String(body.length) }),
+    body,
+  ])
   return out
 }
 

@@ -3,7 +3,13 @@
 // REQUEST's metadata (`auth_token`, `format`), PROTOCOL.md "TCP".
 import { connect as netConnect, type Socket } from 'node:net'
 import { type ConnectionOptions, connect as tlsConnect } from 'node:tls'
-import { encodeMetadata, encodeTcpFrame, type Frame, TcpFrameReader } from '@trivium/wire'
+import {
+  encodeMetadata,
+  encodeTcpFrame,
+  type Frame,
+  TcpFrameReader,
+  TIMEOUT_METADATA_KEY,
+} from '@trivium/wire'
 import { checkNonNegative, optionError } from './base.js'
 import { NetworkException } from './errors.js'
 import { FrameClient, type FrameClientOptions, type FrameLink, type LinkHandlers } from './frames.js'
@@ -71,9 +77,11 @@ export class TcpClient extends FrameClient {
     request: unknown,
     format: PayloadFormat,
     idempotencyKey?: string,
+    timeout?: string,
   ): Promise<Uint8Array> {
     const metadata: Record<string, string> = { format }
     if (idempotencyKey !== undefined) metadata.idempotency_key = idempotencyKey
+    if (timeout !== undefined) metadata[TIMEOUT_METADATA_KEY] = timeout
     const token = await this.currentToken()
     if (token) metadata.auth_token = token
     const traceparent = this.currentTraceparent()

@@ -8,6 +8,7 @@ import {
   ForbiddenException,
   type FrameRejectReason,
   type HeaderMap,
+  handlerSettled,
   isThenable,
   jsonFormat,
   normalizeError,
@@ -491,7 +492,15 @@ export class FrameSession implements Session {
     } catch (err) {
       this.#failed(id, err, entry)
     } finally {
-      this.#settle(id, entry)
+      const running = handlerSettled(call)
+      if (running === undefined) this.#settle(id, entry)
+      else {
+        // Answered at its deadline: the id is free now, but the handler still counts toward
+        // maxInFlight until it returns (as a cancelled one does).
+        if (this.inFlight.get(id) === entry) this.inFlight.delete(id)
+        entry.abort(new Error('deadline exceeded'))
+        void running.then(() => this.#settle(id, entry))
+      }
     }
   }
 

@@ -1,0 +1,113 @@
+// QueryOptions.signal (PROTOCOL.md "Deadlines"): a call's deadline stops its database work. On real
+// PostgreSQL the running statement is cancelled on the server: `SELECT pg_sleep(10)` stopped by a 200 ms
+// deadline is gone from pg_stat_activity; on PGlite the signal is honoured before and after a statement.
+import { randomBytes } from 'node:crypto'
+import { connectPglite, connectPostgres } from '@trivium/sql'
+import pg from 'pg'
+import t from 'tap'
+import { PG_URL } from './helpers.ts'
+
+/** A 200 ms deadline whose reason is the error the caller gets (as call.signal's TimeoutException). */
+function deadline(ms: number): { signal: AbortSignal; reason: Error } {
+  const controller = new AbortController()
+  const reason = new Error(`Deadline of ${ms} ms exceeded`)
+  const timer = setTimeout(() => controller.abort(reason), ms)
+  controller.signal.addEventListener('abort', () => clearTimeout(timer))
+  return { signal: controller.signal, reason }
+}
+
+async function until(cond: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+  const end = Date.now() + timeoutMs
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 20))
+  }
+}
+
+async function monitor(t: Tap.Test): Promise<pg.Client> {
+  const admin = new pg.Client({ connectionString: PG_URL })
+  await admin.connect()
+  t.teardown(() => admin.end())
+  return admin
+}
+
+/** Rows of pg_stat_activity running a statement that contains `marker`. */
+async function running(admin: pg.Client, marker: string): Promise<number> {
+  const { rows } = await admin.query(
+    `SELECT count(*)::int AS n FROM pg_stat_activity WHERE state = 'active' AND query LIKE $1 AND pid <> pg_backend_pid()`,
+    [`%${marker}%`],
+  )
+  return rows[0].n
+}
+
+for (const pool of ['own', 'caller'] as const) {
+  t.test(
+    `postgres (${pool} pool): a 200 ms deadline cancels SELECT pg_sleep(10) on the server`,
+    async (t) => {
+      const admin = await monitor(t)
+      const callerPool = pool === 'caller' ? new pg.Pool({ connectionString: PG_URL, max: 2 }) : undefined
+      const db = await connectPostgres(
+        callerPool ? { pool: callerPool } : { connectionString: PG_URL, max: 2 },
+      )
+      t.teardown(async () => {
+        await db.close()
+        await callerPool?.end()
+      })
+      const marker = `trivium_cancel_${randomBytes(4).toString('hex')}`
+      const { signal, reason } = deadline(200)
+      const query = db.query(`SELECT pg_sleep(10) AS ${marker}`, [], { signal })
+      await until(async () => (await running(admin, marker)) === 1, 'the statement to run')
+      const err = await query.catch((e) => e)
+      t.equal(err, reason, "the query rejects with the signal's reason")
+      await until(async () => (await running(admin, marker)) === 0, 'the statement to leave pg_stat_activity')
+      t.equal(await running(admin, marker), 0, 'no longer in pg_stat_activity')
+      // The connection is healthy and goes on serving (the pool was not left with a cancelled statement).
+      t.same((await db.query('SELECT 1 AS one')).rows, [{ one: 1 }])
+      t.same((await db.query('SELECT 2 AS two', [], { signal: new AbortController().signal })).rows, [
+        { two: 2 },
+      ])
+    },
+  )
+}
+
+t.test('postgres: a statement inside a transaction is cancelled; the transaction rolls back', async (t) => {
+  const admin = await monitor(t)
+  const schema = `test_${randomBytes(6).toString('hex')}`
+  const db = await connectPostgres({ connectionString: PG_URL, schema, max: 2 })
+  t.teardown(async () => {
+    await db.exec(`DROP SCHEMA "${schema}" CASCADE`)
+    await db.close()
+  })
+  await db.exec('CREATE TABLE items (id int)')
+  const marker = `trivium_tx_${randomBytes(4).toString('hex')}`
+  const { signal, reason } = deadline(200)
+  const err = await db
+    .transaction(async (tx) => {
+      await tx.query('INSERT INTO items VALUES (1)')
+      await tx.query(`SELECT pg_sleep(10) AS ${marker}`, [], { signal })
+    })
+    .catch((e) => e)
+  t.equal(err, reason)
+  t.equal(await running(admin, marker), 0)
+  t.same((await db.query('SELECT count(*)::int AS n FROM items')).rows, [{ n: 0 }], 'rolled back')
+})
+
+t.test('an already aborted signal runs nothing; an unaborted one changes nothing', async (t) => {
+  const db = await connectPostgres({ connectionString: PG_URL, max: 1 })
+  const lite = await connectPglite()
+  t.teardown(async () => {
+    await db.close()
+    await lite.close()
+  })
+  const reason = new Error('gone')
+  for (const client of [db, lite]) {
+    await t.rejects(
+      client.query('SELECT 1', [], { signal: AbortSignal.abort(reason) }),
+      reason,
+      client.dialect,
+    )
+    t.same((await client.query('SELECT 1 AS one', [], { signal: new AbortController().signal })).rows, [
+      { one: 1 },
+    ])
+  }
+})

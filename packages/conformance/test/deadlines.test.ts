@@ -4,7 +4,12 @@
 // call.deadline, streams bounded as a whole. Raw, over real sockets: the exact 504 body and the hostile
 // values (0, 2^31, 2^53, …) refused with the 400 naming the header or the metadata entry.
 import { connect } from 'node:net'
-import { createClient, type TriviumClient, type WebSocketConstructor } from '@trivium/client/node'
+import {
+  createClient,
+  type EndpointSpec,
+  type TriviumClient,
+  type WebSocketConstructor,
+} from '@trivium/client/node'
 import { type ConformanceServer, startConformanceServer } from '@trivium/conformance'
 import { jsonSchemaModel, type TriviumCall } from '@trivium/core'
 import {
@@ -17,7 +22,7 @@ import {
   TcpFrameReader,
 } from '@trivium/wire'
 import type { FastifyInstance } from 'fastify'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import WebSocket from 'ws'
 import { type MemoryWebSocket, registerMemoryTransport } from './memory-transport.ts'
 import { rawApp, until } from './raw-frames.ts'
@@ -37,20 +42,24 @@ const Tick = jsonSchemaModel<{ i: number }>('Tick', {
   properties: { i: { type: 'integer' } },
 })
 
-const spec = <Req, Res>(name: string, url: string, request: unknown, response: unknown, streaming = false) =>
-  ({ name, method: 'GET' as const, url, request, response, streaming }) as never as {
-    name: string
-    method: 'GET'
-    url: string
-    request: typeof RunId
-    response: Res
-    streaming: boolean
-  } & { _req?: Req }
-const stuck = spec('deadline.stuck', '/deadline/stuck', RunId, Done)
-const serverStuck = spec('deadline.serverStuck', '/deadline/server-stuck', RunId, Done)
-const left = spec('deadline.left', '/deadline/left', RunId, Left)
-const ticks = spec('deadline.ticks', '/deadline/ticks', RunId, Tick, true)
-const serverTicks = spec('deadline.serverTicks', '/deadline/server-ticks', RunId, Tick, true)
+const spec = (
+  name: string,
+  url: string,
+  response: EndpointSpec['response'],
+  streaming = false,
+): EndpointSpec => ({
+  name,
+  method: 'GET',
+  url,
+  request: RunId as EndpointSpec['request'],
+  response,
+  streaming,
+})
+const stuck = spec('deadline.stuck', '/deadline/stuck', Done)
+const serverStuck = spec('deadline.serverStuck', '/deadline/server-stuck', Done)
+const left = spec('deadline.left', '/deadline/left', Left)
+const ticks = spec('deadline.ticks', '/deadline/ticks', Tick, true)
+const serverTicks = spec('deadline.serverTicks', '/deadline/server-ticks', Tick, true)
 const endpoints = { stuck, serverStuck, left, ticks, serverTicks }
 
 const INVALID_HEADER =
@@ -70,7 +79,7 @@ let nextRun = 0
 const runId = () => `run-${++nextRun}`
 
 /** Ignores its signal until it aborts, then keeps running a little: the answer must not wait for it. */
-async function stuckHandler(req: { runId: string }, call: TriviumCall) {
+async function stuckHandler(req: { runId: string }, call: TriviumCall<{ runId: string }>) {
   const record: Seen = { deadline: call.deadline }
   seen.set(req.runId, record)
   await new Promise((resolve) => call.signal.addEventListener('abort', resolve, { once: true }))
@@ -78,7 +87,7 @@ async function stuckHandler(req: { runId: string }, call: TriviumCall) {
   await new Promise((r) => setTimeout(r, 50))
   return {}
 }
-async function* ticking(req: { runId: string }, call: TriviumCall) {
+async function* ticking(req: { runId: string }, call: TriviumCall<{ runId: string }>) {
   const record: Seen = { deadline: call.deadline }
   seen.set(req.runId, record)
   call.signal.addEventListener('abort', () => {
@@ -136,7 +145,7 @@ t.teardown(async () => {
 type Target = 'http' | 'websocket' | 'tcp-direct' | 'tcp-inject' | 'memory'
 const TARGETS: Target[] = ['http', 'websocket', 'tcp-direct', 'tcp-inject', 'memory']
 
-async function clientFor(t: Tap.Test, target: Target): Promise<TriviumClient> {
+async function clientFor(t: Test, target: Target): Promise<TriviumClient> {
   const { server, memory } = await serverFor(target === 'tcp-inject' ? 'inject' : 'direct')
   const common = { endpoints, format: 'json' as const, reconnectAttempts: 0 }
   const client =
@@ -214,7 +223,9 @@ async function rawCall(
       ws.terminate()
     }
   }
-  const socket = new memory('ws://memory/?format=json&metadata=1')
+  const socket = new (memory as unknown as new (url: string) => MemoryWebSocket)(
+    'ws://memory/?format=json&metadata=1',
+  )
   socket.onmessage = (ev) => frames.push(decodeWsFrame(new Uint8Array(ev.data as ArrayBuffer)))
   await until(() => socket.readyState === 1, 'the memory connection')
   socket.send(bytes)

@@ -71,26 +71,42 @@ export class CallDeadline {
    */
   run(call: object, result: unknown, streaming: boolean): unknown {
     if (!streaming && !isThenable(result)) return result
+    const wait = Math.max(0, this.at - performance.now())
+    if (!streaming) {
+      // One promise and one timer per call (no race, no extra handlers): the cheapest bounded await.
+      const pending = result as PromiseLike<unknown>
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          // The handler runs on: frame transports keep counting it (handlerSettled) until it returns.
+          stillRunning.set(
+            call,
+            new Promise<void>((done) =>
+              pending.then(
+                () => done(),
+                () => done(),
+              ),
+            ),
+          )
+          reject(this.#expire())
+        }, wait)
+        pending.then(
+          (value) => {
+            clearTimeout(timer)
+            resolve(value)
+          },
+          (err) => {
+            clearTimeout(timer)
+            reject(err)
+          },
+        )
+      })
+    }
     let timer: ReturnType<typeof setTimeout> | undefined
     const expired = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(this.#expire()), Math.max(0, this.at - performance.now()))
+      timer = setTimeout(() => reject(this.#expire()), wait)
     })
     expired.catch(noop)
     const stop = (): void => clearTimeout(timer)
-    if (!streaming) {
-      const handler = Promise.resolve(result).then(noop, noop)
-      return Promise.race([result, expired]).then(
-        (value) => {
-          stop()
-          return value
-        },
-        (err) => {
-          stop()
-          if (err === this.#error) stillRunning.set(call, handler)
-          throw err
-        },
-      )
-    }
     if (isThenable(result)) {
       return Promise.race([result, expired]).then(
         (items) => bounded(items as AsyncIterable<unknown>, expired, stop),

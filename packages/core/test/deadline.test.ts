@@ -4,7 +4,7 @@
 import { once } from 'node:events'
 import trivium, { type TriviumCall } from '@trivium/core'
 import Fastify from 'fastify'
-import t from 'tap'
+import t, { type Test } from 'tap'
 
 const INVALID_HEADER =
   'Invalid Trivium-Timeout-Ms header: must be a positive integer number of milliseconds, at most 2147483647'
@@ -21,7 +21,7 @@ function timeoutBody(ms: number, requestId: string) {
   }
 }
 
-async function app(t: Tap.Test) {
+async function app(t: Test) {
   const fastify = Fastify()
   await fastify.register(trivium)
   const seen: { middleware?: number | undefined; handler?: number | undefined; reason?: unknown } = {}

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto'
 import { connectPglite, connectPostgres } from '@trivium/sql'
 import pg from 'pg'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { PG_URL } from './helpers.ts'
 
 /** A 200 ms deadline whose reason is the error the caller gets (as call.signal's TimeoutException). */
@@ -24,7 +24,7 @@ async function until(cond: () => Promise<boolean>, what: string, timeoutMs = 10_
   }
 }
 
-async function monitor(t: Tap.Test): Promise<pg.Client> {
+async function monitor(t: Test): Promise<pg.Client> {
   const admin = new pg.Client({ connectionString: PG_URL })
   await admin.connect()
   t.teardown(() => admin.end())

@@ -23,7 +23,11 @@ export interface EndpointOptions<Req = any, Res = any> extends TriviumEndpointCo
   response?: Model<Res>
   /** HTTP status of a success (default 200; use 201 for a create). */
   status?: number
-  /** Deadline for the handler in ms: its AbortSignal fires when it passes. */
+  /**
+   * Deadline of every call in ms (1 … MAX_TIMEOUT_MS), or the client's timeout when that is earlier
+   * (PROTOCOL.md "Deadlines"): when it passes `call.signal` aborts and the call is answered
+   * TimeoutException (504); a stream ends with it.
+   */
   timeoutMs?: number
   /** One-line description for docs and OpenAPI. */
   summary?: string

@@ -350,57 +350,62 @@ for (const target of TARGETS) {
   })
 }
 
-t.test('a call answered at its deadline counts toward maxInFlight until its handler returns', async (t) => {
-  let release!: () => void
-  let returned = false
-  const held = new Promise<void>((resolve) => {
-    release = resolve
-  })
-  const server = await rawApp({
-    tcp: { maxInFlight: 1 },
-    setup: (app) => {
-      // Ignores its signal: runs on after the deadline's answer until the test releases it.
-      app.trivium.endpoint('held', { method: 'GET', url: '/held' }, async () => {
-        await held
-        returned = true
-        return {}
+for (const mode of ['direct', 'inject'] as const) {
+  t.test(
+    `TCP ${mode}: a call answered at its deadline counts toward maxInFlight until its handler returns`,
+    async (t) => {
+      let release!: () => void
+      let returned = false
+      const held = new Promise<void>((resolve) => {
+        release = resolve
       })
+      const server = await rawApp({
+        tcp: { maxInFlight: 1, mode },
+        setup: (app) => {
+          // Ignores its signal: runs on after the deadline's answer until the test releases it.
+          app.trivium.endpoint('held', { method: 'GET', url: '/held' }, async () => {
+            await held
+            returned = true
+            return {}
+          })
+        },
+      })
+      t.teardown(() => server.app.close())
+      const socket = connect(server.tcpPort, '127.0.0.1')
+      socket.on('error', () => {})
+      t.teardown(() => socket.destroy())
+      const reader = new TcpFrameReader({ maxFrameBytes: 1 << 20 })
+      const frames: Frame[] = []
+      socket.on('data', (chunk) => frames.push(...reader.push(chunk)))
+      const send = (id: number, endpoint: string, meta: Record<string, string>) =>
+        socket.write(
+          encodeTcpFrame({
+            type: FrameType.REQUEST,
+            requestId: id,
+            endpoint,
+            payload: encodeMetadata({ format: 'json', ...meta }),
+          }),
+        )
+      const body = (id: number) => {
+        const f = frames.find((x) => x.requestId === id) as Frame
+        return { type: f.type, ...JSON.parse(new TextDecoder().decode(f.payload)) }
+      }
+      send(1, 'held', { timeout_ms: '50' })
+      await until(() => frames.some((f) => f.requestId === 1), 'the deadline answer')
+      t.match(body(1), { type: FrameType.ERROR, code: 'TRV_TIMEOUT', message: 'Deadline of 50 ms exceeded' })
+      send(2, 'echo', {})
+      await until(() => frames.some((f) => f.requestId === 2), 'the second answer')
+      t.match(body(2), {
+        type: FrameType.ERROR,
+        code: 'TRV_RATE_LIMITED',
+        message: 'Too many requests in flight on this connection (limit 1)',
+      })
+      release()
+      await until(() => returned, 'the held handler to return')
+      // The slot is free again once the handler returned (the first call's id was free at once: reused here).
+      send(1, 'echo', {})
+      await until(() => frames.some((f) => f.requestId === 1 && f.type === FrameType.RESPONSE), 'admission')
+      t.pass('admitted after the handler returned')
     },
-  })
-  t.teardown(() => server.app.close())
-  const socket = connect(server.tcpPort, '127.0.0.1')
-  socket.on('error', () => {})
-  t.teardown(() => socket.destroy())
-  const reader = new TcpFrameReader({ maxFrameBytes: 1 << 20 })
-  const frames: Frame[] = []
-  socket.on('data', (chunk) => frames.push(...reader.push(chunk)))
-  const send = (id: number, endpoint: string, meta: Record<string, string>) =>
-    socket.write(
-      encodeTcpFrame({
-        type: FrameType.REQUEST,
-        requestId: id,
-        endpoint,
-        payload: encodeMetadata({ format: 'json', ...meta }),
-      }),
-    )
-  const body = (id: number) => {
-    const f = frames.find((x) => x.requestId === id) as Frame
-    return { type: f.type, ...JSON.parse(new TextDecoder().decode(f.payload)) }
-  }
-  send(1, 'held', { timeout_ms: '50' })
-  await until(() => frames.some((f) => f.requestId === 1), 'the deadline answer')
-  t.match(body(1), { type: FrameType.ERROR, code: 'TRV_TIMEOUT', message: 'Deadline of 50 ms exceeded' })
-  send(2, 'echo', {})
-  await until(() => frames.some((f) => f.requestId === 2), 'the second answer')
-  t.match(body(2), {
-    type: FrameType.ERROR,
-    code: 'TRV_RATE_LIMITED',
-    message: 'Too many requests in flight on this connection (limit 1)',
-  })
-  release()
-  await until(() => returned, 'the held handler to return')
-  // The slot is free again once the handler returned (the first call's id was free at once: reused here).
-  send(1, 'echo', {})
-  await until(() => frames.some((f) => f.requestId === 1 && f.type === FrameType.RESPONSE), 'admission')
-  t.pass('admitted after the handler returned')
-})
+  )
+}

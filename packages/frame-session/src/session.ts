@@ -492,15 +492,7 @@ export class FrameSession implements Session {
     } catch (err) {
       this.#failed(id, err, entry)
     } finally {
-      const running = handlerSettled(call)
-      if (running === undefined) this.#settle(id, entry)
-      else {
-        // Answered at its deadline: the id is free now, but the handler still counts toward
-        // maxInFlight until it returns (as a cancelled one does).
-        if (this.inFlight.get(id) === entry) this.inFlight.delete(id)
-        entry.abort(new Error('deadline exceeded'))
-        void running.then(() => this.#settle(id, entry))
-      }
+      this.#release(id, entry, call)
     }
   }
 
@@ -520,6 +512,7 @@ export class FrameSession implements Session {
       connection: this.state,
     }
     if (metadata !== undefined) override.metadata = metadata
+    let answered: TriviumCall | undefined
     try {
       const out = await this.#ctx.bridge!.call(
         definition,
@@ -529,6 +522,7 @@ export class FrameSession implements Session {
         override,
         entry,
       )
+      answered = out.call
       if (out.call) this.#learnIdentity(out.call)
       if (entry.aborted || !this.#carrier.open) return
       if (out.ok) this.#carrier.sendBody(FrameType.RESPONSE, id, out.body)
@@ -536,7 +530,7 @@ export class FrameSession implements Session {
     } catch (err) {
       this.#failed(id, err, entry)
     } finally {
-      this.#settle(id, entry)
+      this.#release(id, entry, answered)
     }
   }
 
@@ -555,6 +549,21 @@ export class FrameSession implements Session {
   #failed(id: number, err: unknown, entry: Cancellation): void {
     if (!entry.aborted) this.sendError(id, err)
     else if (entry.reason === this.#ctx.shutdownError) this.sendError(id, entry.reason)
+  }
+
+  /**
+   * A call is answered: settled now, or — answered at its deadline while its handler runs on — its id is
+   * free now and it counts toward maxInFlight until the handler returns (as a cancelled one does).
+   */
+  #release(id: number, entry: Cancellation, call: TriviumCall | undefined): void {
+    const running = call === undefined ? undefined : handlerSettled(call)
+    if (running === undefined) {
+      this.#settle(id, entry)
+      return
+    }
+    if (this.inFlight.get(id) === entry) this.inFlight.delete(id)
+    entry.abort(new Error('deadline exceeded'))
+    void running.then(() => this.#settle(id, entry))
   }
 
   /** A call is over: its id is free again, and a drain waiting for the last call is told. */

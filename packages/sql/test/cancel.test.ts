@@ -7,13 +7,24 @@ import pg from 'pg'
 import t, { type Test } from 'tap'
 import { PG_URL } from './helpers.ts'
 
-/** A 200 ms deadline whose reason is the error the caller gets (as call.signal's TimeoutException). */
-function deadline(ms: number): { signal: AbortSignal; reason: Error } {
+/**
+ * A deadline whose reason is the error the caller gets (as call.signal's TimeoutException). It fires
+ * `ms` after it is made, but never before `started()` holds: on a loaded machine the statement may not
+ * have reached the server in 200 ms, and a signal aborted before the statement is sent proves nothing
+ * about cancelling one that runs.
+ */
+function deadline(
+  ms: number,
+  started: () => Promise<boolean>,
+): { signal: AbortSignal; reason: Error; fired: Promise<void> } {
   const controller = new AbortController()
   const reason = new Error(`Deadline of ${ms} ms exceeded`)
-  const timer = setTimeout(() => controller.abort(reason), ms)
-  controller.signal.addEventListener('abort', () => clearTimeout(timer))
-  return { signal: controller.signal, reason }
+  const fired = (async () => {
+    await new Promise((r) => setTimeout(r, ms))
+    await until(started, 'the statement to run')
+    controller.abort(reason)
+  })()
+  return { signal: controller.signal, reason, fired }
 }
 
 async function until(cond: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
@@ -54,13 +65,18 @@ for (const pool of ['own', 'caller'] as const) {
         await callerPool?.end()
       })
       const marker = `trivium_cancel_${randomBytes(4).toString('hex')}`
-      const { signal, reason } = deadline(200)
+      const { signal, reason, fired } = deadline(200, async () => (await running(admin, marker)) === 1)
       const query = db.query(`SELECT pg_sleep(10) AS ${marker}`, [], { signal })
-      await until(async () => (await running(admin, marker)) === 1, 'the statement to run')
-      const err = await query.catch((e) => e)
-      t.equal(err, reason, "the query rejects with the signal's reason")
-      await until(async () => (await running(admin, marker)) === 0, 'the statement to leave pg_stat_activity')
+      query.catch(() => {})
+      await fired
+      // Gone long before its 10 s (5 s is the bound: a statement left running would still be there).
+      await until(
+        async () => (await running(admin, marker)) === 0,
+        'the statement to leave pg_stat_activity',
+        5000,
+      )
       t.equal(await running(admin, marker), 0, 'no longer in pg_stat_activity')
+      t.equal(await query.catch((e) => e), reason, "the query rejects with the signal's reason")
       // The connection is healthy and goes on serving (the pool was not left with a cancelled statement).
       t.same((await db.query('SELECT 1 AS one')).rows, [{ one: 1 }])
       t.same((await db.query('SELECT 2 AS two', [], { signal: new AbortController().signal })).rows, [
@@ -80,15 +96,15 @@ t.test('postgres: a statement inside a transaction is cancelled; the transaction
   })
   await db.exec('CREATE TABLE items (id int)')
   const marker = `trivium_tx_${randomBytes(4).toString('hex')}`
-  const { signal, reason } = deadline(200)
-  const err = await db
-    .transaction(async (tx) => {
-      await tx.query('INSERT INTO items VALUES (1)')
-      await tx.query(`SELECT pg_sleep(10) AS ${marker}`, [], { signal })
-    })
-    .catch((e) => e)
-  t.equal(err, reason)
-  t.equal(await running(admin, marker), 0)
+  const { signal, reason, fired } = deadline(200, async () => (await running(admin, marker)) === 1)
+  const transaction = db.transaction(async (tx) => {
+    await tx.query('INSERT INTO items VALUES (1)')
+    await tx.query(`SELECT pg_sleep(10) AS ${marker}`, [], { signal })
+  })
+  transaction.catch(() => {})
+  await fired
+  await until(async () => (await running(admin, marker)) === 0, 'the statement to be cancelled', 5000)
+  t.equal(await transaction.catch((e) => e), reason)
   t.same((await db.query('SELECT count(*)::int AS n FROM items')).rows, [{ n: 0 }], 'rolled back')
 })
 

@@ -7,7 +7,7 @@
 import { createServer } from 'node:http'
 import { Duplex } from 'node:stream'
 
-// usage: case.mjs <bare|ceiling|core|public|secure> [requests per round]
+// usage: case.mjs <bare|ceiling|core|deadline|async|async-deadline|public|secure> [requests per round]
 const which = process.argv[2]
 const N = Number(process.argv[3] ?? 200_000)
 const IN_FLIGHT = 50
@@ -27,15 +27,20 @@ if (which === 'bare' || which === 'ceiling') {
   }
   app.get('/hello', async () => ({ hello: 'world' }))
   path = '/hello'
-} else if (which === 'core') {
-  // bench/core/server.mjs's endpoint: @trivium/core alone.
+} else if (which === 'core' || which === 'deadline' || which === 'async' || which === 'async-deadline') {
+  // bench/core/server.mjs's endpoint: @trivium/core alone. `deadline`: the same call carrying a client
+  // timeout (PROTOCOL.md "Deadlines"); `async`: an endpoint whose handler returns a promise (a deadline
+  // then arms its timer and races it), with and without the timeout.
   const { default: trivium, triviumFactoryOptions } = await import('@trivium/core')
   const { default: Fastify } = await import('fastify')
-  const { registerEndpoints } = await import('../stack/endpoints.mjs')
   app = Fastify({ ...triviumFactoryOptions(), logger: false })
   await app.register(trivium)
-  registerEndpoints(app)
-  path = '/public'
+  // Only the public endpoint of ../stack/endpoints.mjs: its `secure.hello` declares permissions, which
+  // core alone refuses to serve unenforced (no @trivium/rbac here).
+  app.trivium.endpoint('public.hello', { method: 'GET', url: '/public' }, () => ({ hello: 'world' }))
+  app.trivium.endpoint('async.hello', { method: 'GET', url: '/async' }, async () => ({ hello: 'world' }))
+  path = which.startsWith('async') ? '/async' : '/public'
+  if (which.endsWith('deadline')) headers['trivium-timeout-ms'] = '30000'
 } else {
   // bench/stack/server.mjs's app.
   const { createStackApp, issueBenchToken } = await import('../stack/app.mjs')

@@ -17,6 +17,9 @@ const cases = [
   ['bare', 'bare fastify'],
   ['ceiling', 'bare fastify + spec headers (ceiling)'],
   ['core', 'trivium endpoint, no middleware'],
+  ['deadline', 'the same + Trivium-Timeout-Ms'],
+  ['async', 'trivium endpoint, async handler'],
+  ['async-deadline', 'the same + Trivium-Timeout-Ms'],
   ['public', 'full stack, public'],
   ['secure', 'full stack, auth + permission'],
 ]
@@ -49,6 +52,10 @@ for (const [k, name] of cases) {
     `${name.padEnd(40)} ${m[k].toFixed(2).padStart(7)} ${(m.bare / m[k] || 0).toFixed(2).padStart(8)} ${(m.ceiling / m[k] || 0).toFixed(2).padStart(11)}  ${samples[k].map((x) => x.toFixed(2)).join(' ')}`,
   )
 }
+if (m.deadline && m.core)
+  console.log(
+    `\nDeadline per call (PROTOCOL.md "Deadlines"): sync handler ${(m.deadline / m.core).toFixed(3)}x (+${(m.deadline - m.core).toFixed(2)} µs), async handler (timer + race) ${(m['async-deadline'] / m.async).toFixed(3)}x (+${(m['async-deadline'] - m.async).toFixed(2)} µs)`,
+  )
 console.log(
   `\nTrivium's own JavaScript over the ceiling: public ${(m.public - m.ceiling).toFixed(2)} µs, auth + permission ${(m.secure - m.ceiling).toFixed(2)} µs per request; endpoint over bare ${(m.core - m.bare).toFixed(2)} µs`,
 )

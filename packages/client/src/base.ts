@@ -1,5 +1,7 @@
 // What every transport shares: the endpoint table, events and state, the token provider with
 // refresh-and-retry-once, per-call deadlines and abort signals.
+
+import { MAX_TIMEOUT_MS } from '@trivium/wire'
 import {
   ConflictException,
   NetworkException,
@@ -51,6 +53,15 @@ function retryable(error: unknown): boolean {
 
 export function optionError(message: string): TypeError {
   return new TypeError(`@trivium/client: ${message}`)
+}
+
+/**
+ * The timeout a request carries (PROTOCOL.md "Deadlines"): the ms left until `deadlineAt` (Date.now()
+ * time), at least 1 and at most MAX_TIMEOUT_MS; undefined without a deadline.
+ */
+export function timeoutToSend(deadlineAt: number | undefined): string | undefined {
+  if (deadlineAt === undefined) return undefined
+  return String(Math.min(MAX_TIMEOUT_MS, Math.max(1, Math.ceil(deadlineAt - Date.now()))))
 }
 
 export function checkNonNegative(name: string, value: number | undefined, fallback: number): number {
@@ -232,8 +243,13 @@ export abstract class BaseClient implements TriviumClient {
     const timeoutMs = checkNonNegative('timeoutMs', options.timeoutMs, this.timeoutMs)
     // One key per logical call, the same on every attempt (a refresh retry or a retry below).
     const key = options.idempotencyKey ?? (spec.method === 'POST' ? newIdempotencyKey() : undefined)
-    const attempt = () =>
-      withDeadline(spec, timeoutMs, options.signal, (signal) => this.doCall(spec, request, signal, key))
+    // Each attempt has its own deadline, sent with it so that the server stops at the same moment.
+    const attempt = () => {
+      const deadlineAt = timeoutMs > 0 ? Date.now() + timeoutMs : undefined
+      return withDeadline(spec, timeoutMs, options.signal, (signal) =>
+        this.doCall(spec, request, signal, key, deadlineAt),
+      )
+    }
     let refreshed = false
     for (let retry = 0; ; ) {
       try {
@@ -259,11 +275,27 @@ export abstract class BaseClient implements TriviumClient {
     options: StreamOptions = {},
   ): AsyncIterable<Item> {
     const spec = this.resolveEndpoint(endpoint, true)
+    // No client-wide default: streams such as subscriptions run for as long as the caller wants.
+    const timeoutMs = checkNonNegative('timeoutMs', options.timeoutMs, 0)
     const self = this
     return {
       [Symbol.asyncIterator]() {
+        // The deadline bounds the whole stream: sent with it, and enforced here too.
+        let signal = options.signal
+        let deadlineAt: number | undefined
+        let timer: ReturnType<typeof setTimeout> | undefined
+        if (timeoutMs > 0) {
+          deadlineAt = Date.now() + timeoutMs
+          const controller = new AbortController()
+          timer = setTimeout(
+            () =>
+              controller.abort(new TimeoutException(`Stream ${spec.name} timed out after ${timeoutMs} ms`)),
+            timeoutMs,
+          )
+          signal = signal ? AbortSignal.any([signal, controller.signal]) : controller.signal
+        }
         return self
-          .streamWithRefresh(spec, request, options.signal)
+          .streamWithRefresh(spec, request, signal, deadlineAt, () => clearTimeout(timer))
           [Symbol.asyncIterator]() as AsyncIterator<Item>
       },
     }
@@ -273,24 +305,30 @@ export abstract class BaseClient implements TriviumClient {
   private async *streamWithRefresh(
     spec: EndpointSpec,
     request: unknown,
-    signal?: AbortSignal,
+    signal: AbortSignal | undefined,
+    deadlineAt: number | undefined,
+    done: () => void,
   ): AsyncGenerator<unknown> {
-    let started = false
     try {
-      for await (const item of this.doStream(spec, request, signal)) {
-        started = true
-        yield item
+      let started = false
+      try {
+        for await (const item of this.doStream(spec, request, signal, deadlineAt)) {
+          started = true
+          yield item
+        }
+        return
+      } catch (err) {
+        const error = toClientError(err)
+        if (started || !(error instanceof TokenExpiredException) || !this.refreshFn) throw error
       }
-      return
-    } catch (err) {
-      const error = toClientError(err)
-      if (started || !(error instanceof TokenExpiredException) || !this.refreshFn) throw error
-    }
-    await this.refreshToken()
-    try {
-      yield* this.doStream(spec, request, signal)
-    } catch (err) {
-      throw toClientError(err)
+      await this.refreshToken()
+      try {
+        yield* this.doStream(spec, request, signal, deadlineAt)
+      } catch (err) {
+        throw toClientError(err)
+      }
+    } finally {
+      done()
     }
   }
 
@@ -300,12 +338,15 @@ export abstract class BaseClient implements TriviumClient {
     request: unknown,
     signal: AbortSignal,
     idempotencyKey: string | undefined,
+    /** Date.now() time of the attempt's deadline, sent as its timeout (undefined: none). */
+    deadlineAt: number | undefined,
   ): Promise<unknown>
   /** One attempt of a stream; returning from it (break) must cancel the stream on the server. */
   protected abstract doStream(
     spec: EndpointSpec,
     request: unknown,
     signal?: AbortSignal,
+    deadlineAt?: number,
   ): AsyncIterable<unknown>
 
   abstract onPush(topic: string, handler: (message: unknown) => void): Promise<() => Promise<void>>

@@ -2,7 +2,7 @@
 // request ids, calls/streams/subscriptions in flight, reconnection with backoff + jitter, GOAWAY,
 // PING/PONG heartbeats, and the rule that nothing in flight ever hangs when the connection goes away.
 import { type Frame, FrameError, FrameType } from '@trivium/wire'
-import { BaseClient, checkNonNegative, optionError } from './base.js'
+import { BaseClient, checkNonNegative, optionError, timeoutToSend } from './base.js'
 import {
   type ErrorBody,
   fromErrorBody,
@@ -127,6 +127,8 @@ export abstract class FrameClient extends BaseClient {
     request: unknown,
     format: PayloadFormat,
     idempotencyKey?: string,
+    /** Sent as `timeout_ms` (PROTOCOL.md "Deadlines"). */
+    timeout?: string,
   ): Promise<Uint8Array>
 
   // ---- connection lifecycle ----
@@ -399,10 +401,18 @@ export abstract class FrameClient extends BaseClient {
     request: unknown,
     signal: AbortSignal,
     idempotencyKey: string | undefined,
+    deadlineAt: number | undefined,
   ): Promise<unknown> {
     const conn = await this.ensureConnection(signal)
     const format = this.formatFor(spec)
-    const payload = await this.requestPayload(spec, request, format, idempotencyKey)
+    // Measured after the connection is up: the time left is what the server gets.
+    const payload = await this.requestPayload(
+      spec,
+      request,
+      format,
+      idempotencyKey,
+      timeoutToSend(deadlineAt),
+    )
     if (signal.aborted) throw signal.reason
     if (conn.closed) throw new NetworkException('Connection lost: closed before the request was sent')
     const id = this.allocateId(conn)
@@ -442,6 +452,7 @@ export abstract class FrameClient extends BaseClient {
     spec: EndpointSpec,
     request: unknown,
     signal?: AbortSignal,
+    deadlineAt?: number,
   ): AsyncGenerator<unknown> {
     let current = request
     let lastItem: unknown
@@ -451,7 +462,7 @@ export abstract class FrameClient extends BaseClient {
       if (signal?.aborted) throw aborted()
       const conn = await this.ensureConnection(signal)
       const format = this.formatFor(spec)
-      const payload = await this.requestPayload(spec, current, format)
+      const payload = await this.requestPayload(spec, current, format, undefined, timeoutToSend(deadlineAt))
       const queue = new StreamQueue()
       const id = this.allocateId(conn)
       const entry: Pending = { kind: 'stream', spec, format, queue }

@@ -1,6 +1,7 @@
 // The HTTP transport: fetch (global in browsers and Node; undici's in the Node entry), one request per
 // call, Server-Sent Events for streams (PROTOCOL.md "HTTP", "HTTP mapping", "HTTP streaming").
-import { BaseClient, optionError } from './base.js'
+import { TIMEOUT_HEADER } from '@trivium/wire'
+import { BaseClient, optionError, timeoutToSend } from './base.js'
 import {
   type ErrorBody,
   ForbiddenException,
@@ -16,6 +17,8 @@ import {
 import { toHttp } from './http-mapping.js'
 import { readEventStream } from './sse.js'
 import type { ClientModel, CommonClientOptions, EndpointSpec } from './types.js'
+
+const TIMEOUT_HEADER_LOWER = TIMEOUT_HEADER.toLowerCase()
 
 export const BINARY_CONTENT_TYPE = 'application/x-platform-binary'
 export const JSON_CONTENT_TYPE = 'application/json'
@@ -119,6 +122,7 @@ export class HttpClient extends BaseClient {
     request: unknown,
     accept: string,
     idempotencyKey?: string,
+    deadlineAt?: number,
   ): Promise<{ url: string; init: RequestInit & Record<string, unknown> }> {
     const json = request === undefined ? {} : spec.request.toJSON(request)
     const parts = toHttp(spec.method, spec.url, json)
@@ -128,6 +132,8 @@ export class HttpClient extends BaseClient {
     const traceparent = this.currentTraceparent()
     if (traceparent) headers.traceparent = traceparent
     if (idempotencyKey !== undefined) headers['idempotency-key'] = idempotencyKey
+    const timeout = timeoutToSend(deadlineAt)
+    if (timeout !== undefined) headers[TIMEOUT_HEADER_LOWER] = timeout
     let body: RequestInit['body']
     if (parts.body !== undefined) {
       if (this.useBinary(spec.request, 'encode') && request !== undefined) {
@@ -168,11 +174,12 @@ export class HttpClient extends BaseClient {
     request: unknown,
     signal: AbortSignal,
     idempotencyKey: string | undefined,
+    deadlineAt: number | undefined,
   ): Promise<unknown> {
     const accept = this.useBinary(spec.response, 'decode')
       ? `${BINARY_CONTENT_TYPE}, ${JSON_CONTENT_TYPE}`
       : JSON_CONTENT_TYPE
-    const { url, init } = await this.buildRequest(spec, request, accept, idempotencyKey)
+    const { url, init } = await this.buildRequest(spec, request, accept, idempotencyKey, deadlineAt)
     const controller = linkedController(signal)
     this.active.add(controller)
     try {
@@ -195,6 +202,7 @@ export class HttpClient extends BaseClient {
     spec: EndpointSpec,
     request: unknown,
     signal?: AbortSignal,
+    deadlineAt?: number,
   ): AsyncGenerator<unknown> {
     let current = request
     let lastItem: unknown
@@ -203,7 +211,13 @@ export class HttpClient extends BaseClient {
       const controller = linkedController(signal)
       this.active.add(controller)
       try {
-        const { url, init } = await this.buildRequest(spec, current, 'text/event-stream')
+        const { url, init } = await this.buildRequest(
+          spec,
+          current,
+          'text/event-stream',
+          undefined,
+          deadlineAt,
+        )
         const res = await this.send(url, init, controller)
         if (!res.ok) {
           let bytes: Uint8Array

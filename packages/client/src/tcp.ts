@@ -4,7 +4,14 @@
 import { connect as netConnect, type Socket } from 'node:net'
 import { type ConnectionOptions, connect as tlsConnect } from 'node:tls'
 import { deflateRawSync, inflateRawSync } from 'node:zlib'
-import { encodeMetadata, encodeTcpFrame, encodeTcpFrameBody, type Frame, TcpFrameReader } from '@trivium/wire'
+import {
+  encodeMetadata,
+  encodeTcpFrame,
+  encodeTcpFrameBody,
+  type Frame,
+  TcpFrameReader,
+  TIMEOUT_METADATA_KEY,
+} from '@trivium/wire'
 import { checkNonNegative, optionError } from './base.js'
 import { NetworkException } from './errors.js'
 import { type FrameCodec, FrameCompression, type FrameCompressionOptions } from './frame-compression.js'
@@ -97,9 +104,11 @@ export class TcpClient extends FrameClient {
     request: unknown,
     format: PayloadFormat,
     idempotencyKey?: string,
+    timeout?: string,
   ): Promise<Uint8Array> {
     const metadata: Record<string, string> = { format }
     if (idempotencyKey !== undefined) metadata.idempotency_key = idempotencyKey
+    if (timeout !== undefined) metadata[TIMEOUT_METADATA_KEY] = timeout
     const token = await this.currentToken()
     if (token) metadata.auth_token = token
     const traceparent = this.currentTraceparent()

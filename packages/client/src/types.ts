@@ -48,7 +48,10 @@ export type TokenProvider = string | (() => string | undefined | null | Promise<
 export type PayloadFormat = 'binary' | 'json'
 
 export interface CallOptions {
-  /** Deadline for each attempt of this call in ms (default: the client's `timeoutMs`). 0 disables it. */
+  /**
+   * Deadline for each attempt of this call in ms (default: the client's `timeoutMs`), sent to the server
+   * (PROTOCOL.md "Deadlines"), which stops the handler at the same moment. 0 disables it.
+   */
   timeoutMs?: number
   /**
    * The idempotency key of this call (PROTOCOL.md "Idempotency keys"). Default: a new random one for
@@ -62,6 +65,11 @@ export interface CallOptions {
 export interface StreamOptions {
   /** Aborting ends the iteration with the signal's reason and cancels the stream on the server. */
   signal?: AbortSignal
+  /**
+   * Deadline for the whole stream in ms, sent to the server (PROTOCOL.md "Deadlines"): when it passes the
+   * stream ends with TimeoutException. Default none (the client's `timeoutMs` is for calls); 0 disables it.
+   */
+  timeoutMs?: number
 }
 
 export type ConnectionState = 'idle' | 'connecting' | 'connected' | 'reconnecting' | 'closed'

@@ -1,7 +1,14 @@
 // The WebSocket transport: one binary WebSocket message per frame (PROTOCOL.md "WebSocket"). Uses the
 // global WebSocket (browsers, Node >= 22) or the constructor passed as `WebSocket` (the Node entry passes
 // the `ws` package's). The token and the payload format travel in the upgrade URL's query.
-import { decodeWsFrame, encodeMetadata, encodeWsFrame, encodeWsFrameBody, type Frame } from '@trivium/wire'
+import {
+  decodeWsFrame,
+  encodeMetadata,
+  encodeWsFrame,
+  encodeWsFrameBody,
+  type Frame,
+  TIMEOUT_METADATA_KEY,
+} from '@trivium/wire'
 import { checkNonNegative, optionError } from './base.js'
 import { NetworkException } from './errors.js'
 import { FrameCompression, type FrameCompressionOptions } from './frame-compression.js'
@@ -96,9 +103,15 @@ export class WebSocketClient extends FrameClient {
     request: unknown,
     format: PayloadFormat,
     idempotencyKey?: string,
+    timeout?: string,
   ): Promise<Uint8Array> {
-    const meta =
-      idempotencyKey === undefined ? EMPTY_METADATA : encodeMetadata({ idempotency_key: idempotencyKey })
+    let meta = EMPTY_METADATA
+    if (idempotencyKey !== undefined || timeout !== undefined) {
+      const entries: Record<string, string> = {}
+      if (idempotencyKey !== undefined) entries.idempotency_key = idempotencyKey
+      if (timeout !== undefined) entries[TIMEOUT_METADATA_KEY] = timeout
+      meta = encodeMetadata(entries)
+    }
     const body = await this.encodeModel(spec.request, request, format, spec.name)
     const out = new Uint8Array(meta.length + body.length)
     out.set(meta)

@@ -199,7 +199,10 @@ t.test('TCP: frames split across chunks are reassembled; metadata carries token 
   const { metadata, rest } = decodeMetadata((seen as Frame).payload)
   // echo is a POST: the call carries an idempotency key (a UUID).
   t.match({ ...metadata }, { format: 'json', auth_token: 'tok-1', idempotency_key: /^[0-9a-f-]{36}$/ })
-  t.same(Object.keys(metadata).sort(), ['auth_token', 'format', 'idempotency_key'])
+  // The call's deadline travels with it (the client's default timeoutMs, 30 s, minus the time spent).
+  const timeout = Number(metadata.timeout_ms)
+  t.ok(timeout > 25_000 && timeout <= 30_000, `timeout_ms ${metadata.timeout_ms}`)
+  t.same(Object.keys(metadata).sort(), ['auth_token', 'format', 'idempotency_key', 'timeout_ms'])
   t.equal(new TextDecoder().decode(rest), '{"text":"x"}')
 })
 

@@ -2,6 +2,7 @@
 // handlers see, whatever the transport.
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import { httpCredential, metadataCredential, websocketCredential } from './credential.js'
+import type { CallDeadline } from './deadline.js'
 import type { EndpointDefinition } from './registry.js'
 
 export type Protocol = 'http' | 'websocket' | 'tcp'
@@ -50,6 +51,8 @@ export interface CallInit<Req = unknown> {
    * UnauthorizedException). Absent: found by the protocol's default place (header/query/metadata).
    */
   credential?: string | (() => string | undefined)
+  /** The call's deadline (see deadline.ts `callDeadline`); absent: none. */
+  deadline?: CallDeadline
 }
 
 /** The default credential of a transport that does not supply `CallInit.credential`. */
@@ -95,6 +98,7 @@ export class TriviumCall<Req = unknown> {
   private readonly signalSource: AbortSignal | (() => AbortSignal) | undefined
   private credentialValue: string | undefined | typeof UNSET = UNSET
   private readonly credentialSource: string | (() => string | undefined) | undefined
+  private readonly deadlineState: CallDeadline | undefined
 
   constructor(init: CallInit<Req>) {
     this.definition = init.definition
@@ -112,6 +116,16 @@ export class TriviumCall<Req = unknown> {
     this.decodeBody = init.decodeBody
     this.signalSource = init.signal
     this.credentialSource = init.credential
+    this.deadlineState = init.deadline
+  }
+
+  /**
+   * Milliseconds left before the call's deadline (the earlier of the client's timeout and the endpoint's
+   * `timeoutMs`), 0 once it has passed; undefined when the call has none. Pass it (or `call.signal`)
+   * down to work that can stop early.
+   */
+  get deadline(): number | undefined {
+    return this.deadlineState?.remaining()
   }
 
   /**
@@ -136,13 +150,16 @@ export class TriviumCall<Req = unknown> {
     return this.bodyValue
   }
 
-  /** Aborted when the client goes away, cancels, or the endpoint's deadline passes. Made on first use. */
+  /**
+   * Aborted when the client goes away, cancels, or the call's deadline passes (then with the
+   * TimeoutException the call is answered with). Made on first use.
+   */
   get signal(): AbortSignal {
     if (this.signalValue === undefined) {
       const source = typeof this.signalSource === 'function' ? this.signalSource() : this.signalSource
       const base = source ?? new AbortController().signal
-      const timeout = this.definition.timeoutMs
-      this.signalValue = timeout ? AbortSignal.any([base, AbortSignal.timeout(timeout)]) : base
+      const deadline = this.deadlineState
+      this.signalValue = deadline ? AbortSignal.any([base, deadline.signal]) : base
     }
     return this.signalValue
   }

@@ -31,6 +31,7 @@ import {
 export * from './call.js'
 export { type FrameRejectReason, TRIVIUM_CHANNELS } from './channels.js'
 export * from './credential.js'
+export { handlerSettled } from './deadline.js'
 export { checkEndpointNames, closestEndpointName, closestName } from './endpoint-names.js'
 export { EndpointSettingsError, enforcedSettings, enforcesSettings } from './endpoint-settings.js'
 export * from './errors.js'

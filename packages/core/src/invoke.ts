@@ -2,6 +2,7 @@
 // parser → middleware → router → handler, with the result handed back for the adapter to serialize.
 import type { FastifyBaseLogger } from 'fastify'
 import { type HeaderMap, type Protocol, TriviumCall } from './call.js'
+import { type CallDeadline, callDeadline } from './deadline.js'
 import { NotFoundException, UnsupportedMediaTypeException } from './errors.js'
 import { decodePayload, type WireFormat } from './formats.js'
 import type { Pipeline } from './middleware.js'
@@ -50,8 +51,21 @@ export class Invoker {
   parse(init: InvokeInit): TriviumCall<any> {
     const definition = this.registry.get(init.endpoint)
     if (!definition) throw new NotFoundException(`Unknown endpoint: ${init.endpoint}`)
+    return this.#make(
+      init,
+      definition,
+      callDeadline(init.protocol, init.headers, init.metadata, definition.timeoutMs),
+    )
+  }
+
+  #make(
+    init: InvokeInit,
+    definition: EndpointDefinition,
+    deadline: CallDeadline | undefined,
+  ): TriviumCall<any> {
     const { payload, format } = init
     return new TriviumCall({
+      deadline,
       definition,
       protocol: init.protocol,
       requestId: init.requestId,
@@ -80,8 +94,12 @@ export class Invoker {
    * (one promise and one microtask fewer per call than `invoke`).
    */
   start(init: InvokeInit): StartedCall {
-    const call = this.parse(init)
-    return { call, result: this.pipeline.run(call, routeToHandler) }
+    const definition = this.registry.get(init.endpoint)
+    if (!definition) throw new NotFoundException(`Unknown endpoint: ${init.endpoint}`)
+    const deadline = callDeadline(init.protocol, init.headers, init.metadata, definition.timeoutMs)
+    const call = this.#make(init, definition, deadline)
+    const result = this.pipeline.run(call, routeToHandler)
+    return { call, result: deadline ? deadline.run(call, result, definition.streaming) : result }
   }
 
   async invoke(init: InvokeInit): Promise<InvokeResult> {

@@ -1,5 +1,6 @@
 // The one table: endpoint name → HTTP route → handler → models. Transports look endpoints up here
 // and never keep a copy of it.
+import { MAX_TIMEOUT_MS } from '@trivium/wire'
 import type { TriviumCall } from './call.js'
 import { HttpMapping } from './http-mapping.js'
 import { anyModel, type Model } from './model.js'
@@ -22,7 +23,11 @@ export interface EndpointOptions<Req = any, Res = any> extends TriviumEndpointCo
   response?: Model<Res>
   /** HTTP status of a success (default 200; use 201 for a create). */
   status?: number
-  /** Deadline for the handler in ms: its AbortSignal fires when it passes. */
+  /**
+   * Deadline of every call in ms (1 … MAX_TIMEOUT_MS), or the client's timeout when that is earlier
+   * (PROTOCOL.md "Deadlines"): when it passes `call.signal` aborts and the call is answered
+   * TimeoutException (504); a stream ends with it.
+   */
   timeoutMs?: number
   /** One-line description for docs and OpenAPI. */
   summary?: string
@@ -63,8 +68,8 @@ export type EndpointDefinition<Req = any, Res = any> = UnaryDefinition<Req, Res>
 /** Endpoint names: dot-separated segments of letters, digits, `_` and `-`, each starting with a letter. */
 export const ENDPOINT_NAME_PATTERN = /^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)*$/
 export const MAX_ENDPOINT_NAME_BYTES = 255
-/** The longest `timeoutMs`: the largest delay a Node timer takes (2^31 - 1 ms, ~24.8 days). */
-export const MAX_TIMEOUT_MS = 2_147_483_647
+/** The longest `timeoutMs` (and client timeout): the largest delay a Node timer takes (2^31 - 1 ms, ~24.8 days). */
+export { MAX_TIMEOUT_MS }
 
 export class RegistrationError extends Error {
   readonly code = 'TRV_REGISTRATION'

@@ -9,6 +9,7 @@ import {
   ForbiddenException,
   type FrameRejectReason,
   type HeaderMap,
+  handlerSettled,
   isThenable,
   jsonFormat,
   normalizeError,
@@ -554,7 +555,7 @@ export class FrameSession implements Session {
     } catch (err) {
       this.#failed(id, err, entry)
     } finally {
-      this.#settle(id, entry)
+      this.#release(id, entry, call)
     }
   }
 
@@ -574,6 +575,7 @@ export class FrameSession implements Session {
       connection: this.state,
     }
     if (metadata !== undefined) override.metadata = metadata
+    let answered: TriviumCall | undefined
     try {
       const out = await this.#ctx.bridge!.call(
         definition,
@@ -583,6 +585,7 @@ export class FrameSession implements Session {
         override,
         entry,
       )
+      answered = out.call
       if (out.call) this.#learnIdentity(out.call)
       if (entry.aborted || !this.#carrier.open) return
       if (out.ok) this.#send(FrameType.RESPONSE, id, out.body)
@@ -590,7 +593,7 @@ export class FrameSession implements Session {
     } catch (err) {
       this.#failed(id, err, entry)
     } finally {
-      this.#settle(id, entry)
+      this.#release(id, entry, answered)
     }
   }
 
@@ -605,6 +608,21 @@ export class FrameSession implements Session {
   #failed(id: number, err: unknown, entry: Cancellation): void {
     if (!entry.aborted) this.sendError(id, err)
     else if (entry.reason === this.#ctx.shutdownError) this.sendError(id, entry.reason)
+  }
+
+  /**
+   * A call is answered: settled now, or — answered at its deadline while its handler runs on — its id is
+   * free now and it counts toward maxInFlight until the handler returns (as a cancelled one does).
+   */
+  #release(id: number, entry: Cancellation, call: TriviumCall | undefined): void {
+    const running = call === undefined ? undefined : handlerSettled(call)
+    if (running === undefined) {
+      this.#settle(id, entry)
+      return
+    }
+    if (this.inFlight.get(id) === entry) this.inFlight.delete(id)
+    entry.abort(new Error('deadline exceeded'))
+    void running.then(() => this.#settle(id, entry))
   }
 
   /** A call is over: its id is free again, and a drain waiting for the last call is told. */

@@ -19,6 +19,7 @@ export {
 export { connectPglite, PGLITE_SETTINGS, type PgliteOptions } from './pglite.js'
 export { connectPostgres, type PostgresOptions } from './postgres.js'
 export {
+  type QueryOptions,
   type QueryResult,
   quoteIdent,
   SCHEMA_NAME_PATTERN,

@@ -424,13 +424,13 @@ export async function connectPglite(opts: PgliteOptions = {}): Promise<SqlClient
     }
     const client: SqlClient = {
       dialect: 'pglite',
-      query(text, params) {
+      query(text, params, options) {
         try {
           check()
         } catch (err) {
           return Promise.reject(err)
         }
-        return runQuery(text, params)
+        return withSignal(options?.signal, () => runQuery(text, params))
       },
       exec: (sql) =>
         withMappedErrors(() => {
@@ -459,10 +459,11 @@ export async function connectPglite(opts: PgliteOptions = {}): Promise<SqlClient
 
   return {
     dialect: 'pglite',
-    query(text, params) {
+    query(text, params, options) {
       if (closed) return Promise.reject(closedError())
-      if (queued > 0) return exclusive(() => runQuery(text, params))
-      return runQuery(text, params, true)
+      return withSignal(options?.signal, () =>
+        queued > 0 ? exclusive(() => runQuery(text, params)) : runQuery(text, params, true),
+      )
     },
     exec(sql) {
       return exclusive(() => withMappedErrors(() => engine.fallbackExec(sql)))
@@ -501,4 +502,23 @@ export async function connectPglite(opts: PgliteOptions = {}): Promise<SqlClient
       })
     },
   }
+}
+
+/**
+ * A query under `signal` on PGlite: the embedded engine runs one statement at a time in this thread and
+ * cannot be interrupted, so the signal is checked before the statement and when it returns (its result
+ * is then dropped: the caller gets the signal's reason, as on PostgreSQL).
+ */
+function withSignal<T>(signal: AbortSignal | undefined, run: () => Promise<T>): Promise<T> {
+  if (signal === undefined) return run()
+  if (signal.aborted) return Promise.reject(signal.reason)
+  return run().then(
+    (value) => {
+      if (signal.aborted) throw signal.reason
+      return value
+    },
+    (err) => {
+      throw signal.aborted ? signal.reason : err
+    },
+  )
 }

@@ -18,6 +18,54 @@ export interface PostgresOptions {
 
 type Queryable = Pick<PoolClient, 'query'>
 
+/** Each checked-out connection's server process id (`pg_backend_pid()`, asked once per connection). */
+const backendPids = new WeakMap<PoolClient, number>()
+
+async function backendPid(conn: PoolClient): Promise<number> {
+  let pid = backendPids.get(conn)
+  if (pid === undefined) {
+    pid = (await conn.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]?.pid as number
+    backendPids.set(conn, pid)
+  }
+  return pid
+}
+
+/**
+ * One statement on `conn` (checked out by the caller, held until this resolves) stopped by `signal`:
+ * when it aborts, `cancel(pid)` asks the server from another connection to cancel the statement running
+ * on this one (pg_cancel_backend); the query rejects with the signal's reason. The connection stays
+ * checked out until the cancel has been answered, so it can never cancel a later statement of
+ * another caller on the same connection.
+ */
+async function runCancellable<R>(
+  conn: PoolClient,
+  text: string,
+  params: unknown[] | undefined,
+  signal: AbortSignal,
+  cancel: (pid: number) => Promise<void>,
+): Promise<QueryResult<R>> {
+  if (signal.aborted) throw signal.reason
+  const pid = await backendPid(conn).catch((err) => {
+    throw mapConnectionError(err)
+  })
+  if (signal.aborted) throw signal.reason
+  let cancelling: Promise<void> | undefined
+  const onAbort = (): void => {
+    cancelling = cancel(pid).catch(() => {}) // a cancel that fails leaves the statement to finish
+  }
+  signal.addEventListener('abort', onAbort, { once: true })
+  try {
+    const result = await run<R>(conn, text, params)
+    if (signal.aborted) throw signal.reason
+    return result
+  } catch (err) {
+    throw signal.aborted ? signal.reason : err
+  } finally {
+    signal.removeEventListener('abort', onAbort)
+    if (cancelling !== undefined) await cancelling
+  }
+}
+
 async function run<R>(target: Queryable, text: string, params?: unknown[]): Promise<QueryResult<R>> {
   try {
     const result = await target.query(text, params as unknown[] | undefined)
@@ -36,11 +84,14 @@ async function runSimple(target: Queryable, sql: string): Promise<void> {
 }
 
 /** A client bound to one checked-out connection inside BEGIN … COMMIT. */
-function transactionClient(conn: PoolClient): SqlClient {
+function transactionClient(conn: PoolClient, cancel: (pid: number) => Promise<void>): SqlClient {
   let savepoints = 0
   const tx: SqlClient = {
     dialect: 'postgres',
-    query: (text, params) => run(conn, text, params),
+    query: (text, params, options) =>
+      options?.signal === undefined
+        ? run(conn, text, params)
+        : runCancellable(conn, text, params, options.signal, cancel),
     exec: (sql) => runSimple(conn, sql),
     async transaction(fn) {
       const name = `trivium_sp_${++savepoints}`
@@ -134,17 +185,52 @@ export async function connectPostgres(opts: PostgresOptions): Promise<SqlClient>
     }
   }
 
+  // Cancels the statement of another connection: over a connection of its own when the adapter made
+  // the pool (a pool full of statements waiting to be cancelled cannot lend one), else one of the pool.
+  async function cancel(pid: number): Promise<void> {
+    if (ownsPool) {
+      const { default: pg } = await import('pg')
+      const side = new pg.Client({ connectionString: opts.connectionString })
+      side.on('error', () => {})
+      try {
+        await side.connect()
+        await side.query('SELECT pg_cancel_backend($1)', [pid])
+      } finally {
+        await side.end().catch(() => {})
+      }
+    } else {
+      await pool.query('SELECT pg_cancel_backend($1)', [pid])
+    }
+  }
+
+  async function queryCancellable<R>(
+    text: string,
+    params: unknown[] | undefined,
+    signal: AbortSignal,
+  ): Promise<QueryResult<R>> {
+    if (signal.aborted) throw signal.reason
+    const conn = await acquire()
+    try {
+      return await runCancellable<R>(conn, text, params, signal, cancel)
+    } finally {
+      conn.release()
+    }
+  }
+
   const client: SqlClient = {
     dialect: 'postgres',
     pool,
-    query: (text, params) => withConnection((conn) => run(conn, text, params)),
+    query: (text, params, options) =>
+      options?.signal === undefined
+        ? withConnection((conn) => run(conn, text, params))
+        : queryCancellable(text, params, options.signal),
     exec: (sql) => withConnection((conn) => runSimple(conn, sql)),
     async transaction(fn) {
       const conn = await acquire()
       let broken: Error | undefined
       try {
         await runSimple(conn, 'BEGIN')
-        const value = await fn(transactionClient(conn))
+        const value = await fn(transactionClient(conn, cancel))
         await runSimple(conn, 'COMMIT')
         return value
       } catch (err) {

@@ -9,10 +9,25 @@ export interface QueryResult<R> {
   rowCount: number
 }
 
+/** Options of one query. */
+export interface QueryOptions {
+  /**
+   * Stops the query when it aborts (pass a call's `call.signal`: its deadline, a cancel, the client
+   * leaving). The query rejects with the signal's reason. PostgreSQL: the running statement is cancelled
+   * on the server (`pg_cancel_backend`); PGlite (one embedded engine, nothing runs beside it): the
+   * signal is checked before the statement runs and when it returns.
+   */
+  signal?: AbortSignal
+}
+
 export interface SqlClient {
   readonly dialect: SqlDialect
   /** One statement with `$1`-style parameters. */
-  query<R = Record<string, unknown>>(text: string, params?: unknown[]): Promise<QueryResult<R>>
+  query<R = Record<string, unknown>>(
+    text: string,
+    params?: unknown[],
+    options?: QueryOptions,
+  ): Promise<QueryResult<R>>
   /** Several statements separated by `;`, without parameters (DDL, migrations). */
   exec(sql: string): Promise<void>
   /**

@@ -3,6 +3,14 @@
 
 export { SHORT_ASCII_BYTES, shortAscii } from './ascii.js'
 export { Cancellation } from './cancellation.js'
+export {
+  deadlineExceededMessage,
+  invalidTimeoutMessage,
+  MAX_TIMEOUT_MS,
+  parseTimeoutMs,
+  TIMEOUT_HEADER,
+  TIMEOUT_METADATA_KEY,
+} from './deadline.js'
 export { FrameError, FrameErrorCode, type FrameErrorCodeValue } from './errors.js'
 export * from './errors-vocabulary.js'
 export {

@@ -22,8 +22,9 @@ type TaskHandlers = Pick<
 
 export function taskHandlers({ tasks, events, rbac }: HandlerContext): TaskHandlers {
   return {
-    'tasks.list': (req) => tasks.list(req),
-    'tasks.get': (req) => tasks.get(req.id),
+    // Reads stop with the call (its deadline, a cancel, the client leaving): PROTOCOL.md "Deadlines".
+    'tasks.list': (req, call) => tasks.list(req, call.signal),
+    'tasks.get': (req, call) => tasks.get(req.id, call.signal),
     'tasks.create': (req, call) => tasks.create(userOf(call).id, req),
     'tasks.update': async (req, call) => {
       const user = userOf(call)

@@ -200,7 +200,11 @@ export class TaskRepository {
     return runMigrations(this.sql, 'demo', MIGRATIONS)
   }
 
-  async list(filter: TaskFilter): Promise<{ items: TaskRecord[]; nextCursor?: string }> {
+  /** `signal` (the call's) stops the query: cancelled on PostgreSQL, checked around it on PGlite. */
+  async list(
+    filter: TaskFilter,
+    signal?: AbortSignal,
+  ): Promise<{ items: TaskRecord[]; nextCursor?: string }> {
     const limit = filter.limit ?? DEFAULT_PAGE
     if (limit < 1 || limit > MAX_PAGE)
       throw new ValidationException(`Invalid limit: must be between 1 and ${MAX_PAGE}`, [
@@ -225,6 +229,7 @@ export class TaskRepository {
     const { rows } = await this.sql.query<TaskRow>(
       `SELECT * FROM demo_tasks ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id ${newest ? 'DESC' : 'ASC'} LIMIT $${params.length}`,
       params,
+      { signal },
     )
     const items = rows.slice(0, limit).map(toRecord)
     const last = items.at(-1)
@@ -233,9 +238,9 @@ export class TaskRepository {
       : { items }
   }
 
-  async get(id: number): Promise<TaskRecord> {
+  async get(id: number, signal?: AbortSignal): Promise<TaskRecord> {
     checkId(id)
-    const { rows } = await this.sql.query<TaskRow>('SELECT * FROM demo_tasks WHERE id = $1', [id])
+    const { rows } = await this.sql.query<TaskRow>('SELECT * FROM demo_tasks WHERE id = $1', [id], { signal })
     return toRecord(found(rows, id))
   }
 

@@ -2,6 +2,7 @@
 // file is the parser (Fastify request → common request form) and the sender (value → reply).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { TriviumCall } from '../call.js'
+import { callDeadline } from '../deadline.js'
 import { ServiceUnavailableException, UnsupportedMediaTypeException, ValidationException } from '../errors.js'
 import {
   decodePayload,
@@ -169,9 +170,12 @@ export function registerHttpRoute(
     }
     // A stream's signal also aborts when the stream ends (revocation, shutdown): made up front.
     const stream = definition.streaming ? new AbortController() : undefined
+    const protocol = transport?.protocol ?? 'http'
+    const deadline = callDeadline(protocol, request.headers, transport?.metadata, definition.timeoutMs)
     const call = new TriviumCall({
       definition,
-      protocol: transport?.protocol ?? 'http',
+      deadline,
+      protocol,
       metadata: transport?.metadata,
       connection: transport?.connection,
       requestId: request.id,
@@ -190,7 +194,8 @@ export function registerHttpRoute(
       signal: stream ? abortOnClientClose(reply, stream) : lazyAbortSignal(reply),
     })
     request[CALL] = call
-    const result = pipeline.run(call, routeToHandler)
+    const run = pipeline.run(call, routeToHandler)
+    const result = deadline ? deadline.run(call, run, definition.streaming) : run
     if (isThenable(result)) {
       return Promise.resolve(result).then((value) =>
         pending(respond(request, reply, call, requestFormat, value, stream)),

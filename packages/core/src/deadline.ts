@@ -1,0 +1,185 @@
+// The deadline of one call (PROTOCOL.md "Deadlines"): the earlier of the endpoint's `timeoutMs` and the
+// client's timeout (HTTP header, frame metadata), counted from the moment the call is parsed. When it
+// passes, `call.signal` aborts and the call is answered TimeoutException, even if the handler ignores
+// the signal; a stream ends with that error. One rule for every transport: the HTTP route and the
+// frame invoker both build it here and both run their pipeline through `run`.
+import {
+  deadlineExceededMessage,
+  invalidTimeoutMessage,
+  parseTimeoutMs,
+  TIMEOUT_HEADER,
+  TIMEOUT_METADATA_KEY,
+} from '@trivium/wire'
+import type { HeaderMap, Protocol } from './call.js'
+import { TimeoutException, ValidationException } from './errors.js'
+import { isThenable } from './thenable.js'
+
+const HEADER = TIMEOUT_HEADER.toLowerCase()
+const noop = (): void => {}
+
+/** Handlers answered at their deadline and still running: frame transports count them until they return. */
+const stillRunning = new WeakMap<object, Promise<void>>()
+
+/**
+ * Resolves when the handler of a call answered at its deadline returns (undefined when the call was not
+ * answered by its deadline). Frame transports keep counting such a call toward `maxInFlight` until then,
+ * as they do a cancelled one.
+ */
+export function handlerSettled(call: object): Promise<void> | undefined {
+  return stillRunning.get(call)
+}
+
+export class CallDeadline {
+  /** The deadline in ms from the start of the call (the earlier of the client's and the endpoint's). */
+  readonly ms: number
+  /** performance.now() at which it passes. */
+  readonly at: number
+  #controller: AbortController | undefined
+  #error: TimeoutException | undefined
+
+  constructor(ms: number) {
+    this.ms = ms
+    this.at = performance.now() + ms
+  }
+
+  /** Milliseconds left (0 once passed). */
+  remaining(): number {
+    return Math.max(0, Math.ceil(this.at - performance.now()))
+  }
+
+  /** Aborted with the TimeoutException when the deadline passes. Made on first use. */
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController()
+      if (this.#error !== undefined) this.#controller.abort(this.#error)
+    }
+    return this.#controller.signal
+  }
+
+  #expire(): TimeoutException {
+    if (this.#error === undefined) {
+      this.#error = new TimeoutException(deadlineExceededMessage(this.ms))
+      this.#controller?.abort(this.#error)
+    }
+    return this.#error
+  }
+
+  /**
+   * The pipeline's result bounded by the deadline: a value answered synchronously is returned as is (no
+   * timer); a promise settles with TimeoutException at the deadline; a stream's iterator rejects its
+   * pending `next()` with it (the whole stream is bounded, the middleware's time included).
+   */
+  run(call: object, result: unknown, streaming: boolean): unknown {
+    if (!streaming && !isThenable(result)) return result
+    const wait = Math.max(0, this.at - performance.now())
+    if (!streaming) {
+      // One promise and one timer per call (no race, no extra handlers): the cheapest bounded await.
+      const pending = result as PromiseLike<unknown>
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          // The handler runs on: frame transports keep counting it (handlerSettled) until it returns.
+          stillRunning.set(
+            call,
+            new Promise<void>((done) =>
+              pending.then(
+                () => done(),
+                () => done(),
+              ),
+            ),
+          )
+          reject(this.#expire())
+        }, wait)
+        pending.then(
+          (value) => {
+            clearTimeout(timer)
+            resolve(value)
+          },
+          (err) => {
+            clearTimeout(timer)
+            reject(err)
+          },
+        )
+      })
+    }
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const expired = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(this.#expire()), wait)
+    })
+    expired.catch(noop)
+    const stop = (): void => clearTimeout(timer)
+    if (isThenable(result)) {
+      return Promise.race([result, expired]).then(
+        (items) => bounded(items as AsyncIterable<unknown>, expired, stop),
+        (err) => {
+          stop()
+          throw err
+        },
+      )
+    }
+    return bounded(result as AsyncIterable<unknown>, expired, stop)
+  }
+}
+
+/** A stream whose every `next()` races the deadline; ending or stopping it clears the timer. */
+function bounded(
+  items: AsyncIterable<unknown>,
+  expired: Promise<never>,
+  stop: () => void,
+): AsyncIterable<unknown> {
+  const inner = items[Symbol.asyncIterator]()
+  const iterator: AsyncIterator<unknown> = {
+    next() {
+      const step = inner.next()
+      Promise.resolve(step).catch(noop) // its rejection after the deadline must not be unhandled
+      return Promise.race([step, expired]).then(
+        (r) => {
+          if (r.done) stop()
+          return r
+        },
+        (err) => {
+          stop()
+          throw err
+        },
+      )
+    },
+    return(value?: unknown) {
+      stop()
+      return inner.return ? inner.return(value) : Promise.resolve({ done: true, value })
+    },
+  }
+  return { [Symbol.asyncIterator]: () => iterator }
+}
+
+/**
+ * The call's deadline, or undefined when neither the client nor the endpoint sets one. The client's
+ * value is read from the `Trivium-Timeout-Ms` header on HTTP and from the `timeout_ms` metadata entry on
+ * frames; an invalid one is a ValidationException naming it.
+ */
+export function callDeadline(
+  protocol: Protocol,
+  headers: HeaderMap | undefined,
+  metadata: Record<string, string> | undefined,
+  endpointTimeoutMs: number | undefined,
+): CallDeadline | undefined {
+  let client: number | undefined
+  if (protocol === 'http') {
+    const raw = headers?.[HEADER]
+    if (raw !== undefined) {
+      client = typeof raw === 'string' ? parseTimeoutMs(raw) : undefined
+      if (client === undefined) throw new ValidationException(invalidTimeoutMessage('header'))
+    }
+  } else if (metadata !== undefined) {
+    const raw = metadata[TIMEOUT_METADATA_KEY]
+    if (raw !== undefined) {
+      client = parseTimeoutMs(raw)
+      if (client === undefined) throw new ValidationException(invalidTimeoutMessage('metadata'))
+    }
+  }
+  const ms =
+    client === undefined
+      ? endpointTimeoutMs
+      : endpointTimeoutMs === undefined
+        ? client
+        : Math.min(client, endpointTimeoutMs)
+  return ms === undefined ? undefined : new CallDeadline(ms)
+}

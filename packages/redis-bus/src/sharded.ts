@@ -75,7 +75,7 @@ export class ShardedSubscriber {
 
   isSubscribed(channel: string): boolean {
     const shard = this.#placed.get(channel)
-    return shard !== undefined && shard.up && this.#active.has(channel)
+    return shard?.up === true && this.#active.has(channel)
   }
 
   add(channel: string): void {

@@ -640,7 +640,16 @@ class Mirror {
     const sent = isCluster(client)
       ? client.spublish(this.channel.channel, payload)
       : client.publish(this.channel.channel, payload)
-    sent.catch(() => {})
+    const generation = this.generation
+    sent.then(
+      (receivers) => {
+        // Redis delivered the heartbeat to nobody, so not even to this store's own subscription although
+        // the channel says it is subscribed (on a Cluster: the channel's slot moved to a node where it is
+        // not subscribed yet): announcements are being missed. Stop answering now, not after maxSilenceMs.
+        if (Number(receivers) === 0 && generation === this.generation && this.channel.subscribed) this.lose()
+      },
+      () => {},
+    )
   }
 
   private tick(): void {

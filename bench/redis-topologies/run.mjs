@@ -68,7 +68,8 @@ async function until(cond, what, timeoutMs = 30_000) {
     await new Promise((r) => setTimeout(r, 50))
   }
 }
-const common = ['--bind', '127.0.0.1', '--save', '', '--appendonly', 'no']
+// --dir: a replica's full sync writes an RDB file even without --save; keep it in the run's temp dir.
+const common = ['--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir]
 
 /** Each topology: the instance's spec, the data nodes (ports) and extra processes' ports (sentinels). */
 const topologies = {

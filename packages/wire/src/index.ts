@@ -6,8 +6,10 @@ export { Cancellation } from './cancellation.js'
 export { FrameError, FrameErrorCode, type FrameErrorCodeValue } from './errors.js'
 export * from './errors-vocabulary.js'
 export {
+  CREDIT_BYTES,
   DEFAULT_MAX_FRAME_BYTES,
   decodeWsFrame,
+  encodeCredit,
   encodeWsFrame,
   type Frame,
   FrameType,
@@ -15,6 +17,7 @@ export {
   frameTypeName,
   isKnownFrameType,
   MAX_NAME_BYTES,
+  readCredit,
 } from './frame.js'
 export {
   type HttpMethodName,

@@ -50,6 +50,8 @@ export interface CallInit<Req = unknown> {
    * UnauthorizedException). Absent: found by the protocol's default place (header/query/metadata).
    */
   credential?: string | (() => string | undefined)
+  /** A client or bidirectional stream's request items (frame transports). */
+  requests?: AsyncIterable<Req>
 }
 
 /** The default credential of a transport that does not supply `CallInit.credential`. */
@@ -88,6 +90,11 @@ export class TriviumCall<Req = unknown> {
   responseHeaders: Record<string, string> | undefined = undefined
   /** The authenticated caller (set by authentication middleware); undefined when anonymous. */
   identity: TriviumIdentity | undefined = undefined
+  /**
+   * The request items of a client or bidirectional stream, as they arrive (the handler's first argument);
+   * undefined for other endpoints. `body` is undefined for these calls.
+   */
+  readonly requests: AsyncIterable<Req> | undefined
 
   private bodyValue: Req | typeof UNSET = UNSET
   private readonly decodeBody: (this: TriviumCall<Req>) => Req
@@ -112,6 +119,7 @@ export class TriviumCall<Req = unknown> {
     this.decodeBody = init.decodeBody
     this.signalSource = init.signal
     this.credentialSource = init.credential
+    this.requests = init.requests
   }
 
   /**

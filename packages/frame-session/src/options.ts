@@ -15,6 +15,13 @@ export interface FrameSessionOptions {
   highWaterMark?: number
   /** A connection whose queued bytes exceed this when a push arrives is closed (default 4 MiB). */
   maxPushBacklog?: number
+  /** Client and bidirectional streams open per connection (default 16); more get ERROR 429. */
+  maxClientStreams?: number
+  /**
+   * Request items a client may send ahead of the handler on one stream (default 16): the credit window,
+   * and so the most items buffered per stream (PROTOCOL.md "Client and bidirectional streams").
+   */
+  clientStreamWindow?: number
   /**
    * How long `app.close()` waits for unary calls in flight before aborting them and closing (default:
    * 3 s, and never more than 30% of Fastify's `pluginTimeout`, so close resolves well inside it).
@@ -39,6 +46,8 @@ export interface ResolvedFrameSessionOptions {
   idleTimeoutMs: number
   highWaterMark: number
   maxPushBacklog: number
+  maxClientStreams: number
+  clientStreamWindow: number
   shutdownGraceMs: number
   bus: PubSubBus | undefined
   authorizeSubscribe: FrameSessionOptions['authorizeSubscribe']
@@ -93,6 +102,8 @@ export function resolveFrameSessionOptions(
     idleTimeoutMs: int('idleTimeoutMs', options.idleTimeoutMs, 300_000),
     highWaterMark: int('highWaterMark', options.highWaterMark, 1024 * 1024),
     maxPushBacklog: int('maxPushBacklog', options.maxPushBacklog, 4 * 1024 * 1024),
+    maxClientStreams: int('maxClientStreams', options.maxClientStreams, 16),
+    clientStreamWindow: int('clientStreamWindow', options.clientStreamWindow, 16),
     shutdownGraceMs,
     bus,
     authorizeSubscribe: options.authorizeSubscribe,

@@ -26,6 +26,11 @@ declare module 'fastify' {
   }
 }
 
+/** The refusal of a client or bidirectional stream over HTTP (the HTTP client says the same). */
+export function requestStreamOverHttpMessage(name: string): string {
+  return `Endpoint ${name} takes a stream of requests: call it over WebSocket or TCP`
+}
+
 export interface HttpRouteContext {
   pipeline: Pipeline
   formats: FormatRegistry
@@ -199,6 +204,24 @@ export function registerHttpRoute(
     return definition.streaming ? pending(sent) : undefined
   }
 
+  if (definition.requestStream) {
+    // HTTP/1.1 cannot carry a stream of requests (PROTOCOL.md "Client and bidirectional streams", "Over
+    // HTTP"): the route exists and refuses before the body is read.
+    const refusal = requestStreamOverHttpMessage(definition.name)
+    fastify.route({
+      method: definition.method,
+      url,
+      config: { trivium: definition },
+      errorHandler: sendError,
+      onRequest: async () => {
+        throw new ValidationException(refusal)
+      },
+      handler: async () => {
+        throw new ValidationException(refusal)
+      },
+    })
+    return
+  }
   fastify.route({
     method: definition.method,
     url,

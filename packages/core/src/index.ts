@@ -43,7 +43,6 @@ export {
   type TriviumFactoryOptions,
   triviumFactoryOptions,
 } from './http/framework-errors.js'
-export { requestStreamOverHttpMessage } from './http/route.js'
 export { SHUTDOWN_MESSAGE } from './http/sse.js'
 export { CALL, TRANSPORT_OVERRIDE, type TransportOverride } from './http/symbols.js'
 export { HttpMapping, type HttpRequestParts } from './http-mapping.js'

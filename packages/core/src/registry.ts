@@ -102,6 +102,11 @@ export const MAX_ENDPOINT_NAME_BYTES = 255
 /** The longest `timeoutMs`: the largest delay a Node timer takes (2^31 - 1 ms, ~24.8 days). */
 export const MAX_TIMEOUT_MS = 2_147_483_647
 
+/** The refusal of a client or bidirectional stream over HTTP (the HTTP client says the same). */
+export function requestStreamOverHttpMessage(name: string): string {
+  return `Endpoint ${name} takes a stream of requests: call it over WebSocket or TCP`
+}
+
 export class RegistrationError extends Error {
   readonly code = 'TRV_REGISTRATION'
   constructor(message: string) {

@@ -11,7 +11,7 @@ import {
   type WireFormat,
 } from '../formats.js'
 import type { Pipeline } from '../middleware.js'
-import type { EndpointDefinition } from '../registry.js'
+import { type EndpointDefinition, requestStreamOverHttpMessage } from '../registry.js'
 import { routeToHandler } from '../router.js'
 import { isThenable } from '../thenable.js'
 import { sendError } from './error-reply.js'
@@ -24,11 +24,6 @@ declare module 'fastify' {
     /** The Trivium endpoint a route serves (set by @trivium/core). */
     trivium?: EndpointDefinition
   }
-}
-
-/** The refusal of a client or bidirectional stream over HTTP (the HTTP client says the same). */
-export function requestStreamOverHttpMessage(name: string): string {
-  return `Endpoint ${name} takes a stream of requests: call it over WebSocket or TCP`
 }
 
 export interface HttpRouteContext {

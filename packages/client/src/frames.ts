@@ -521,8 +521,8 @@ export abstract class FrameClient extends BaseClient {
         c.pending.set(id, { kind: 'requests', spec, format, call })
         this.sendFrame(c, { type: FrameType.REQUEST, requestId: id, endpoint: spec.name, payload })
       },
-      item: async (value) => {
-        const bytes = await this.encodeModel(spec.request, value, format, spec.name)
+      encode: (value) => this.encodeModel(spec.request, value, format, spec.name),
+      item: (bytes) => {
         if (conn && entry()?.kind === 'requests')
           this.sendFrame(conn, { type: FrameType.CLIENT_ITEM, requestId: id, payload: bytes })
       },
@@ -782,7 +782,8 @@ function errorFromPayload(bytes: Uint8Array): TriviumError {
 interface RequestStreamTransport {
   /** Connects and sends the REQUEST; rejects when it cannot. */
   open(): Promise<void>
-  item(value: unknown): Promise<void>
+  encode(value: unknown): Promise<Uint8Array>
+  item(bytes: Uint8Array): void
   end(): void
   cancel(): void
 }
@@ -831,16 +832,18 @@ class RequestStreamCall implements ClientStreamCall<unknown, unknown>, BidiStrea
     }
     return this.#enqueue(async () => {
       await this.#opened
+      const bytes = await this.transport.encode(item)
       for (;;) {
         if (this.#error) throw this.#error.error
         if (this.#stopped || this.settled) return false
+        // Credit is in bytes: an item may go out while any is left (PROTOCOL.md), costing its size.
         if (this.#credit > 0) break
         await new Promise<void>((resolve) => {
           this.#wake = resolve
         })
       }
-      this.#credit--
-      await this.transport.item(item)
+      this.#credit -= Math.max(1, bytes.length)
+      this.transport.item(bytes)
       return true
     })
   }

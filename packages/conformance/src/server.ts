@@ -11,6 +11,12 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import { registerEndpoints } from './generated/server.js'
 
 export const SECRET = 'conformance-secret-conformance-secret-0123456789'
+/**
+ * The credit window of client streams on every transport of the conformance server: small, so that a
+ * stream of a hundred items needs several CREDITs and a few items fill it (PROTOCOL.md "Client and
+ * bidirectional streams").
+ */
+export const CLIENT_STREAM_WINDOW_BYTES = 200
 export const ISSUER = 'trivium-conformance'
 
 export interface ConformanceServer {
@@ -51,8 +57,12 @@ export async function startConformanceServer(options: {
   await app.register(triviumAuth, { secret: SECRET, issuer: ISSUER })
   app.trivium.use(createRbacMiddleware(), { name: 'rbac', after: ['auth'] })
   await app.register(triviumProtections)
-  await app.register(triviumWebSocket)
-  await app.register(triviumTcp, { port: 0, mode: options.tcpMode })
+  await app.register(triviumWebSocket, { clientStreamWindowBytes: CLIENT_STREAM_WINDOW_BYTES })
+  await app.register(triviumTcp, {
+    port: 0,
+    mode: options.tcpMode,
+    clientStreamWindowBytes: CLIENT_STREAM_WINDOW_BYTES,
+  })
 
   const finished = new Set<string>()
   // The `gated` client stream: a handler that reads only as fast as the test lets it (backpressure).

@@ -39,10 +39,14 @@ function validation(message: string) {
 }
 
 /** A server with `sum` (client stream), `double` (bidirectional) and `stall` (reads one item, then waits). */
-async function streamApp(mode: 'direct' | 'inject'): Promise<RawApp & { stalled: () => number }> {
+async function streamApp(
+  mode: 'direct' | 'inject',
+  clientStreamWindowBytes?: number,
+): Promise<RawApp & { stalled: () => number }> {
   let stalled = 0
   const server = await rawApp({
-    tcp: { mode },
+    ws: { clientStreamWindowBytes },
+    tcp: { mode, clientStreamWindowBytes },
     setup(app) {
       app.trivium.clientStream(
         'sum',
@@ -88,38 +92,35 @@ async function streamApp(mode: 'direct' | 'inject'): Promise<RawApp & { stalled:
 for (const carriage of CARRIAGES) {
   const mode = carriage === 'tcp-inject' ? 'inject' : 'direct'
 
-  t.test(
-    `${carriage}: the PROTOCOL.md exchange: REQUEST, CREDIT 16, items, CLIENT_END, RESPONSE`,
-    async (t) => {
-      const server = await streamApp(mode)
-      t.teardown(() => server.app.close())
-      const c = await RawClient.open(carriage, server)
-      c.write(open(5, 'sum'))
-      await c.until(hasType(5, FrameType.CREDIT))
-      t.equal(hex(of(c.frames, 5)[0]?.payload), '00 00 00 10', 'CREDIT of the window, 16 items')
-      c.write(item(5, { i: 1 }), item(5, { i: 2 }), item(5, { i: 3 }), end(5))
-      await c.until(() => c.answerTo(5) !== undefined)
-      t.same(
-        of(c.frames, 5).map((f) => f.type),
-        [FrameType.CREDIT, FrameType.RESPONSE],
-      )
-      t.same(dec(c.answerTo(5)?.payload), { sum: 6, count: 3 })
+  t.test(`${carriage}: the PROTOCOL.md exchange: REQUEST, CREDIT, items, CLIENT_END, RESPONSE`, async (t) => {
+    const server = await streamApp(mode)
+    t.teardown(() => server.app.close())
+    const c = await RawClient.open(carriage, server)
+    c.write(open(5, 'sum'))
+    await c.until(hasType(5, FrameType.CREDIT))
+    t.equal(hex(of(c.frames, 5)[0]?.payload), '00 04 00 00', 'CREDIT of the window, 262144 bytes')
+    c.write(item(5, { i: 1 }), item(5, { i: 2 }), item(5, { i: 3 }), end(5))
+    await c.until(() => c.answerTo(5) !== undefined)
+    t.same(
+      of(c.frames, 5).map((f) => f.type),
+      [FrameType.CREDIT, FrameType.RESPONSE],
+    )
+    t.same(dec(c.answerTo(5)?.payload), { sum: 6, count: 3 })
 
-      // Bidirectional: each item answered while the stream is open; STREAM_END after CLIENT_END.
-      c.write(open(6, 'double'))
-      await c.until(hasType(6, FrameType.CREDIT))
-      c.write(item(6, { i: 21 }))
-      await c.until(hasType(6, FrameType.STREAM_ITEM))
-      t.same(dec(of(c.frames, 6).find((f) => f.type === FrameType.STREAM_ITEM)?.payload), { i: 42 })
-      c.write(end(6))
-      await c.until(hasType(6, FrameType.STREAM_END))
-      t.same(
-        of(c.frames, 6).map((f) => f.type),
-        [FrameType.CREDIT, FrameType.STREAM_ITEM, FrameType.STREAM_END],
-      )
-      c.close()
-    },
-  )
+    // Bidirectional: each item answered while the stream is open; STREAM_END after CLIENT_END.
+    c.write(open(6, 'double'))
+    await c.until(hasType(6, FrameType.CREDIT))
+    c.write(item(6, { i: 21 }))
+    await c.until(hasType(6, FrameType.STREAM_ITEM))
+    t.same(dec(of(c.frames, 6).find((f) => f.type === FrameType.STREAM_ITEM)?.payload), { i: 42 })
+    c.write(end(6))
+    await c.until(hasType(6, FrameType.STREAM_END))
+    t.same(
+      of(c.frames, 6).map((f) => f.type),
+      [FrameType.CREDIT, FrameType.STREAM_ITEM, FrameType.STREAM_END],
+    )
+    c.close()
+  })
 
   t.test(`${carriage}: an item or a half-close for an unknown stream id is refused`, async (t) => {
     const server = await streamApp(mode)
@@ -166,17 +167,19 @@ for (const carriage of CARRIAGES) {
     c.close()
   })
 
-  t.test(`${carriage}: items beyond the credit are refused: the server never buffers more`, async (t) => {
-    const server = await streamApp(mode)
+  t.test(`${carriage}: an item with no credit left is refused: the server never buffers more`, async (t) => {
+    const server = await streamApp(mode, 64)
     t.teardown(() => server.app.close())
     const c = await RawClient.open(carriage, server)
     c.write(open(7, 'stall'))
     await c.until(hasType(7, FrameType.CREDIT))
-    c.write(...Array.from({ length: 17 }, (_, i) => item(7, { i })))
+    t.equal(hex(of(c.frames, 7)[0]?.payload), '00 00 00 40', 'a window of 64 bytes')
+    // `{"i":n}` is 7 bytes: the tenth item goes out with 1 byte of credit left, the eleventh has none.
+    c.write(...Array.from({ length: 11 }, (_, i) => item(7, { i })))
     await c.until(() => c.answerTo(7) !== undefined)
     t.match(
       dec(c.answerTo(7)?.payload),
-      validation('Client stream 7 sent more items than its credit allows (window 16)'),
+      validation('Client stream 7 sent an item with no credit left (window 64 bytes)'),
     )
     await until(() => server.stalled() === 1, 'the handler to be aborted')
     t.same(
@@ -276,3 +279,44 @@ for (const carriage of CARRIAGES) {
     t.equal(server.stalled(), 17, 'every handler was stopped')
   })
 }
+
+// PROTOCOL.md's whole exchange: a 64-byte window, 7-byte items; the refill after the handler took 35 bytes.
+t.test('websocket: the credit of the PROTOCOL.md exchange (window 64, refill 35)', async (t) => {
+  const taken: number[] = []
+  let release: (() => void) | undefined
+  const server = await rawApp({
+    ws: { clientStreamWindowBytes: 64 },
+    setup(app) {
+      app.trivium.clientStream(
+        'sum',
+        { method: 'POST', url: '/sum', request: Tick },
+        async (requests: AsyncIterable<{ i: number }>) => {
+          let sum = 0
+          for await (const tick of requests) {
+            taken.push(tick.i)
+            sum += tick.i
+            // Holds after the fifth item until the test has seen the refill.
+            if (taken.length === 5) await new Promise<void>((resolve) => (release = resolve))
+          }
+          return { sum, count: taken.length }
+        },
+      )
+    },
+  })
+  t.teardown(() => server.app.close())
+  const c = await RawClient.open('websocket', server)
+  c.write(open(5, 'sum'))
+  await c.until(hasType(5, FrameType.CREDIT))
+  c.write(...Array.from({ length: 10 }, (_, i) => item(5, { i })))
+  await c.until((frames) => of(frames, 5).filter((f) => f.type === FrameType.CREDIT).length === 2)
+  t.same(
+    of(c.frames, 5).map((f) => hex(f.payload)),
+    ['00 00 00 40', '00 00 00 23'],
+    'CREDIT 64, then 35 once the handler took 5 items (35 bytes, at least half the window)',
+  )
+  release?.()
+  c.write(item(5, { i: 10 }), item(5, { i: 11 }), item(5, { i: 12 }), end(5))
+  await c.until(() => c.answerTo(5) !== undefined)
+  t.same(dec(c.answerTo(5)?.payload), { sum: 78, count: 13 })
+  c.close()
+})

@@ -5,11 +5,13 @@ import { randomBytes } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
 import { createClient, type TriviumClient, type WebSocketConstructor } from '@trivium/client/node'
 import {
+  CLIENT_STREAM_WINDOW_BYTES,
   type ConformanceServer,
   createTypedClient,
   Echo,
   Empty,
   endpoints,
+  GatedTick,
   Pong,
   startConformanceServer,
   type TokenKind,
@@ -224,21 +226,37 @@ for (const target of targets) {
           const client = clientFor('member')
           const runId = randomBytes(6).toString('hex')
           const gated = createTypedClient(client).gated()
-          // The window (16) is granted when the handler first reads; it takes one item, then waits.
-          for (let i = 0; i < 16; i++) t.equal(await gated.send({ runId, i }), true)
-          let sent17 = false
-          const seventeenth = gated.send({ runId, i: 16 }).then((ok) => {
-            sent17 = true
+          // Credit is in bytes: items go out while any is left, each costing its payload (PROTOCOL.md).
+          const cost = (i: number) => {
+            const value = GatedTick.fromJSON({ runId, i })
+            const bytes =
+              format === 'binary'
+                ? GatedTick.encode(value).length
+                : Buffer.byteLength(JSON.stringify(GatedTick.toJSON(value)))
+            return Math.max(1, bytes)
+          }
+          let fits = 0
+          for (let left = CLIENT_STREAM_WINDOW_BYTES; left > 0; fits++) left -= cost(fits)
+          // The window is granted when the handler first reads; it takes one item, then waits at the gate.
+          for (let i = 0; i < fits; i++) t.equal(await gated.send({ runId, i }), true)
+          let sentNext = false
+          const next = gated.send({ runId, i: fits }).then((ok) => {
+            sentNext = true
             return ok
           })
           // A round trip on the same connection: a send that did not wait for credit would be done by now.
           await client.call(endpoints['public.ping'], {})
-          t.equal(sent17, false, 'the 17th item waits: the handler has taken 1 of 16')
-          t.equal(server.gateTaken(runId), 0)
-          server.openGate(runId, 8)
-          t.equal(await seventeenth, true, 'credit for 8 more once the handler took 8')
+          t.equal(
+            sentNext,
+            false,
+            `item ${fits + 1} waits: ${fits} items used the ${CLIENT_STREAM_WINDOW_BYTES}-byte credit`,
+          )
+          t.equal(server.gateReached(runId), 1, 'the handler holds one item, the rest wait in the window')
+          server.openGate(runId, fits)
+          t.equal(await next, true, 'credit again once the handler took half the window')
           server.openGate(runId, 1000)
-          t.equal(await gated.sendAll(Array.from({ length: 23 }, (_, k) => ({ runId, i: 17 + k }))), true)
+          const rest = Array.from({ length: 39 - fits }, (_, k) => ({ runId, i: fits + 1 + k }))
+          t.equal(await gated.sendAll(rest), true)
           t.same((await gated.response).toJSON(), { sum: 40, count: 40 })
         },
       )

@@ -2,6 +2,7 @@
 // carrier below plus a few lines of wiring — dispatch, admission, streams, push, identity and shutdown
 // come from @trivium/frame-session, exactly as for WebSocket and TCP. The client side is a
 // WebSocket-like object, so the ordinary @trivium/client WebSocket client runs over it unchanged.
+import { CLIENT_STREAM_WINDOW_BYTES } from '@trivium/conformance'
 import { jsonFormat, websocketCredential } from '@trivium/core'
 import {
   type CloseKind,
@@ -54,7 +55,11 @@ class MemoryCarrier implements FrameCarrier {
 
 /** Registers the in-memory transport on `app`; returns the WebSocket-like class clients connect with. */
 export function registerMemoryTransport(app: FastifyInstance): typeof MemoryWebSocket {
-  const server = new FrameServer(app, 'websocket', resolveFrameSessionOptions('memory', {}, 10_000))
+  const server = new FrameServer(
+    app,
+    'websocket',
+    resolveFrameSessionOptions('memory', { clientStreamWindowBytes: CLIENT_STREAM_WINDOW_BYTES }, 10_000),
+  )
   app.addHook('preClose', () => server.shutdownAll())
   app.addHook('onReady', async () => server.start(1000))
   let counter = 0

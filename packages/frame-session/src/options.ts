@@ -18,10 +18,11 @@ export interface FrameSessionOptions {
   /** Client and bidirectional streams open per connection (default 16); more get ERROR 429. */
   maxClientStreams?: number
   /**
-   * Request items a client may send ahead of the handler on one stream (default 16): the credit window,
-   * and so the most items buffered per stream (PROTOCOL.md "Client and bidirectional streams").
+   * Request bytes a client may send ahead of the handler on one stream (default 256 KiB): the credit
+   * window. At most the window plus one frame is buffered per stream (PROTOCOL.md "Client and
+   * bidirectional streams").
    */
-  clientStreamWindow?: number
+  clientStreamWindowBytes?: number
   /**
    * How long `app.close()` waits for unary calls in flight before aborting them and closing (default:
    * 3 s, and never more than 30% of Fastify's `pluginTimeout`, so close resolves well inside it).
@@ -47,7 +48,7 @@ export interface ResolvedFrameSessionOptions {
   highWaterMark: number
   maxPushBacklog: number
   maxClientStreams: number
-  clientStreamWindow: number
+  clientStreamWindowBytes: number
   shutdownGraceMs: number
   bus: PubSubBus | undefined
   authorizeSubscribe: FrameSessionOptions['authorizeSubscribe']
@@ -103,7 +104,7 @@ export function resolveFrameSessionOptions(
     highWaterMark: int('highWaterMark', options.highWaterMark, 1024 * 1024),
     maxPushBacklog: int('maxPushBacklog', options.maxPushBacklog, 4 * 1024 * 1024),
     maxClientStreams: int('maxClientStreams', options.maxClientStreams, 16),
-    clientStreamWindow: int('clientStreamWindow', options.clientStreamWindow, 16),
+    clientStreamWindowBytes: int('clientStreamWindowBytes', options.clientStreamWindowBytes, 256 * 1024),
     shutdownGraceMs,
     bus,
     authorizeSubscribe: options.authorizeSubscribe,

@@ -1,6 +1,7 @@
 // The server side of a stream of requests (PROTOCOL.md "Client and bidirectional streams"): the items a
-// client sends are held up to the credit window and handed to the handler's `for await` as it asks; credit
-// goes back as it takes them, so a slow handler makes the client's `send` wait and memory stays bounded.
+// client sends are held up to the credit window (bytes) and handed to the handler's `for await` as it asks;
+// credit goes back as it takes them, so a slow handler makes the client's `send` wait and memory stays
+// bounded (the window plus one frame per stream).
 import {
   decodePayload,
   type EndpointDefinition,
@@ -20,10 +21,10 @@ export class RequestInbox implements AsyncIterable<unknown> {
   readonly #format: WireFormat
   readonly #window: number
   readonly #send: InboxSend
-  /** Credit granted and items received, in total: an item beyond the credit breaks the protocol. */
+  /** Credit granted and item bytes received, in total: an item sent with no credit left breaks the protocol. */
   #granted = 0
   #received = 0
-  /** Items taken by the handler since the last CREDIT. */
+  /** Item bytes taken by the handler since the last CREDIT. */
   #taken = 0
   #started = false
   #failure: { reason: unknown } | undefined
@@ -55,9 +56,9 @@ export class RequestInbox implements AsyncIterable<unknown> {
     if (this.ended) return this.#halfClosed()
     if (this.stopped || this.#failure) return undefined
     if (this.#received >= this.#granted) {
-      return `Client stream ${this.requestId} sent more items than its credit allows (window ${this.#window})`
+      return `Client stream ${this.requestId} sent an item with no credit left (window ${this.#window} bytes)`
     }
-    this.#received++
+    this.#received += itemCost(payload)
     // A copy: the frame's bytes are a view into a socket chunk the transport may reuse.
     this.#queue.push(payload.slice())
     this.#notify()
@@ -111,7 +112,7 @@ export class RequestInbox implements AsyncIterable<unknown> {
       if (this.#failure) throw this.#failure.reason
       const bytes = this.#queue.shift()
       if (bytes !== undefined) {
-        this.#taken++
+        this.#taken += itemCost(bytes)
         if (this.#taken >= Math.ceil(this.#window / 2) && !this.ended && !this.stopped) {
           this.#grant(this.#taken)
           this.#taken = 0
@@ -149,4 +150,9 @@ export class RequestInbox implements AsyncIterable<unknown> {
   #halfClosed(): string {
     return `Client stream ${this.requestId} is half-closed: nothing may follow CLIENT_END`
   }
+}
+
+/** What an item costs of the credit: its payload bytes, at least 1 (an empty model is an item too). */
+export function itemCost(payload: Uint8Array): number {
+  return Math.max(1, payload.length)
 }

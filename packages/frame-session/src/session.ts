@@ -461,7 +461,7 @@ export class FrameSession implements Session {
         entry,
         definition,
         format,
-        this.#ctx.options.clientStreamWindow,
+        this.#ctx.options.clientStreamWindowBytes,
         (type, body) => {
           if (!entry.aborted && carrier.open) carrier.sendBody(type, id, body)
         },

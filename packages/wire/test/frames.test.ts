@@ -112,9 +112,9 @@ const cases: Array<[string, Frame, string, string]> = [
   ],
   [
     'CREDIT',
-    { type: FrameType.CREDIT, requestId: 5, payload: bytes('00 00 00 10') },
-    '0f 00 00 00 05 00 00 00 10',
-    '00 00 00 09 00 00 00 05 0f 00 00 00 10',
+    { type: FrameType.CREDIT, requestId: 5, payload: bytes('00 04 00 00') },
+    '0f 00 00 00 05 00 04 00 00',
+    '00 00 00 09 00 00 00 05 0f 00 04 00 00',
   ],
   [
     'STOP_SENDING',
@@ -144,8 +144,8 @@ t.test('PROTOCOL.md examples', async (t) => {
 })
 
 t.test('client stream frames: the PROTOCOL.md examples and their checks', async (t) => {
-  t.equal(hex(encodeCredit(16)), '00 00 00 10')
-  t.equal(readCredit(bytes('00 00 00 08')), 8)
+  t.equal(hex(encodeCredit(262_144)), '00 04 00 00')
+  t.equal(readCredit(bytes('00 02 00 00')), 131_072)
   t.equal(
     hex(
       encodeTcpFrame({

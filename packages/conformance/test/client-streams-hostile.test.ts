@@ -69,6 +69,23 @@ async function streamApp(
           for await (const tick of requests) yield { i: tick.i * 2 }
         },
       )
+      // Waits for an item past its deadline: the deadline wakes it (next() rejects with the signal's reason).
+      app.trivium.clientStream(
+        'deadline',
+        { method: 'POST', url: '/deadline', request: Tick, timeoutMs: 50 },
+        async (requests: AsyncIterable<{ i: number }>, call) => {
+          try {
+            for await (const _ of requests) {
+              // no item comes
+            }
+            return { woken: 'ended' }
+          } catch (err) {
+            return {
+              woken: call.signal.aborted && err === call.signal.reason ? 'by the deadline' : String(err),
+            }
+          }
+        },
+      )
       // Reads until the half-close or one item, then holds the call open until it is aborted.
       app.trivium.clientStream(
         'stall',
@@ -119,6 +136,16 @@ for (const carriage of CARRIAGES) {
       of(c.frames, 6).map((f) => f.type),
       [FrameType.CREDIT, FrameType.STREAM_ITEM, FrameType.STREAM_END],
     )
+    c.close()
+  })
+
+  t.test(`${carriage}: the endpoint's timeoutMs wakes a handler waiting for an item`, async (t) => {
+    const server = await streamApp(mode)
+    t.teardown(() => server.app.close())
+    const c = await RawClient.open(carriage, server)
+    c.write(open(8, 'deadline'))
+    await c.until(() => c.answerTo(8) !== undefined)
+    t.same(dec(c.answerTo(8)?.payload), { woken: 'by the deadline' })
     c.close()
   })
 

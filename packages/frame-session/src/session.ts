@@ -547,6 +547,11 @@ export class FrameSession implements Session {
         connection: this.state,
         requests,
       })
+      // The endpoint's deadline bounds the whole stream: a handler waiting for an item is woken by it.
+      if (requests !== undefined && started.call.definition.timeoutMs !== undefined) {
+        const signal = started.call.signal
+        signal.addEventListener('abort', () => requests.fail(signal.reason), { once: true })
+      }
       const result = started.result
       if (!started.call.definition.streaming && !isThenable(result)) {
         this.#respond(id, started.call, result, format, entry)

@@ -46,7 +46,11 @@ const spec = (name, streaming, requestStream) => ({
   streaming,
   requestStream,
 })
-const endpoints = { down: spec('down', true, false), up: spec('up', false, true), echo: spec('echo', true, true) }
+const endpoints = {
+  down: spec('down', true, false),
+  up: spec('up', false, true),
+  echo: spec('echo', true, true),
+}
 const item = (i) => ({ i, title: 'a task title of thirty-two bytes' })
 
 function open(transport) {
@@ -92,7 +96,8 @@ for (const transport of ['websocket', 'tcp']) {
       const n = await fn(c)
       const seconds = Number(process.hrtime.bigint() - start) / 1e9
       if (n !== ITEMS) throw new Error(`${name} over ${transport}: ${n} items, expected ${ITEMS}`)
-      ;(results[`${transport}|${name}`] ??= []).push(ITEMS / seconds)
+      const key = `${transport}|${name}`
+      results[key] = [...(results[key] ?? []), ITEMS / seconds]
     }
   }
   await c.close()
@@ -101,11 +106,17 @@ server.kill('SIGTERM')
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 const fmt = (x) => Math.round(x).toLocaleString('en').replaceAll(',', ' ')
-console.log(`\n${ITEMS} items of 48 bytes (JSON), ${ROUNDS} rounds, window ${process.env.BENCH_WINDOW ?? 262144} bytes\n`)
+console.log(
+  `\n${ITEMS} items of 48 bytes (JSON), ${ROUNDS} rounds, window ${process.env.BENCH_WINDOW ?? 262144} bytes\n`,
+)
 console.log('| case | WebSocket items/s | TCP items/s |')
 console.log('|---|---:|---:|')
 for (const name of Object.keys(cases)) {
-  console.log(`| ${name} | ${fmt(median(results[`websocket|${name}`]))} | ${fmt(median(results[`tcp|${name}`]))} |`)
+  console.log(
+    `| ${name} | ${fmt(median(results[`websocket|${name}`]))} | ${fmt(median(results[`tcp|${name}`]))} |`,
+  )
 }
 const ratio = (t) => median(results[`${t}|client stream (up)`]) / median(results[`${t}|server stream (down)`])
-console.log(`\nclient stream / server stream: WebSocket ${ratio('websocket').toFixed(2)}, TCP ${ratio('tcp').toFixed(2)}`)
+console.log(
+  `\nclient stream / server stream: WebSocket ${ratio('websocket').toFixed(2)}, TCP ${ratio('tcp').toFixed(2)}`,
+)

@@ -28,5 +28,7 @@ app.trivium.bidiStream('echo', { method: 'POST', url: '/echo' }, async function*
   for await (const value of requests) yield value
 })
 await app.listen({ port: 0, host: '127.0.0.1' })
-console.log(`PORTS ${JSON.stringify({ http: app.server.address().port, tcp: app.triviumTcp.address().port })}`)
+console.log(
+  `PORTS ${JSON.stringify({ http: app.server.address().port, tcp: app.triviumTcp.address().port })}`,
+)
 process.on('SIGTERM', () => app.close().then(() => process.exit(0)))

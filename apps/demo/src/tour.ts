@@ -77,6 +77,34 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, 200))
     await tcp.tasks.create({ title: 'seen live by the WebSocket stream' })
     await seen
+
+    // A client stream: the tasks of an import go out one by one (each send waits for the server's
+    // credit), the server answers one summary. Blank titles are refused and listed, the rest created.
+    console.log('\nstreams of requests (WebSocket and TCP):')
+    const started = tcp.tasks.import()
+    await started.sendAll([
+      { title: 'imported 1', tags: ['tour'] },
+      { title: '   ' },
+      { title: 'imported 2', tags: ['tour'] },
+    ])
+    const summary = await started.response
+    show('tcp', 'tasks.import', summary.toJSON())
+
+    // A bidirectional stream: edits in, each confirmed; meanwhile a change made over TCP comes out too.
+    const sync = ws.tasks.sync()
+    const changes = sync[Symbol.asyncIterator]()
+    const [first, second] = summary.taskIds
+    await sync.send({ ref: 1, id: first as number, done: true })
+    const confirmed = (await changes.next()).value
+    show('websocket', 'tasks.sync', {
+      source: confirmed?.source,
+      ref: confirmed?.ref,
+      done: confirmed?.task?.done,
+    })
+    await tcp.tasks.update({ id: second as number, title: 'renamed over TCP' })
+    const other = (await changes.next()).value
+    show('websocket', 'tasks.sync', { source: other?.source, kind: other?.kind, title: other?.task?.title })
+    await sync.end()
   } finally {
     for (const [, client] of clients) await client.close()
     await http.close()

@@ -13,8 +13,10 @@ import {
   toClientError,
 } from './errors.js'
 import type {
+  BidiStreamCall,
   CallOptions,
   ClientEvents,
+  ClientStreamCall,
   CommonClientOptions,
   ConnectionState,
   EndpointSpec,
@@ -217,10 +219,28 @@ export abstract class BaseClient implements TriviumClient {
   /** Hook for transports whose token is fixed per connection (WebSocket reconnects). */
   protected async tokenRefreshed(): Promise<void> {}
 
-  protected resolveEndpoint(endpoint: string | EndpointSpec, streaming: boolean): EndpointSpec {
+  protected resolveEndpoint(
+    endpoint: string | EndpointSpec,
+    streaming: boolean,
+    requestStream = false,
+  ): EndpointSpec {
     const spec = typeof endpoint === 'string' ? this.endpoints.get(endpoint) : endpoint
     if (!spec)
       throw new NotFoundException(`Endpoint ${String(endpoint)} is not in the client's endpoint table`)
+    if ((spec.requestStream === true) !== requestStream || (requestStream && spec.streaming !== streaming)) {
+      const use = spec.requestStream
+        ? spec.streaming
+          ? 'bidiStream()'
+          : 'clientStream()'
+        : spec.streaming
+          ? 'stream()'
+          : 'call()'
+      throw usageError(
+        spec.requestStream
+          ? `Endpoint ${spec.name} takes a stream of requests: use ${use}`
+          : `Endpoint ${spec.name} does not take a stream of requests: use ${use}`,
+      )
+    }
     if (spec.streaming !== streaming) {
       throw new TriviumError(
         streaming
@@ -332,6 +352,29 @@ export abstract class BaseClient implements TriviumClient {
     }
   }
 
+  clientStream<Req = any, Res = any>(
+    endpoint: string | EndpointSpec<Req, Res>,
+    options: StreamOptions = {},
+  ): ClientStreamCall<Req, Res> {
+    const spec = this.resolveEndpoint(endpoint, false, true)
+    return this.openRequestStream(spec, false, options.signal) as ClientStreamCall<Req, Res>
+  }
+
+  bidiStream<Req = any, Item = any>(
+    endpoint: string | EndpointSpec<Req, Item>,
+    options: StreamOptions = {},
+  ): BidiStreamCall<Req, Item> {
+    const spec = this.resolveEndpoint(endpoint, true, true)
+    return this.openRequestStream(spec, true, options.signal) as BidiStreamCall<Req, Item>
+  }
+
+  /** Opens a stream of requests (a client stream, or a bidirectional one with `bidi`). */
+  protected abstract openRequestStream(
+    spec: EndpointSpec,
+    bidi: boolean,
+    signal: AbortSignal | undefined,
+  ): ClientStreamCall<unknown, unknown> | BidiStreamCall<unknown, unknown>
+
   /** One attempt of a unary call. `signal` fires on timeout, on the caller's abort, or never. */
   protected abstract doCall(
     spec: EndpointSpec,
@@ -352,6 +395,11 @@ export abstract class BaseClient implements TriviumClient {
   abstract onPush(topic: string, handler: (message: unknown) => void): Promise<() => Promise<void>>
   abstract connect(): Promise<void>
   abstract close(): Promise<void>
+}
+
+/** A misuse of the client (the wrong call for an endpoint), thrown before anything is sent. */
+export function usageError(message: string): TriviumError {
+  return new TriviumError(message, 'TRV_CLIENT_USAGE', 400, 'ClientUsageError')
 }
 
 /**

@@ -1,8 +1,8 @@
 // What the WebSocket and TCP clients share: one multiplexed connection of frames (PROTOCOL.md "Frames"),
 // request ids, calls/streams/subscriptions in flight, reconnection with backoff + jitter, GOAWAY,
 // PING/PONG heartbeats, and the rule that nothing in flight ever hangs when the connection goes away.
-import { type Frame, FrameError, FrameType } from '@trivium/wire'
-import { BaseClient, checkNonNegative, optionError, timeoutToSend } from './base.js'
+import { type Frame, FrameError, FrameType, readCredit } from '@trivium/wire'
+import { BaseClient, checkNonNegative, optionError, timeoutToSend, usageError } from './base.js'
 import {
   type ErrorBody,
   fromErrorBody,
@@ -13,7 +13,9 @@ import {
   ValidationException,
 } from './errors.js'
 import type {
+  BidiStreamCall,
   ClientModel,
+  ClientStreamCall,
   CommonClientOptions,
   EndpointSpec,
   PayloadFormat,
@@ -77,6 +79,7 @@ type Pending =
     }
   | { kind: 'control'; resolve: (value: unknown) => void; reject: (error: unknown) => void }
   | { kind: 'stream'; spec: EndpointSpec; format: PayloadFormat; queue: StreamQueue }
+  | { kind: 'requests'; spec: EndpointSpec; format: PayloadFormat; call: RequestStreamCall }
 
 interface Conn {
   link: FrameLink
@@ -305,7 +308,8 @@ export abstract class FrameClient extends BaseClient {
     const pending = [...conn.pending.values()]
     conn.pending.clear()
     for (const entry of pending) {
-      if (entry.kind === 'stream')
+      if (entry.kind === 'requests') entry.call.finish(new NetworkException(message))
+      else if (entry.kind === 'stream')
         entry.queue.put(
           this.userClosed ? { kind: 'error', error: new NetworkException(message) } : { kind: 'lost' },
         )
@@ -504,6 +508,56 @@ export abstract class FrameClient extends BaseClient {
     }
   }
 
+  protected openRequestStream(
+    spec: EndpointSpec,
+    bidi: boolean,
+    signal: AbortSignal | undefined,
+  ): ClientStreamCall<unknown, unknown> | BidiStreamCall<unknown, unknown> {
+    const call = new RequestStreamCall(spec, bidi)
+    let conn: Conn | undefined
+    let id = 0
+    let format: PayloadFormat = this.formatFor(spec)
+    const entry = (): Pending | undefined => conn?.pending.get(id)
+    call.transport = {
+      open: async () => {
+        if (signal?.aborted) throw signal.reason
+        const c = await this.ensureConnection(signal)
+        format = this.formatFor(spec)
+        // A REQUEST opening a stream of requests carries the metadata and no model.
+        const payload = await this.requestPayload(spec, undefined, format)
+        if (c.closed) throw new NetworkException('Connection lost: closed before the request was sent')
+        if (call.settled) return
+        conn = c
+        id = this.allocateId(c)
+        c.pending.set(id, { kind: 'requests', spec, format, call })
+        this.sendFrame(c, { type: FrameType.REQUEST, requestId: id, endpoint: spec.name, payload })
+      },
+      encode: (value) => this.encodeModel(spec.request, value, format, spec.name),
+      item: (bytes) => {
+        if (conn && entry()?.kind === 'requests')
+          this.sendFrame(conn, { type: FrameType.CLIENT_ITEM, requestId: id, payload: bytes })
+      },
+      end: () => {
+        if (conn && entry()?.kind === 'requests')
+          this.sendFrame(conn, { type: FrameType.CLIENT_END, requestId: id, payload: EMPTY })
+      },
+      cancel: () => {
+        const c = conn
+        if (c && entry()?.kind === 'requests') {
+          c.pending.delete(id)
+          this.cancel(c, id)
+        }
+      },
+    }
+    if (signal) {
+      const onAbort = () => call.cancel(signal.reason)
+      signal.addEventListener('abort', onAbort, { once: true })
+      call.onSettled = () => signal.removeEventListener('abort', onAbort)
+    }
+    call.start()
+    return call
+  }
+
   private control(conn: Conn, type: number, topic: string): Promise<unknown> {
     const id = this.allocateId(conn)
     return new Promise((resolve, reject) => {
@@ -585,8 +639,26 @@ export abstract class FrameClient extends BaseClient {
   private onFrame(conn: Conn, frame: Frame): void {
     const id = frame.requestId
     switch (frame.type) {
+      case FrameType.CREDIT:
+      case FrameType.STOP_SENDING: {
+        const entry = conn.pending.get(id)
+        if (entry?.kind !== 'requests') return
+        if (frame.type === FrameType.CREDIT) entry.call.credit(readCredit(frame.payload))
+        else entry.call.stop()
+        break
+      }
       case FrameType.RESPONSE: {
         const entry = conn.pending.get(id)
+        if (entry?.kind === 'requests') {
+          conn.pending.delete(id)
+          if (entry.call.bidi) return
+          try {
+            entry.call.finish(undefined, decodePayload(entry.spec, entry.format, frame.payload))
+          } catch (err) {
+            entry.call.finish(err)
+          }
+          break
+        }
         if (!entry || entry.kind === 'stream') return
         conn.pending.delete(id)
         if (entry.kind === 'control') entry.resolve(undefined)
@@ -607,7 +679,8 @@ export abstract class FrameClient extends BaseClient {
           return
         }
         conn.pending.delete(id)
-        if (entry.kind !== 'stream') entry.reject(error)
+        if (entry.kind === 'requests') entry.call.finish(error)
+        else if (entry.kind !== 'stream') entry.reject(error)
         else if (conn.draining && error.code === 'TRV_SERVICE_UNAVAILABLE' && entry.spec.resume) {
           entry.queue.put({ kind: 'lost' }) // the server is going away: resume on the new connection
         } else entry.queue.put({ kind: 'error', error })
@@ -615,6 +688,16 @@ export abstract class FrameClient extends BaseClient {
       }
       case FrameType.STREAM_ITEM: {
         const entry = conn.pending.get(id)
+        if (entry?.kind === 'requests') {
+          try {
+            entry.call.item(decodePayload(entry.spec, entry.format, frame.payload))
+          } catch (err) {
+            conn.pending.delete(id)
+            this.cancel(conn, id)
+            entry.call.finish(err)
+          }
+          break
+        }
         if (entry?.kind !== 'stream') return
         try {
           entry.queue.put({ kind: 'item', value: decodePayload(entry.spec, entry.format, frame.payload) })
@@ -627,6 +710,11 @@ export abstract class FrameClient extends BaseClient {
       }
       case FrameType.STREAM_END: {
         const entry = conn.pending.get(id)
+        if (entry?.kind === 'requests') {
+          conn.pending.delete(id)
+          entry.call.finish()
+          break
+        }
         if (entry?.kind !== 'stream') return
         conn.pending.delete(id)
         entry.queue.put({ kind: 'end' })
@@ -700,3 +788,159 @@ function errorFromPayload(bytes: Uint8Array): TriviumError {
   }
   return new NetworkException('Bad error frame from the server')
 }
+
+/** What a RequestStreamCall asks of its connection. */
+interface RequestStreamTransport {
+  /** Connects and sends the REQUEST; rejects when it cannot. */
+  open(): Promise<void>
+  encode(value: unknown): Promise<Uint8Array>
+  item(bytes: Uint8Array): void
+  end(): void
+  cancel(): void
+}
+
+/**
+ * A client or bidirectional stream on the client (PROTOCOL.md "Client and bidirectional streams"): sends
+ * wait for credit, in order; the server's answer (RESPONSE, items, STREAM_END, ERROR) or a lost connection
+ * settles it.
+ */
+class RequestStreamCall implements ClientStreamCall<unknown, unknown>, BidiStreamCall<unknown, unknown> {
+  transport!: RequestStreamTransport
+  onSettled: (() => void) | undefined
+  readonly response: Promise<unknown>
+  settled = false
+  #resolve!: (value: unknown) => void
+  #reject!: (error: unknown) => void
+  #error: { error: unknown } | undefined
+  #credit = 0
+  #stopped = false
+  #ended = false
+  #wake: (() => void) | undefined
+  /** Sends run one after another, so items keep their order and credit is counted exactly. */
+  #chain: Promise<unknown> = Promise.resolve()
+  #opened: Promise<void> | undefined
+  readonly #items = new StreamQueue()
+
+  constructor(
+    readonly spec: EndpointSpec,
+    readonly bidi: boolean,
+  ) {
+    this.response = new Promise((resolve, reject) => {
+      this.#resolve = resolve
+      this.#reject = reject
+    })
+    // A caller that only iterates (bidi) or only sends must not see an unhandled rejection.
+    this.response.catch(noop)
+  }
+
+  start(): void {
+    this.#opened = this.transport.open().catch((err) => this.finish(toClientError(err)))
+  }
+
+  send(item: unknown): Promise<boolean> {
+    if (this.#ended) {
+      return Promise.reject(usageError(`send() after end() on the stream to ${this.spec.name}`))
+    }
+    return this.#enqueue(async () => {
+      await this.#opened
+      const bytes = await this.transport.encode(item)
+      for (;;) {
+        if (this.#error) throw this.#error.error
+        if (this.#stopped || this.settled) return false
+        // Credit is in bytes: an item may go out while any is left (PROTOCOL.md), costing its size.
+        if (this.#credit > 0) break
+        await new Promise<void>((resolve) => {
+          this.#wake = resolve
+        })
+      }
+      this.#credit -= Math.max(1, bytes.length)
+      this.transport.item(bytes)
+      return true
+    })
+  }
+
+  async sendAll(items: Iterable<unknown> | AsyncIterable<unknown>): Promise<boolean> {
+    for await (const item of items) {
+      if (!(await this.send(item))) return false
+    }
+    await this.end()
+    return true
+  }
+
+  end(): Promise<void> {
+    if (this.#ended) return this.#chain.then(noop, noop)
+    this.#ended = true
+    return this.#enqueue(async () => {
+      await this.#opened
+      if (!this.settled && !this.#stopped) this.transport.end()
+    }).then(noop, noop)
+  }
+
+  cancel(reason?: unknown): void {
+    if (this.settled) return
+    this.transport.cancel()
+    this.finish(reason ?? new Error('cancelled'))
+  }
+
+  // ---- from the connection ----
+
+  credit(count: number): void {
+    this.#credit += count
+    this.#notify()
+  }
+
+  stop(): void {
+    this.#stopped = true
+    this.#notify()
+  }
+
+  item(value: unknown): void {
+    this.#items.put({ kind: 'item', value })
+  }
+
+  /** The call is over: an error, else a client stream's response (or a bidi stream's STREAM_END). */
+  finish(error?: unknown, value?: unknown): void {
+    if (this.settled) return
+    this.settled = true
+    this.onSettled?.()
+    if (error !== undefined) {
+      this.#error = { error }
+      this.#reject(error)
+      this.#items.put({ kind: 'error', error })
+    } else {
+      this.#resolve(value)
+      this.#items.put({ kind: 'end' })
+    }
+    this.#notify()
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<unknown> {
+    if (!this.bidi) throw usageError(`Endpoint ${this.spec.name} answers one response: await .response`)
+    try {
+      for (;;) {
+        const next = await this.#items.take()
+        if (next.kind === 'item') yield next.value
+        else if (next.kind === 'end') return
+        else if (next.kind === 'error') throw next.error
+        else return
+      }
+    } finally {
+      // The consumer stopped early (break, throw): tell the server.
+      this.cancel(new Error('iteration stopped'))
+    }
+  }
+
+  #enqueue<T>(step: () => Promise<T>): Promise<T> {
+    const run = this.#chain.then(step)
+    this.#chain = run.catch(noop)
+    return run
+  }
+
+  #notify(): void {
+    const wake = this.#wake
+    this.#wake = undefined
+    wake?.()
+  }
+}
+
+function noop(): void {}

@@ -1,7 +1,7 @@
 // The HTTP transport: fetch (global in browsers and Node; undici's in the Node entry), one request per
 // call, Server-Sent Events for streams (PROTOCOL.md "HTTP", "HTTP mapping", "HTTP streaming").
 import { TIMEOUT_HEADER } from '@trivium/wire'
-import { BaseClient, optionError, timeoutToSend } from './base.js'
+import { BaseClient, optionError, timeoutToSend, usageError } from './base.js'
 import {
   type ErrorBody,
   ForbiddenException,
@@ -196,6 +196,11 @@ export class HttpClient extends BaseClient {
     } finally {
       this.active.delete(controller)
     }
+  }
+
+  /** HTTP/1.1 cannot carry a stream of requests (PROTOCOL.md "Client and bidirectional streams"). */
+  protected openRequestStream(spec: EndpointSpec): never {
+    throw usageError(`Endpoint ${spec.name} takes a stream of requests: call it over WebSocket or TCP`)
   }
 
   protected async *doStream(

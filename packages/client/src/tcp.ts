@@ -149,9 +149,21 @@ export class TcpClient extends FrameClient {
               socket.destroy()
             }, this.connectTimeoutMs)
           : undefined
+      // Frames written in one turn leave in one write (as the server batches): a client stream's items
+      // sent back to back within its credit cost one syscall, not one each.
+      let corked = false
+      const uncork = () => {
+        corked = false
+        socket.uncork()
+      }
       const link: FrameLink = {
         send(frame: Frame) {
           if (closed || socket.destroyed) throw new Error('the socket is closed')
+          if (!corked) {
+            corked = true
+            socket.cork()
+            process.nextTick(uncork)
+          }
           if (compression === undefined) socket.write(encodeTcpFrame(frame))
           else {
             const [type, body] = compression.outgoing(frame)

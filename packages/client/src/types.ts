@@ -33,6 +33,11 @@ export interface EndpointSpec<Req = any, Res = any> {
   response: ClientModel<Res>
   streaming: boolean
   /**
+   * The endpoint takes a stream of requests (WebSocket and TCP): `clientStream()` when it answers one
+   * response, `bidiStream()` when `streaming` too (PROTOCOL.md "Client and bidirectional streams").
+   */
+  requestStream?: boolean
+  /**
    * Streams only: how to resume after a lost connection. Given the original request and the last
    * item received, returns the request that continues the stream after that item. Without it, a
    * stream that loses its connection ends with NetworkException (see README "Streams and reconnection").
@@ -71,6 +76,33 @@ export interface StreamOptions {
    */
   timeoutMs?: number
 }
+
+/**
+ * The sending half of a client or bidirectional stream. Await each `send`: it waits for the server's
+ * credit (a slow handler slows the sender down), so memory stays bounded.
+ */
+export interface RequestStream<Req> {
+  /**
+   * Sends one request item. Resolves `true` once it is on the connection, `false` when the server reads
+   * no more items (it answered, or sent STOP_SENDING); rejects with the call's error when it failed.
+   */
+  send(item: Req): Promise<boolean>
+  /** Sends every item (waiting for each), then half-closes. Resolves `false` if the server stopped reading. */
+  sendAll(items: Iterable<Req> | AsyncIterable<Req>): Promise<boolean>
+  /** Half-closes: no more items (the handler's `for await` ends). */
+  end(): Promise<void>
+  /** Cancels the call on the server (CANCEL); the response (or the iteration) rejects with `reason`. */
+  cancel(reason?: unknown): void
+}
+
+/** A client stream: items out, one response back. */
+export interface ClientStreamCall<Req, Res> extends RequestStream<Req> {
+  /** The server's one answer (usually after `end()`). */
+  readonly response: Promise<Res>
+}
+
+/** A bidirectional stream: items out, and itself the iterable of the server's items. */
+export interface BidiStreamCall<Req, Item> extends RequestStream<Req>, AsyncIterable<Item> {}
 
 export type ConnectionState = 'idle' | 'connecting' | 'connected' | 'reconnecting' | 'closed'
 
@@ -140,6 +172,16 @@ export interface TriviumClient {
     request?: unknown,
     options?: StreamOptions,
   ): AsyncIterable<Item>
+  /** Opens a client stream (WebSocket and TCP; the HTTP client refuses with `TRV_CLIENT_USAGE`). */
+  clientStream<Req = any, Res = any>(
+    endpoint: string | EndpointSpec<Req, Res>,
+    options?: StreamOptions,
+  ): ClientStreamCall<Req, Res>
+  /** Opens a bidirectional stream (WebSocket and TCP; the HTTP client refuses with `TRV_CLIENT_USAGE`). */
+  bidiStream<Req = any, Item = any>(
+    endpoint: string | EndpointSpec<Req, Item>,
+    options?: StreamOptions,
+  ): BidiStreamCall<Req, Item>
   /** Server push on `topic` (WS/TCP; SUBSCRIBE frame). Resolves once subscribed; returns an unsubscribe function. */
   onPush(topic: string, handler: (message: unknown) => void): Promise<() => Promise<void>>
   on<E extends keyof ClientEvents>(event: E, listener: ClientEvents[E]): () => void

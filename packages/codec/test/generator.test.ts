@@ -161,6 +161,19 @@ t.test('bad endpoints', async (t) => {
     }),
     'endpoint "s": a streaming endpoint must use GET or POST',
   )
+  t.equal(
+    problems({
+      ...base,
+      endpoints: {
+        u: { request: 'A', response: 'A', requestStream: true, http: { method: 'GET', url: '/u' } },
+        v: { request: 'A', response: 'A', requestStream: 'yes', http: { method: 'POST', url: '/v' } },
+      },
+    }),
+    [
+      'endpoint "u": an endpoint with "requestStream" must use POST',
+      'endpoint "v": "requestStream" must be a boolean',
+    ].join('\n'),
+  )
 })
 
 t.test('CLI: exit code 1 and the problems on stderr, no stack trace', async (t) => {

@@ -11,6 +11,12 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import { registerEndpoints } from './generated/server.js'
 
 export const SECRET = 'conformance-secret-conformance-secret-0123456789'
+/**
+ * The credit window of client streams on every transport of the conformance server: small, so that a
+ * stream of a hundred items needs several CREDITs and a few items fill it (PROTOCOL.md "Client and
+ * bidirectional streams").
+ */
+export const CLIENT_STREAM_WINDOW_BYTES = 200
 export const ISSUER = 'trivium-conformance'
 
 export interface ConformanceServer {
@@ -20,8 +26,14 @@ export interface ConformanceServer {
   tcpPort: number
   /** Tokens of one test user (a fresh user id per transport run keeps rate-limit keys apart). */
   tokensFor(userId: number): Promise<Record<TokenKind, string | undefined>>
-  /** Whether the `ticker` stream of this run has run its `finally`. */
+  /** Whether the `ticker` stream (or the `gated` client stream) of this run has run its `finally`. */
   tickerFinished(runId: string): boolean
+  /** `gated` items of this run wait until the gate is opened for them: `openGate(runId, 8)` lets 8 more through. */
+  openGate(runId: string, items: number): void
+  /** How many `gated` items of this run the handler has taken (passed the gate). */
+  gateTaken(runId: string): number
+  /** How many `gated` items of this run reached the gate (read from the stream). */
+  gateReached(runId: string): number
   close(): Promise<void>
 }
 
@@ -51,14 +63,31 @@ export async function startConformanceServer(options: {
   await app.register(triviumAuth, { secret: SECRET, issuer: ISSUER })
   app.trivium.use(createRbacMiddleware(), { name: 'rbac', after: ['auth'] })
   await app.register(triviumProtections)
-  await app.register(triviumWebSocket, compress ? { perMessageDeflate: { threshold: 0 } } : {})
+  await app.register(triviumWebSocket, {
+    clientStreamWindowBytes: CLIENT_STREAM_WINDOW_BYTES,
+    ...(compress ? { perMessageDeflate: { threshold: 0 } } : {}),
+  })
   await app.register(triviumTcp, {
     port: 0,
     mode: options.tcpMode,
+    clientStreamWindowBytes: CLIENT_STREAM_WINDOW_BYTES,
     ...(compress ? { compression: { threshold: 0 } } : {}),
   })
 
   const finished = new Set<string>()
+  // The `gated` client stream: a handler that reads only as fast as the test lets it (backpressure).
+  const gates = new Map<
+    string,
+    { allowed: number; taken: number; reached: number; wake: (() => void) | undefined }
+  >()
+  const gate = (runId: string) => {
+    let g = gates.get(runId)
+    if (!g) {
+      g = { allowed: 0, taken: 0, reached: 0, wake: undefined }
+      gates.set(runId, g)
+    }
+    return g
+  }
   registerEndpoints(app.trivium, {
     'public.ping': () => ({ ok: true }),
     echo: (req) => {
@@ -87,6 +116,47 @@ export async function startConformanceServer(options: {
     },
     'tickers.status': (req) => ({ finished: finished.has(req.runId) }),
     lookup: (req) => req,
+    // Client and bidirectional streams (PROTOCOL.md "Client and bidirectional streams"). A negative item
+    // stops the reading early: the server answers with what it has (STOP_SENDING, then the answer).
+    sum: async (requests) => {
+      let sum = 0
+      let count = 0
+      for await (const tick of requests) {
+        if (tick.i < 0) break
+        sum += tick.i
+        count++
+      }
+      return { sum, count }
+    },
+    double: async function* (requests) {
+      for await (const tick of requests) {
+        if (tick.i < 0) break
+        yield { i: tick.i * 2 }
+      }
+    },
+    gated: async (requests, call) => {
+      let runId: string | undefined
+      let count = 0
+      try {
+        for await (const item of requests) {
+          runId = item.runId
+          const g = gate(item.runId)
+          g.reached++
+          while (g.allowed <= g.taken) {
+            if (call.signal.aborted) throw call.signal.reason
+            await new Promise<void>((resolve) => {
+              g.wake = resolve
+              call.signal.addEventListener('abort', () => resolve(), { once: true })
+            })
+          }
+          g.taken++
+          count++
+        }
+        return { sum: count, count }
+      } finally {
+        if (runId !== undefined) finished.add(runId)
+      }
+    },
   })
 
   await options.register?.(app)
@@ -130,6 +200,15 @@ export async function startConformanceServer(options: {
       }
     },
     tickerFinished: (runId) => finished.has(runId),
+    openGate(runId, items) {
+      const g = gate(runId)
+      g.allowed += items
+      const wake = g.wake
+      g.wake = undefined
+      wake?.()
+    },
+    gateTaken: (runId) => gate(runId).taken,
+    gateReached: (runId) => gate(runId).reached,
     close: () => app.close(),
   }
 }

@@ -5,14 +5,17 @@ import { randomBytes } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
 import { createClient, type TriviumClient, type WebSocketConstructor } from '@trivium/client/node'
 import {
+  CLIENT_STREAM_WINDOW_BYTES,
   type ConformanceServer,
   createTypedClient,
   Echo,
   Empty,
   endpoints,
+  GatedTick,
   Pong,
   startConformanceServer,
   type TokenKind,
+  Total,
   unaryCases,
 } from '@trivium/conformance'
 import t from 'tap'
@@ -162,6 +165,142 @@ for (const target of targets) {
           })(),
           { name: 'UnauthorizedException', message: 'Authentication required' },
         )
+      })
+
+      // ---- Client and bidirectional streams (issue 34 item 3; PROTOCOL.md "Client and bidirectional
+      // streams"). Frame transports carry them; HTTP/1.1 refuses them with the documented error. ----
+      const refusal = (name: string) =>
+        `Endpoint ${name} takes a stream of requests: call it over WebSocket or TCP`
+      if (target.transport === 'http') {
+        await t.test('client and bidirectional streams are refused over HTTP/1.1', async (t) => {
+          const client = clientFor('member')
+          const usage = { name: 'ClientUsageError', code: 'TRV_CLIENT_USAGE' }
+          t.throws(() => client.clientStream(endpoints.sum), { ...usage, message: refusal('sum') })
+          t.throws(() => client.bidiStream(endpoints.double), { ...usage, message: refusal('double') })
+          const res = await fetch(`${server.httpUrl}/sum`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', authorization: `Bearer ${tokens.member}` },
+            body: '{"i":1}',
+          })
+          t.equal(res.status, 400)
+          t.match(res.headers.get('content-type'), /^application\/json/)
+          const body = await res.json()
+          t.same(
+            { statusCode: body.statusCode, code: body.code, error: body.error, message: body.message },
+            {
+              statusCode: 400,
+              code: 'TRV_VALIDATION',
+              error: 'ValidationException',
+              message: refusal('sum'),
+            },
+          )
+        })
+        return
+      }
+
+      await t.test('a client stream sends its items (credit refilled) and gets one response', async (t) => {
+        const sum = createTypedClient(clientFor('member')).sum()
+        const items = Array.from({ length: 100 }, (_, i) => ({ i: i + 1 }))
+        t.equal(await sum.sendAll(items), true)
+        t.same(Total.fromJSON((await sum.response).toJSON()).toJSON(), { sum: 5050, count: 100 })
+      })
+
+      await t.test(
+        'a bidirectional stream answers each item while more items are still to come',
+        async (t) => {
+          const double = createTypedClient(clientFor('member')).double()
+          const answers = double[Symbol.asyncIterator]()
+          for (let i = 1; i <= 20; i++) {
+            t.equal(await double.send({ i }), true)
+            const next = await answers.next()
+            t.equal(next.value?.i, 2 * i, `answer to item ${i} before item ${i + 1} is sent`)
+          }
+          await double.end()
+          t.same(await answers.next(), { done: true, value: undefined })
+        },
+      )
+
+      await t.test(
+        'a slow handler holds the sender back: send waits for credit, memory stays bounded',
+        async (t) => {
+          const client = clientFor('member')
+          const runId = randomBytes(6).toString('hex')
+          const gated = createTypedClient(client).gated()
+          // Credit is in bytes: items go out while any is left, each costing its payload (PROTOCOL.md).
+          const cost = (i: number) => {
+            const value = GatedTick.fromJSON({ runId, i })
+            const bytes =
+              format === 'binary'
+                ? GatedTick.encode(value).length
+                : Buffer.byteLength(JSON.stringify(GatedTick.toJSON(value)))
+            return Math.max(1, bytes)
+          }
+          let fits = 0
+          for (let left = CLIENT_STREAM_WINDOW_BYTES; left > 0; fits++) left -= cost(fits)
+          // The window is granted when the handler first reads; it takes one item, then waits at the gate.
+          for (let i = 0; i < fits; i++) t.equal(await gated.send({ runId, i }), true)
+          let sentNext = false
+          const next = gated.send({ runId, i: fits }).then((ok) => {
+            sentNext = true
+            return ok
+          })
+          // A round trip on the same connection: a send that did not wait for credit would be done by now.
+          await client.call(endpoints['public.ping'], {})
+          t.equal(
+            sentNext,
+            false,
+            `item ${fits + 1} waits: ${fits} items used the ${CLIENT_STREAM_WINDOW_BYTES}-byte credit`,
+          )
+          t.equal(server.gateReached(runId), 1, 'the handler holds one item, the rest wait in the window')
+          server.openGate(runId, fits)
+          t.equal(await next, true, 'credit again once the handler took half the window')
+          server.openGate(runId, 1000)
+          const rest = Array.from({ length: 39 - fits }, (_, k) => ({ runId, i: fits + 1 + k }))
+          t.equal(await gated.sendAll(rest), true)
+          t.same((await gated.response).toJSON(), { sum: 40, count: 40 })
+        },
+      )
+
+      await t.test(
+        'the server stops reading early: its answer comes, later sends resolve false',
+        async (t) => {
+          const typed = createTypedClient(clientFor('member'))
+          const sum = typed.sum()
+          for (const i of [1, 2, -1]) await sum.send({ i })
+          t.same((await sum.response).toJSON(), { sum: 3, count: 2 })
+          t.equal(await sum.send({ i: 5 }), false, 'nothing more is sent after the answer')
+          const double = typed.double()
+          const answers = double[Symbol.asyncIterator]()
+          await double.send({ i: 4 })
+          t.equal((await answers.next()).value?.i, 8)
+          await double.send({ i: -1 }) // the handler breaks out of its for await: STOP_SENDING, STREAM_END
+          t.same(await answers.next(), { done: true, value: undefined })
+          t.equal(await double.send({ i: 6 }), false)
+          t.same((await typed.public.ping({})).toJSON(), { ok: true }, 'the connection still serves calls')
+        },
+      )
+
+      await t.test('cancelling a client stream stops its handler (its finally runs)', async (t) => {
+        const runId = randomBytes(6).toString('hex')
+        const gated = createTypedClient(clientFor('member')).gated()
+        await gated.send({ runId, i: 0 })
+        const reached = Date.now() + 5000
+        while (server.gateReached(runId) === 0 && Date.now() < reached)
+          await new Promise((r) => setTimeout(r, 5))
+        t.equal(server.gateReached(runId), 1, 'the handler holds the item')
+        gated.cancel(new Error('changed my mind'))
+        await t.rejects(gated.response, { message: 'changed my mind' })
+        const deadline = Date.now() + 5000
+        while (!server.tickerFinished(runId) && Date.now() < deadline)
+          await new Promise((r) => setTimeout(r, 20))
+        t.ok(server.tickerFinished(runId), "the server handler's finally ran")
+      })
+
+      await t.test('a client stream without a token is refused like a call', async (t) => {
+        const sum = createTypedClient(clientFor('none')).sum()
+        const expected = { name: 'UnauthorizedException', message: 'Authentication required' }
+        await t.rejects(sum.send({ i: 1 }), expected)
+        await t.rejects(sum.response, expected)
       })
     })
   }

@@ -2,6 +2,7 @@
 // carrier below plus a few lines of wiring — dispatch, admission, streams, push, identity and shutdown
 // come from @trivium/frame-session, exactly as for WebSocket and TCP. The client side is a
 // WebSocket-like object, so the ordinary @trivium/client WebSocket client runs over it unchanged.
+import { CLIENT_STREAM_WINDOW_BYTES } from '@trivium/conformance'
 import { jsonFormat, websocketCredential } from '@trivium/core'
 import {
   type CloseKind,
@@ -75,7 +76,10 @@ export function registerMemoryTransport(
     'websocket',
     resolveFrameSessionOptions(
       'memory',
-      options.compression ? { compression: { threshold: 0 } } : {},
+      {
+        clientStreamWindowBytes: CLIENT_STREAM_WINDOW_BYTES,
+        ...(options.compression ? { compression: { threshold: 0 } } : {}),
+      },
       10_000,
     ),
   )

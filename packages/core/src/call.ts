@@ -53,6 +53,8 @@ export interface CallInit<Req = unknown> {
   credential?: string | (() => string | undefined)
   /** The call's deadline (see deadline.ts `callDeadline`); absent: none. */
   deadline?: CallDeadline
+  /** A client or bidirectional stream's request items (frame transports). */
+  requests?: AsyncIterable<Req>
 }
 
 /** The default credential of a transport that does not supply `CallInit.credential`. */
@@ -91,6 +93,11 @@ export class TriviumCall<Req = unknown> {
   responseHeaders: Record<string, string> | undefined = undefined
   /** The authenticated caller (set by authentication middleware); undefined when anonymous. */
   identity: TriviumIdentity | undefined = undefined
+  /**
+   * The request items of a client or bidirectional stream, as they arrive (the handler's first argument);
+   * undefined for other endpoints. `body` is undefined for these calls.
+   */
+  readonly requests: AsyncIterable<Req> | undefined
 
   private bodyValue: Req | typeof UNSET = UNSET
   private readonly decodeBody: (this: TriviumCall<Req>) => Req
@@ -116,6 +123,7 @@ export class TriviumCall<Req = unknown> {
     this.decodeBody = init.decodeBody
     this.signalSource = init.signal
     this.credentialSource = init.credential
+    this.requests = init.requests
     this.deadlineState = init.deadline
   }
 

@@ -25,3 +25,5 @@ export type FrameRejectReason =
   | 'session_closed'
   | 'bad_metadata'
   | 'bad_format'
+  /** A CLIENT_ITEM or CLIENT_END breaking the rules of a client stream (unknown id, after half-close, over credit). */
+  | 'client_stream'

@@ -47,11 +47,11 @@ const TRIVIUM_SETTINGS: Readonly<Record<string, string>> = {
 }
 
 /**
- * Settings read only to describe an endpoint: nothing to enforce. `name`, `streaming` and `resume` are
+ * Settings read only to describe an endpoint: nothing to enforce. `name`, `streaming`, `requestStream` and `resume` are
  * fields of an endpoint table entry (`EndpointSpec` of @trivium/codec and @trivium/client), passed as
  * options as is. (A table entry's `config` is not among them: its rules belong in the options.)
  */
-const DESCRIPTIVE_SETTINGS = new Set(['errorStatuses', 'name', 'streaming', 'resume'])
+const DESCRIPTIVE_SETTINGS = new Set(['errorStatuses', 'name', 'streaming', 'resume', 'requestStream'])
 
 /** A value that asks for nothing: no rule to enforce. */
 function asksNothing(setting: string, value: unknown): boolean {

@@ -158,7 +158,9 @@ export function idempotency(options: IdempotencyOptions): Middleware {
   return enforcesSettings(
     ['idempotencyKey'],
     directMiddleware((call, next) => {
-      if (call.definition.config.idempotencyKey !== true || call.definition.streaming) return next()
+      // A stream (of responses or of requests) has no one answer to replay: keys do not apply.
+      const { config, streaming, requestStream } = call.definition
+      if (config.idempotencyKey !== true || streaming || requestStream) return next()
       const key = idempotencyKeyOf(call)
       return key === undefined ? next() : run(call, key, next)
     }),

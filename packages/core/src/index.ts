@@ -19,9 +19,14 @@ import { EventStreams } from './http/sse.js'
 import { type InvokeInit, type InvokeResult, Invoker, type StartedCall } from './invoke.js'
 import { type Middleware, type MiddlewareOptions, Pipeline } from './middleware.js'
 import {
+  type BidiStreamDefinition,
+  type BidiStreamHandler,
+  type ClientStreamDefinition,
+  type ClientStreamHandler,
   type EndpointDefinition,
   type EndpointOptions,
   EndpointRegistry,
+  type EndpointShape,
   type StreamDefinition,
   type StreamHandler,
   type UnaryDefinition,
@@ -55,6 +60,11 @@ export * from './middleware.js'
 export * from './model.js'
 export * from './registry.js'
 export { isThenable } from './thenable.js'
+
+const UNARY: EndpointShape = { streaming: false, requestStream: false }
+const SERVER_STREAM: EndpointShape = { streaming: true, requestStream: false }
+const CLIENT_STREAM: EndpointShape = { streaming: false, requestStream: true }
+const BIDI_STREAM: EndpointShape = { streaming: true, requestStream: true }
 
 export interface TriviumCoreOptions {
   /**
@@ -91,6 +101,22 @@ export interface Trivium {
     options: EndpointOptions<Req, Item>,
     handler: StreamHandler<Req, Item>,
   ): StreamDefinition<Req, Item>
+  /**
+   * Registers a client stream (WebSocket and TCP): the handler takes the request items as they arrive
+   * and answers one response. Over HTTP the route refuses every call (PROTOCOL.md "Client and
+   * bidirectional streams"). POST only.
+   */
+  clientStream<Req = any, Res = any>(
+    name: string,
+    options: EndpointOptions<Req, Res>,
+    handler: ClientStreamHandler<Req, Res>,
+  ): ClientStreamDefinition<Req, Res>
+  /** Registers a bidirectional stream (WebSocket and TCP): request items in, response items out. POST only. */
+  bidiStream<Req = any, Item = any>(
+    name: string,
+    options: EndpointOptions<Req, Item>,
+    handler: BidiStreamHandler<Req, Item>,
+  ): BidiStreamDefinition<Req, Item>
   /**
    * Adds a middleware at the end of the chain (the same chain on every transport). Called on a child
    * context (`child.trivium.use()`), it runs only for the endpoints of that context and its descendants.
@@ -258,7 +284,7 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
     name: string,
     endpointOptions: EndpointOptions,
     handler: unknown,
-    streaming: boolean,
+    shape: EndpointShape,
   ) {
     const url = endpointOptions?.url
     const full = typeof url === 'string' ? withPrefix(instance.prefix, url) : url
@@ -266,7 +292,7 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
       name,
       { ...endpointOptions, url: full } as EndpointOptions,
       handler as UnaryHandler<unknown, unknown>,
-      streaming,
+      shape,
     )
     pipeline.setContext(definition, instance)
     registerHttpRoute(instance, definition, routeContext, url as string)
@@ -275,10 +301,16 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
 
   const trivium: Trivium = {
     endpoint(name, endpointOptions, handler) {
-      return register(fastify, name, endpointOptions, handler, false) as UnaryDefinition
+      return register(fastify, name, endpointOptions, handler, UNARY) as UnaryDefinition
     },
     stream(name, endpointOptions, handler) {
-      return register(fastify, name, endpointOptions, handler, true) as StreamDefinition
+      return register(fastify, name, endpointOptions, handler, SERVER_STREAM) as StreamDefinition
+    },
+    clientStream(name, endpointOptions, handler) {
+      return register(fastify, name, endpointOptions, handler, CLIENT_STREAM) as ClientStreamDefinition
+    },
+    bidiStream(name, endpointOptions, handler) {
+      return register(fastify, name, endpointOptions, handler, BIDI_STREAM) as BidiStreamDefinition
     },
     use(middleware, middlewareOptions) {
       pipeline.use(middleware, middlewareOptions)
@@ -321,10 +353,19 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
           value: (middleware: Middleware, o?: MiddlewareOptions) => pipeline.use(middleware, o, instance),
         },
         endpoint: {
-          value: (name: string, o: EndpointOptions, h: unknown) => register(instance, name, o, h, false),
+          value: (name: string, o: EndpointOptions, h: unknown) => register(instance, name, o, h, UNARY),
         },
         stream: {
-          value: (name: string, o: EndpointOptions, h: unknown) => register(instance, name, o, h, true),
+          value: (name: string, o: EndpointOptions, h: unknown) =>
+            register(instance, name, o, h, SERVER_STREAM),
+        },
+        clientStream: {
+          value: (name: string, o: EndpointOptions, h: unknown) =>
+            register(instance, name, o, h, CLIENT_STREAM),
+        },
+        bidiStream: {
+          value: (name: string, o: EndpointOptions, h: unknown) =>
+            register(instance, name, o, h, BIDI_STREAM),
         },
       }) as Trivium
       scoped.set(instance, view)

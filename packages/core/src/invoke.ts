@@ -26,6 +26,8 @@ export interface InvokeInit {
   connection?: Record<string, unknown>
   /** The caller's credential (see CallInit.credential); absent: the protocol's default place. */
   credential?: string | (() => string | undefined)
+  /** A client or bidirectional stream's request items, fed by the transport. */
+  requests?: AsyncIterable<unknown>
 }
 
 export interface InvokeResult {
@@ -77,7 +79,10 @@ export class Invoker {
       signal: init.signal,
       connection: init.connection,
       credential: init.credential,
+      requests: init.requests,
       decodeBody: () => {
+        // A stream of requests has no request model in its REQUEST: the items carry them.
+        if (definition.requestStream) return undefined
         if (payload.length > 0 && format.name !== 'json' && !definition.request.decode) {
           throw new UnsupportedMediaTypeException(
             `Endpoint ${definition.name} has no ${format.name} request format`,

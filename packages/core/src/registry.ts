@@ -39,6 +39,16 @@ export interface EndpointOptions<Req = any, Res = any> extends TriviumEndpointCo
 
 export type UnaryHandler<Req, Res> = (request: Req, call: TriviumCall<Req>) => Res | Promise<Res>
 export type StreamHandler<Req, Item> = (request: Req, call: TriviumCall<Req>) => AsyncIterable<Item>
+/** A client stream's handler: the request items as they arrive, answered by one response. */
+export type ClientStreamHandler<Req, Res> = (
+  requests: AsyncIterable<Req>,
+  call: TriviumCall<Req>,
+) => Res | Promise<Res>
+/** A bidirectional stream's handler: the request items as they arrive, answered by a stream of items. */
+export type BidiStreamHandler<Req, Item> = (
+  requests: AsyncIterable<Req>,
+  call: TriviumCall<Req>,
+) => AsyncIterable<Item>
 
 interface DefinitionBase<Req, Res> {
   readonly name: string
@@ -55,21 +65,52 @@ interface DefinitionBase<Req, Res> {
 
 export interface UnaryDefinition<Req = any, Res = any> extends DefinitionBase<Req, Res> {
   readonly streaming: false
+  readonly requestStream: false
   readonly handler: UnaryHandler<Req, Res>
 }
 
 export interface StreamDefinition<Req = any, Item = any> extends DefinitionBase<Req, Item> {
   readonly streaming: true
+  readonly requestStream: false
   readonly handler: StreamHandler<Req, Item>
 }
 
-export type EndpointDefinition<Req = any, Res = any> = UnaryDefinition<Req, Res> | StreamDefinition<Req, Res>
+/** Takes a stream of requests (WebSocket and TCP only), answers one response. */
+export interface ClientStreamDefinition<Req = any, Res = any> extends DefinitionBase<Req, Res> {
+  readonly streaming: false
+  readonly requestStream: true
+  readonly handler: ClientStreamHandler<Req, Res>
+}
+
+/** Takes a stream of requests and answers a stream of items (WebSocket and TCP only). */
+export interface BidiStreamDefinition<Req = any, Item = any> extends DefinitionBase<Req, Item> {
+  readonly streaming: true
+  readonly requestStream: true
+  readonly handler: BidiStreamHandler<Req, Item>
+}
+
+export type EndpointDefinition<Req = any, Res = any> =
+  | UnaryDefinition<Req, Res>
+  | StreamDefinition<Req, Res>
+  | ClientStreamDefinition<Req, Res>
+  | BidiStreamDefinition<Req, Res>
+
+/** What a registration declares: a stream of responses (`streaming`), a stream of requests (`requestStream`). */
+export interface EndpointShape {
+  streaming: boolean
+  requestStream: boolean
+}
 
 /** Endpoint names: dot-separated segments of letters, digits, `_` and `-`, each starting with a letter. */
 export const ENDPOINT_NAME_PATTERN = /^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)*$/
 export const MAX_ENDPOINT_NAME_BYTES = 255
 /** The longest `timeoutMs` (and client timeout): the largest delay a Node timer takes (2^31 - 1 ms, ~24.8 days). */
 export { MAX_TIMEOUT_MS }
+
+/** The refusal of a client or bidirectional stream over HTTP (the HTTP client says the same). */
+export function requestStreamOverHttpMessage(name: string): string {
+  return `Endpoint ${name} takes a stream of requests: call it over WebSocket or TCP`
+}
 
 export class RegistrationError extends Error {
   readonly code = 'TRV_REGISTRATION'
@@ -88,9 +129,11 @@ export class EndpointRegistry {
   add<Req, Res>(
     name: string,
     options: EndpointOptions<Req, Res>,
-    handler: UnaryHandler<Req, Res> | StreamHandler<Req, Res>,
-    streaming: boolean,
+    handler: UnaryHandler<Req, Res> | StreamHandler<Req, Res> | ClientStreamHandler<Req, Res>,
+    shape: EndpointShape | boolean,
   ): EndpointDefinition<Req, Res> {
+    const { streaming, requestStream } =
+      typeof shape === 'boolean' ? { streaming: shape, requestStream: false } : shape
     if (this.sealed) throw new RegistrationError(`cannot register "${name}" after the server has started`)
     if (typeof name !== 'string' || !ENDPOINT_NAME_PATTERN.test(name)) {
       throw new RegistrationError(
@@ -114,6 +157,9 @@ export class EndpointRegistry {
     }
     if (typeof handler !== 'function')
       throw new RegistrationError(`endpoint "${name}": handler must be a function`)
+    if (requestStream && options.method !== 'POST') {
+      throw new RegistrationError(`endpoint "${name}" takes a stream of requests and must use POST`)
+    }
     if (streaming && options.method !== 'GET' && options.method !== 'POST') {
       throw new RegistrationError(`streaming endpoint "${name}" must use GET or POST`)
     }
@@ -152,6 +198,7 @@ export class EndpointRegistry {
       config: options,
       http: new HttpMapping(options.method, options.url, request),
       streaming,
+      requestStream,
       handler,
     } as EndpointDefinition<Req, Res>
     this.byName.set(name, definition)

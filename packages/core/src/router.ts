@@ -5,5 +5,9 @@ import type { TriviumCall } from './call.js'
 
 // Not async: a handler that returns a plain value costs no extra promise; callers await the result.
 export function routeToHandler(call: TriviumCall<any>): unknown {
-  return call.definition.handler(call.body, call)
+  const definition = call.definition
+  // A client or bidirectional stream's handler takes the request items (PROTOCOL.md "Client and
+  // bidirectional streams"), which the frame transport feeds as they arrive.
+  if (definition.requestStream) return definition.handler(call.requests as AsyncIterable<unknown>, call)
+  return definition.handler(call.body, call)
 }

@@ -77,6 +77,23 @@ t.test('options are checked', async (t) => {
       }),
     { message: '@trivium/core: streaming endpoint "s" must use GET or POST' },
   )
+  // Streams of requests (PROTOCOL.md "Client and bidirectional streams"): POST only.
+  t.throws(() => fastify.trivium.clientStream('c', { method: 'GET', url: '/c' }, async () => ({})), {
+    message: '@trivium/core: endpoint "c" takes a stream of requests and must use POST',
+  })
+  t.throws(
+    () =>
+      fastify.trivium.bidiStream('b', { method: 'PUT', url: '/b' }, async function* () {
+        yield 1
+      }),
+    { message: '@trivium/core: endpoint "b" takes a stream of requests and must use POST' },
+  )
+  const client = fastify.trivium.clientStream('c', { method: 'POST', url: '/c' }, async () => ({}))
+  t.same([client.streaming, client.requestStream], [false, true])
+  const bidi = fastify.trivium.bidiStream('b', { method: 'POST', url: '/b' }, async function* () {
+    yield 1
+  })
+  t.same([bidi.streaming, bidi.requestStream], [true, true])
 })
 
 t.test('registration after start fails', async (t) => {

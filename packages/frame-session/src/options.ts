@@ -15,6 +15,14 @@ export interface FrameSessionOptions {
   highWaterMark?: number
   /** A connection whose queued bytes exceed this when a push arrives is closed (default 4 MiB). */
   maxPushBacklog?: number
+  /** Client and bidirectional streams open per connection (default 16); more get ERROR 429. */
+  maxClientStreams?: number
+  /**
+   * Request bytes a client may send ahead of the handler on one stream (default 256 KiB): the credit
+   * window. At most the window plus one frame is buffered per stream (PROTOCOL.md "Client and
+   * bidirectional streams").
+   */
+  clientStreamWindowBytes?: number
   /**
    * How long `app.close()` waits for unary calls in flight before aborting them and closing (default:
    * 3 s, and never more than 30% of Fastify's `pluginTimeout`, so close resolves well inside it).
@@ -44,6 +52,8 @@ export interface ResolvedFrameSessionOptions {
   idleTimeoutMs: number
   highWaterMark: number
   maxPushBacklog: number
+  maxClientStreams: number
+  clientStreamWindowBytes: number
   shutdownGraceMs: number
   bus: PubSubBus | undefined
   authorizeSubscribe: FrameSessionOptions['authorizeSubscribe']
@@ -115,6 +125,8 @@ export function resolveFrameSessionOptions(
     idleTimeoutMs: int('idleTimeoutMs', options.idleTimeoutMs, 300_000),
     highWaterMark: int('highWaterMark', options.highWaterMark, 1024 * 1024),
     maxPushBacklog: int('maxPushBacklog', options.maxPushBacklog, 4 * 1024 * 1024),
+    maxClientStreams: int('maxClientStreams', options.maxClientStreams, 16),
+    clientStreamWindowBytes: int('clientStreamWindowBytes', options.clientStreamWindowBytes, 256 * 1024),
     shutdownGraceMs,
     bus,
     authorizeSubscribe: options.authorizeSubscribe,

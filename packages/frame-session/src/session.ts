@@ -48,6 +48,7 @@ import type { Session, SessionHub } from '@trivium/wire/sessions'
 import type { FastifyBaseLogger } from 'fastify'
 import type { CloseKind, FrameCarrier, RequestParts } from './carrier.js'
 import type { ResolvedFrameSessionOptions } from './options.js'
+import { RequestInbox } from './request-stream.js'
 
 const EMPTY = new Uint8Array(0)
 const ABORTED = Symbol('aborted')
@@ -61,6 +62,10 @@ const MAX_TIMER_MS = 2 ** 31 - 1
 
 /** What a frame transport tells callers while it shuts down (ERROR 503 and the GOAWAY reason). */
 export { SHUTDOWN_MESSAGE }
+
+/** Ids of streams whose request half the server ended before the client's CLIENT_END, remembered per connection. */
+const REMEMBERED_ENDED_STREAMS = 256
+
 /** The spec's message for an expired token; also sent (ERROR id 0) when a session's token expires. */
 export const TOKEN_EXPIRED_MESSAGE = 'Token has expired'
 
@@ -131,6 +136,13 @@ export class FrameSession implements Session {
   readonly inFlight = new Map<number, Cancellation>()
   /** Handlers still running, cancelled ones included: `maxInFlight` bounds this. */
   running = 0
+  /** Open client and bidirectional streams by request id: their request items' inboxes. */
+  readonly #inboxes = new Map<number, RequestInbox>()
+  /**
+   * Streams whose request half the server ended before the client's CLIENT_END (answered, failed): items
+   * the client sent before it saw the end are dropped without an answer (oldest forgotten first).
+   */
+  readonly #endedEarly = new Set<number>()
   /**
    * When the connection was last active (a frame received, a call ended), to the precision of the
    * server's tick: activity only sets a flag, the next tick stamps it with its own clock reading. A
@@ -186,12 +198,22 @@ export class FrameSession implements Session {
           return
         case FrameType.CANCEL: {
           // The id is free at once (PROTOCOL.md): a REQUEST reusing it in the same read is a new call.
+          this.#endedEarly.delete(frame.requestId)
           const entry = this.inFlight.get(frame.requestId)
           if (entry === undefined) return
           this.inFlight.delete(frame.requestId)
+          const inbox = this.#inboxes.get(frame.requestId)
+          if (inbox?.entry === entry) {
+            inbox.cancelled = true
+            this.#inboxes.delete(frame.requestId)
+          }
           entry.abort(new Error('cancelled by the client'))
           return
         }
+        case FrameType.CLIENT_ITEM:
+        case FrameType.CLIENT_END:
+          this.#onClientFrame(frame)
+          return
         case FrameType.PING:
           this.#carrier.sendBody(FrameType.PONG, frame.requestId, EMPTY)
           return
@@ -411,6 +433,7 @@ export class FrameSession implements Session {
     const closedError = new Error('connection closed')
     for (const entry of this.inFlight.values()) entry.abort(closedError)
     this.inFlight.clear()
+    this.#inboxes.clear()
     this.#ctx.hub.delete(this)
     this.#ctx.onClosed(this)
     this.#drained?.()
@@ -471,10 +494,81 @@ export class FrameSession implements Session {
     }
     const endpoint = frame.endpoint as string
     const definition = this.#ctx.trivium.registry.get(endpoint)
-    const entry = new Cancellation(definition?.streaming === true)
+    let inbox: RequestInbox | undefined
+    if (definition?.requestStream) {
+      const max = this.#ctx.options.maxClientStreams
+      if (this.#inboxes.size >= max) {
+        this.#reject(
+          id,
+          new RateLimitExceededException(1, `Too many client streams open on this connection (limit ${max})`),
+          'in_flight_limit',
+        )
+        return
+      }
+      if (payload.length > 0) {
+        this.#reject(
+          id,
+          new ValidationException(
+            "A client stream's REQUEST carries no request model: send the requests as CLIENT_ITEM frames",
+          ),
+          'client_stream',
+        )
+        return
+      }
+    }
+    // Client streams are streams too: shutdown and closeSessions stop them at once.
+    const entry = new Cancellation(definition?.streaming === true || definition?.requestStream === true)
+    if (definition?.requestStream) {
+      const carrier = this.#carrier
+      inbox = new RequestInbox(
+        id,
+        entry,
+        definition,
+        format,
+        this.#ctx.options.clientStreamWindowBytes,
+        (type, body) => {
+          if (!entry.aborted && carrier.open) carrier.sendBody(type, id, body)
+        },
+      )
+      this.#inboxes.set(id, inbox)
+      this.#endedEarly.delete(id)
+    }
     this.inFlight.set(id, entry)
     this.running++
-    this.#run(endpoint, definition, id, payload, metadata, format, entry)
+    this.#run(endpoint, definition, id, payload, metadata, format, entry, inbox)
+  }
+
+  /** A CLIENT_ITEM or CLIENT_END (PROTOCOL.md "Client and bidirectional streams"). */
+  #onClientFrame(frame: Frame): void {
+    const id = frame.requestId
+    const inbox = this.#inboxes.get(id)
+    if (inbox === undefined) {
+      if (this.#endedEarly.has(id)) {
+        // Sent before the client saw the stream's end: dropped; its half-close ends the memory of it.
+        if (frame.type === FrameType.CLIENT_END) this.#endedEarly.delete(id)
+        return
+      }
+      // A unary call or server stream with this id is cancelled: this ERROR is its one answer.
+      const entry = this.inFlight.get(id)
+      if (entry !== undefined) {
+        this.inFlight.delete(id)
+        entry.abort(new Error('refused: not a client stream'))
+      }
+      this.#reject(
+        id,
+        new ValidationException(`No client stream ${id} is open on this connection`),
+        'client_stream',
+      )
+      return
+    }
+    const violation = frame.type === FrameType.CLIENT_ITEM ? inbox.item(frame.payload) : inbox.end()
+    if (violation === undefined) return
+    // The stream is broken: the call ends, answered by this ERROR only.
+    inbox.cancelled = true
+    this.#inboxes.delete(id)
+    if (this.inFlight.get(id) === inbox.entry) this.inFlight.delete(id)
+    inbox.entry.abort(new Error('refused: client stream protocol violation'))
+    this.#reject(id, new ValidationException(violation), 'client_stream')
   }
 
   /**
@@ -490,11 +584,12 @@ export class FrameSession implements Session {
     metadata: Record<string, string> | undefined,
     format: WireFormat,
     entry: Cancellation,
+    requests: RequestInbox | undefined,
   ): void {
     const requestId = `${this.id}:${id}`
     let started: StartedCall
     try {
-      if (this.#ctx.bridge !== undefined && known !== undefined && !known.streaming) {
+      if (this.#ctx.bridge !== undefined && known !== undefined && !known.streaming && !known.requestStream) {
         void this.#runBridged(known, id, requestId, payload, metadata, format, entry)
         return
       }
@@ -514,7 +609,13 @@ export class FrameSession implements Session {
         credential,
         signal: entry.lazySignal,
         connection: this.state,
+        requests,
       })
+      // The endpoint's deadline bounds the whole stream: a handler waiting for an item is woken by it.
+      if (requests !== undefined && started.call.definition.timeoutMs !== undefined) {
+        const signal = started.call.signal
+        signal.addEventListener('abort', () => requests.fail(signal.reason), { once: true })
+      }
       const result = started.result
       if (!started.call.definition.streaming && !isThenable(result)) {
         this.#respond(id, started.call, result, format, entry)
@@ -627,12 +728,27 @@ export class FrameSession implements Session {
 
   /** A call is over: its id is free again, and a drain waiting for the last call is told. */
   #settle(id: number, entry: Cancellation): void {
+    const inbox = this.#inboxes.get(id)
+    if (inbox?.entry === entry) {
+      this.#inboxes.delete(id)
+      inbox.close()
+      // Answered before the client's half-close: items it sent meanwhile are dropped, not refused.
+      if (!inbox.ended && !inbox.cancelled) this.#rememberEnded(id)
+    }
     // A CANCEL may have freed the id and a new call taken it: only remove this call's own entry.
     // Only an aborted entry can have left the map (CANCEL, close), so the lookup is for those.
     if (!entry.aborted || this.inFlight.get(id) === entry) this.inFlight.delete(id)
     this.running--
     this.#active = true
     if (this.running === 0) this.#drained?.()
+  }
+
+  #rememberEnded(id: number): void {
+    if (this.#endedEarly.size >= REMEMBERED_ENDED_STREAMS) {
+      const oldest = this.#endedEarly.values().next().value as number
+      this.#endedEarly.delete(oldest)
+    }
+    this.#endedEarly.add(id)
   }
 
   async #onSubscribe(frame: Frame): Promise<void> {

@@ -286,6 +286,9 @@ export function buildOpenApi(
   const usedResponses = new Set<string>()
 
   for (const endpoint of endpoints) {
+    // A stream of requests has no HTTP operation (its route only refuses, PROTOCOL.md "Client and
+    // bidirectional streams"): it is reachable over WebSocket and TCP only, so it is not an HTTP path here.
+    if (endpoint.requestStream) continue
     const config = endpoint.config as unknown as Record<string, unknown>
     const request = components.add(endpoint.request)
     const response = components.add(endpoint.response)

@@ -14,6 +14,14 @@ export const FrameType = {
   GOAWAY: 0x0a,
   SUBSCRIBE: 0x0b,
   UNSUBSCRIBE: 0x0c,
+  /** One request item of a client or bidirectional stream (PROTOCOL.md "Client and bidirectional streams"). */
+  CLIENT_ITEM: 0x0d,
+  /** The client's half-close of its request stream. */
+  CLIENT_END: 0x0e,
+  /** Server → client: 4-byte BE count of further CLIENT_ITEMs the client may send on the stream. */
+  CREDIT: 0x0f,
+  /** Server → client: the server reads no more items on the stream (the call goes on). */
+  STOP_SENDING: 0x10,
 } as const
 export type FrameTypeName = keyof typeof FrameType
 
@@ -53,7 +61,30 @@ export function frameTypeName(type: number): string {
 export const FRAME_COMPRESSED = 0x80
 
 export function isKnownFrameType(type: number): boolean {
-  return Number.isInteger(type) && type >= FrameType.REQUEST && type <= FrameType.UNSUBSCRIBE
+  return Number.isInteger(type) && type >= FrameType.REQUEST && type <= FrameType.STOP_SENDING
+}
+
+/** Bytes of a CREDIT body: one big-endian uint32. */
+export const CREDIT_BYTES = 4
+
+/** The body of a CREDIT frame granting `count` (1 … 2^32 − 1) more items. */
+export function encodeCredit(count: number): Uint8Array {
+  if (!Number.isInteger(count) || count < 1 || count > 0xffffffff)
+    throw malformed('CREDIT count must be an integer from 1 to 4294967295')
+  const out = new Uint8Array(CREDIT_BYTES)
+  new DataView(out.buffer).setUint32(0, count)
+  return out
+}
+
+/** The count of a CREDIT frame's payload (checked by the decoder: 4 bytes, at least 1). */
+export function readCredit(payload: Uint8Array): number {
+  return new DataView(payload.buffer, payload.byteOffset, payload.byteLength).getUint32(0)
+}
+
+function checkCredit(payload: Uint8Array, requestId: number): void {
+  if (payload.length !== CREDIT_BYTES)
+    throw malformed(`CREDIT body must be ${CREDIT_BYTES} bytes (the count of items)`, requestId)
+  if (readCredit(payload) === 0) throw malformed('CREDIT count must be at least 1', requestId)
 }
 
 /** Frame types whose request id must not be 0 (0 is reserved for server-initiated frames). */
@@ -62,7 +93,9 @@ function needsRequestId(type: number): boolean {
     type === FrameType.REQUEST ||
     type === FrameType.CANCEL ||
     type === FrameType.SUBSCRIBE ||
-    type === FrameType.UNSUBSCRIBE
+    type === FrameType.UNSUBSCRIBE ||
+    type === FrameType.CLIENT_ITEM ||
+    type === FrameType.CLIENT_END
   )
 }
 
@@ -71,7 +104,9 @@ function hasEmptyBody(type: number): boolean {
     type === FrameType.STREAM_END ||
     type === FrameType.CANCEL ||
     type === FrameType.PING ||
-    type === FrameType.PONG
+    type === FrameType.PONG ||
+    type === FrameType.CLIENT_END ||
+    type === FrameType.STOP_SENDING
   )
 }
 
@@ -121,6 +156,9 @@ export function frameBodyParts(frame: Frame): [Uint8Array, Uint8Array] {
     case FrameType.UNSUBSCRIBE:
       if (payload.length > 0) throw malformed(`${frameTypeName(type)} has no payload`, requestId)
       return [encodeName('topic', frame.topic, requestId), EMPTY]
+    case FrameType.CREDIT:
+      checkCredit(payload, requestId)
+      return [EMPTY, payload]
     default:
       if (hasEmptyBody(type) && payload.length > 0)
         throw malformed(`${frameTypeName(type)} has no payload`, requestId)
@@ -205,6 +243,11 @@ export function parseFrameAt(
         topic: decodeName('topic', bytes.subarray(start, end), requestId),
         payload: EMPTY,
       }
+    case FrameType.CREDIT: {
+      const payload = bytes.subarray(start, end)
+      checkCredit(payload, requestId)
+      return { type, requestId, payload }
+    }
     default:
       if (hasEmptyBody(type) && end > start)
         throw malformed(`${frameTypeName(type)} has no payload`, requestId)

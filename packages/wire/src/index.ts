@@ -14,8 +14,10 @@ export {
 export { FrameError, FrameErrorCode, type FrameErrorCodeValue } from './errors.js'
 export * from './errors-vocabulary.js'
 export {
+  CREDIT_BYTES,
   DEFAULT_MAX_FRAME_BYTES,
   decodeWsFrame,
+  encodeCredit,
   encodeWsFrame,
   encodeWsFrameBody,
   FRAME_COMPRESSED,
@@ -28,6 +30,7 @@ export {
   inflateFrame,
   isKnownFrameType,
   MAX_NAME_BYTES,
+  readCredit,
 } from './frame.js'
 export {
   type HttpMethodName,

@@ -1,11 +1,13 @@
 import {
   DEFAULT_MAX_FRAME_BYTES,
   decodeWsFrame,
+  encodeCredit,
   encodeTcpFrame,
   encodeWsFrame,
   type Frame,
   FrameError,
   FrameType,
+  readCredit,
   TcpFrameReader,
 } from '@trivium/wire'
 import type { Test } from 'tap'
@@ -95,6 +97,31 @@ const cases: Array<[string, Frame, string, string]> = [
     '0c 00 00 00 04 61 2e 62',
     '00 00 00 08 00 00 00 04 0c 61 2e 62',
   ],
+  // PROTOCOL.md "Client and bidirectional streams", examples
+  [
+    'CLIENT_ITEM',
+    { type: FrameType.CLIENT_ITEM, requestId: 5, payload: bytes('7b 22 69 22 3a 31 7d') },
+    '0d 00 00 00 05 7b 22 69 22 3a 31 7d',
+    '00 00 00 0c 00 00 00 05 0d 7b 22 69 22 3a 31 7d',
+  ],
+  [
+    'CLIENT_END',
+    { type: FrameType.CLIENT_END, requestId: 5, payload: bytes('') },
+    '0e 00 00 00 05',
+    '00 00 00 05 00 00 00 05 0e',
+  ],
+  [
+    'CREDIT',
+    { type: FrameType.CREDIT, requestId: 5, payload: bytes('00 04 00 00') },
+    '0f 00 00 00 05 00 04 00 00',
+    '00 00 00 09 00 00 00 05 0f 00 04 00 00',
+  ],
+  [
+    'STOP_SENDING',
+    { type: FrameType.STOP_SENDING, requestId: 5, payload: bytes('') },
+    '10 00 00 00 05',
+    '00 00 00 05 00 00 00 05 10',
+  ],
 ]
 
 t.test('every frame type encodes and decodes to exact bytes', async (t) => {
@@ -113,6 +140,82 @@ t.test('PROTOCOL.md examples', async (t) => {
   t.equal(
     hex(encodeTcpFrame({ ...f, payload: bytes('00 00 00 00') })),
     '00 00 00 0e 00 00 00 01 01 70 69 6e 67 00 00 00 00 00',
+  )
+})
+
+t.test('client stream frames: the PROTOCOL.md examples and their checks', async (t) => {
+  t.equal(hex(encodeCredit(262_144)), '00 04 00 00')
+  t.equal(readCredit(bytes('00 02 00 00')), 131_072)
+  t.equal(
+    hex(
+      encodeTcpFrame({
+        type: FrameType.REQUEST,
+        requestId: 5,
+        endpoint: 'sum',
+        payload: bytes('00 00 00 00'),
+      }),
+    ),
+    '00 00 00 0d 00 00 00 05 01 73 75 6d 00 00 00 00 00',
+  )
+  t.equal(
+    hex(
+      encodeWsFrame({
+        type: FrameType.CLIENT_ITEM,
+        requestId: 5,
+        payload: bytes('01 04 00 00 00 01 00 00 00'),
+      }),
+    ),
+    '0d 00 00 00 05 01 04 00 00 00 01 00 00 00',
+  )
+  throwsCode(
+    t,
+    () => decodeWsFrame(bytes('0d 00 00 00 00 7b 7d')),
+    'TRV_FRAME_MALFORMED',
+    /^CLIENT_ITEM needs a request id other than 0$/,
+    'item id 0',
+  )
+  throwsCode(
+    t,
+    () => decodeWsFrame(bytes('0e 00 00 00 00')),
+    'TRV_FRAME_MALFORMED',
+    /^CLIENT_END needs a request id other than 0$/,
+    'end id 0',
+  )
+  throwsCode(
+    t,
+    () => decodeWsFrame(bytes('0e 00 00 00 05 01')),
+    'TRV_FRAME_MALFORMED',
+    /^CLIENT_END has no payload$/,
+    'end body',
+  )
+  throwsCode(
+    t,
+    () => decodeWsFrame(bytes('10 00 00 00 05 01')),
+    'TRV_FRAME_MALFORMED',
+    /^STOP_SENDING has no payload$/,
+    'stop body',
+  )
+  throwsCode(
+    t,
+    () => decodeWsFrame(bytes('0f 00 00 00 05 00 10')),
+    'TRV_FRAME_MALFORMED',
+    /^CREDIT body must be 4 bytes \(the count of items\)$/,
+    'short credit',
+  )
+  throwsCode(
+    t,
+    () => new TcpFrameReader().push(bytes('00 00 00 09 00 00 00 05 0f 00 00 00 00')),
+    'TRV_FRAME_MALFORMED',
+    /^CREDIT count must be at least 1$/,
+    'credit 0',
+  )
+  throwsCode(t, () => encodeCredit(0), 'TRV_FRAME_MALFORMED', /from 1 to 4294967295/, 'encode credit 0')
+  throwsCode(
+    t,
+    () => encodeWsFrame({ type: FrameType.CREDIT, requestId: 5, payload: bytes('01') }),
+    'TRV_FRAME_MALFORMED',
+    /4 bytes/,
+    'encode short credit',
   )
 })
 
@@ -161,7 +264,7 @@ t.test('malformed WebSocket frames', async (t) => {
     'type 0',
   )
   throwsCode(t, () => decodeWsFrame(bytes('ff 00 00 00 01')), 'TRV_FRAME_UNKNOWN_TYPE', /0xff/, 'type ff')
-  throwsCode(t, () => decodeWsFrame(bytes('0d 00 00 00 01')), 'TRV_FRAME_UNKNOWN_TYPE', /0x0d/, 'type 0d')
+  throwsCode(t, () => decodeWsFrame(bytes('13 00 00 00 01')), 'TRV_FRAME_UNKNOWN_TYPE', /0x13/, 'type 13')
   throwsCode(
     t,
     () => decodeWsFrame(bytes('01 00 00 00 01 70 69 6e 67')),

@@ -34,14 +34,21 @@ export function findNul(value: unknown, path = ''): string | undefined {
   return undefined
 }
 
-/** Middleware: a request whose model holds U+0000 in any string is a ValidationException naming the field. */
-export const refuseNulText: Middleware = (call, next) => {
-  const field = findNul(call.body)
+/** A value of `model` holding U+0000 in any string is a ValidationException naming the field. */
+export function refuseNulIn(model: string | undefined, value: unknown): void {
+  const field = findNul(value)
   if (field !== undefined) {
-    const model = call.definition.request.name
     throw new ValidationException(`Invalid ${model}: ${field || '(body)'} ${NUL_MESSAGE}`, [
       { field: field || '(body)', message: NUL_MESSAGE },
     ])
   }
+}
+
+/**
+ * Middleware: a request whose model holds U+0000 in any string is a ValidationException naming the field.
+ * (A stream of requests has no body here: its handler checks each item with `refuseNulIn`.)
+ */
+export const refuseNulText: Middleware = (call, next) => {
+  refuseNulIn(call.definition.request.name, call.body)
   return next()
 }

@@ -2886,6 +2886,1026 @@ export class TaskEvent implements TaskEventData {
 }
 Object.defineProperty(TaskEvent, 'name', { value: "TaskEvent" })
 
+/** Data of model ImportError: plain objects of this shape can be encoded and sent. */
+export interface ImportErrorData {
+  /** `int32` */
+  readonly index: number
+  /** `string` */
+  readonly message: string
+}
+
+/** Constructor argument of ImportError: nullable fields may be left out (null). */
+export interface ImportErrorInit {
+  index: number
+  message: string
+}
+
+export class ImportError implements ImportErrorData {
+  /** `int32` */
+  readonly index: number
+  /** `string` */
+  readonly message: string
+
+  /** JSON Schema of the JSON form. */
+  static readonly jsonSchema: $rt.JsonSchema = {
+    "title": "ImportError",
+    "type": "object",
+    "properties": {
+      "index": {
+        "type": "integer",
+        "minimum": -2147483648,
+        "maximum": 2147483647,
+        "description": "Position of the item in the import, from 0"
+      },
+      "message": {
+        "type": "string"
+      }
+    },
+    "required": [
+      "index",
+      "message"
+    ]
+  }
+
+  constructor(init: ImportErrorInit) {
+    this.index = init.index
+    this.message = init.message
+  }
+
+  /** Checks and converts the JSON form; throws a ValidationException naming every bad field. */
+  static fromJSON(json: unknown): ImportError {
+    const e: $rt.FieldError[] = []
+    const v = ImportError.fromJSONAt(json, e, '', '')
+    if (e.length > 0) throw $rt.validationError("ImportError", e)
+    return v
+  }
+
+  static fromJSONAt(j: unknown, e: $rt.FieldError[], p: string, k: string | number): ImportError {
+    if (!$rt.isObject(j)) {
+      $rt.fail(e, p, k, j === undefined && p + k !== '' ? 'is required' : j === null && p + k !== '' ? 'must not be null' : 'must be object')
+      return undefined as unknown as ImportError
+    }
+    const q = k === '' ? p : $rt.joinPath(p, k)
+    return new ImportError({
+      index: $rt.jInt32(j.index, e, q, "index"),
+      message: $rt.jString(j.message, e, q, "message"),
+    })
+  }
+
+  /** The JSON form (a null optional model reference is omitted). */
+  static toJSON(v: ImportErrorData): Record<string, unknown> {
+    const o: Record<string, unknown> = {
+      index: v.index,
+      message: v.message,
+    }
+    return o
+  }
+
+  static write(w: $rt.BinaryWriter, v: ImportErrorData): void {
+    const at = w.beginModel()
+    w.int32(v.index)
+    w.string(v.message)
+    w.endModel(at)
+  }
+
+  static read(r: $rt.BinaryReader): ImportError {
+    const outer = r.enterModel()
+    const f$index = r.int32()
+    const f$message = r.string()
+    r.exitModel(outer)
+    return new ImportError({ index: f$index, message: f$message })
+  }
+
+  /** Binary form: format version byte, then the model. */
+  static encode(v: ImportErrorData): Uint8Array {
+    return $rt.encodeMessage(ImportError.write, v)
+  }
+
+  /** Reads the binary form; bad bytes throw DecodeError. */
+  static decode(bytes: Uint8Array, options?: $rt.ReaderOptions): ImportError {
+    return $rt.decodeMessage(ImportError.read, bytes, options)
+  }
+
+  static equalsValue(a: ImportErrorData, b: ImportErrorData): boolean {
+    return (
+      a.index === b.index &&
+      a.message === b.message
+    )
+  }
+
+  static hashValue(v: ImportErrorData): number {
+    let h = $rt.hashString("ImportError")
+    h = $rt.hashCombine(h, (v.index | 0))
+    h = $rt.hashCombine(h, $rt.hashString(v.message))
+    return h
+  }
+
+  /** Value equality: same model and equal fields. */
+  equals(other: unknown): boolean {
+    return other === this || (other instanceof ImportError && ImportError.equalsValue(this, other))
+  }
+
+  hashCode(): number {
+    return ImportError.hashValue(this)
+  }
+
+  /** A copy with some fields replaced (`undefined` keeps a field; `null` clears a nullable one). */
+  copyWith(patch: Partial<ImportErrorInit>): ImportError {
+    return new ImportError({
+      index: patch.index === undefined ? this.index : patch.index,
+      message: patch.message === undefined ? this.message : patch.message,
+    })
+  }
+
+  toJSON(): Record<string, unknown> {
+    return ImportError.toJSON(this)
+  }
+}
+Object.defineProperty(ImportError, 'name', { value: "ImportError" })
+
+/** Data of model ImportSummary: plain objects of this shape can be encoded and sent. */
+export interface ImportSummaryData {
+  /** `int32` */
+  readonly created: number
+  /** `int32` */
+  readonly failed: number
+  /** `[int32]` */
+  readonly taskIds: readonly number[]
+  /** `[@ImportError]` */
+  readonly errors: readonly ImportErrorData[]
+}
+
+/** Constructor argument of ImportSummary: nullable fields may be left out (null). */
+export interface ImportSummaryInit {
+  created: number
+  failed: number
+  taskIds: readonly number[]
+  errors: readonly ImportError[]
+}
+
+export class ImportSummary implements ImportSummaryData {
+  /** `int32` */
+  readonly created: number
+  /** `int32` */
+  readonly failed: number
+  /** `[int32]` */
+  readonly taskIds: readonly number[]
+  /** `[@ImportError]` */
+  readonly errors: readonly ImportError[]
+
+  /** JSON Schema of the JSON form. */
+  static readonly jsonSchema: $rt.JsonSchema = {
+    "title": "ImportSummary",
+    "type": "object",
+    "properties": {
+      "created": {
+        "type": "integer",
+        "minimum": -2147483648,
+        "maximum": 2147483647,
+        "description": "Tasks created"
+      },
+      "failed": {
+        "type": "integer",
+        "minimum": -2147483648,
+        "maximum": 2147483647,
+        "description": "Items refused (see errors; the first 20 are listed)"
+      },
+      "taskIds": {
+        "type": "array",
+        "items": {
+          "type": "integer",
+          "minimum": -2147483648,
+          "maximum": 2147483647
+        },
+        "description": "Ids of the created tasks, in the order of the items"
+      },
+      "errors": {
+        "type": "array",
+        "items": {
+          "$ref": "#/definitions/ImportError"
+        }
+      }
+    },
+    "required": [
+      "created",
+      "failed",
+      "taskIds",
+      "errors"
+    ],
+    "definitions": {
+      "ImportError": {
+        "title": "ImportError",
+        "type": "object",
+        "properties": {
+          "index": {
+            "type": "integer",
+            "minimum": -2147483648,
+            "maximum": 2147483647,
+            "description": "Position of the item in the import, from 0"
+          },
+          "message": {
+            "type": "string"
+          }
+        },
+        "required": [
+          "index",
+          "message"
+        ]
+      }
+    }
+  }
+
+  constructor(init: ImportSummaryInit) {
+    this.created = init.created
+    this.failed = init.failed
+    this.taskIds = init.taskIds
+    this.errors = init.errors
+  }
+
+  /** Checks and converts the JSON form; throws a ValidationException naming every bad field. */
+  static fromJSON(json: unknown): ImportSummary {
+    const e: $rt.FieldError[] = []
+    const v = ImportSummary.fromJSONAt(json, e, '', '')
+    if (e.length > 0) throw $rt.validationError("ImportSummary", e)
+    return v
+  }
+
+  static fromJSONAt(j: unknown, e: $rt.FieldError[], p: string, k: string | number): ImportSummary {
+    if (!$rt.isObject(j)) {
+      $rt.fail(e, p, k, j === undefined && p + k !== '' ? 'is required' : j === null && p + k !== '' ? 'must not be null' : 'must be object')
+      return undefined as unknown as ImportSummary
+    }
+    const q = k === '' ? p : $rt.joinPath(p, k)
+    return new ImportSummary({
+      created: $rt.jInt32(j.created, e, q, "created"),
+      failed: $rt.jInt32(j.failed, e, q, "failed"),
+      taskIds: $j3(j.taskIds, e, q, "taskIds"),
+      errors: $j4(j.errors, e, q, "errors"),
+    })
+  }
+
+  /** The JSON form (a null optional model reference is omitted). */
+  static toJSON(v: ImportSummaryData): Record<string, unknown> {
+    const o: Record<string, unknown> = {
+      created: v.created,
+      failed: v.failed,
+      taskIds: $t3(v.taskIds),
+      errors: $t4(v.errors),
+    }
+    return o
+  }
+
+  static write(w: $rt.BinaryWriter, v: ImportSummaryData): void {
+    const at = w.beginModel()
+    w.int32(v.created)
+    w.int32(v.failed)
+    $w3(w, v.taskIds)
+    $w4(w, v.errors)
+    w.endModel(at)
+  }
+
+  static read(r: $rt.BinaryReader): ImportSummary {
+    const outer = r.enterModel()
+    const f$created = r.int32()
+    const f$failed = r.int32()
+    const f$taskIds = $r3(r)
+    const f$errors = $r4(r)
+    r.exitModel(outer)
+    return new ImportSummary({ created: f$created, failed: f$failed, taskIds: f$taskIds, errors: f$errors })
+  }
+
+  /** Binary form: format version byte, then the model. */
+  static encode(v: ImportSummaryData): Uint8Array {
+    return $rt.encodeMessage(ImportSummary.write, v)
+  }
+
+  /** Reads the binary form; bad bytes throw DecodeError. */
+  static decode(bytes: Uint8Array, options?: $rt.ReaderOptions): ImportSummary {
+    return $rt.decodeMessage(ImportSummary.read, bytes, options)
+  }
+
+  static equalsValue(a: ImportSummaryData, b: ImportSummaryData): boolean {
+    return (
+      a.created === b.created &&
+      a.failed === b.failed &&
+      $e3(a.taskIds, b.taskIds) &&
+      $e4(a.errors, b.errors)
+    )
+  }
+
+  static hashValue(v: ImportSummaryData): number {
+    let h = $rt.hashString("ImportSummary")
+    h = $rt.hashCombine(h, (v.created | 0))
+    h = $rt.hashCombine(h, (v.failed | 0))
+    h = $rt.hashCombine(h, $h3(v.taskIds))
+    h = $rt.hashCombine(h, $h4(v.errors))
+    return h
+  }
+
+  /** Value equality: same model and equal fields. */
+  equals(other: unknown): boolean {
+    return other === this || (other instanceof ImportSummary && ImportSummary.equalsValue(this, other))
+  }
+
+  hashCode(): number {
+    return ImportSummary.hashValue(this)
+  }
+
+  /** A copy with some fields replaced (`undefined` keeps a field; `null` clears a nullable one). */
+  copyWith(patch: Partial<ImportSummaryInit>): ImportSummary {
+    return new ImportSummary({
+      created: patch.created === undefined ? this.created : patch.created,
+      failed: patch.failed === undefined ? this.failed : patch.failed,
+      taskIds: patch.taskIds === undefined ? this.taskIds : patch.taskIds,
+      errors: patch.errors === undefined ? this.errors : patch.errors,
+    })
+  }
+
+  toJSON(): Record<string, unknown> {
+    return ImportSummary.toJSON(this)
+  }
+}
+Object.defineProperty(ImportSummary, 'name', { value: "ImportSummary" })
+
+/** Data of model SyncEdit: plain objects of this shape can be encoded and sent. */
+export interface SyncEditData {
+  /** `int32` */
+  readonly ref: number
+  /** `int32` */
+  readonly id: number
+  /** `string?` */
+  readonly title?: string | null
+  /** `string?` */
+  readonly description?: string | null
+  /** `bool?` */
+  readonly done?: boolean | null
+  /** `[string]?` */
+  readonly tags?: readonly string[] | null
+}
+
+/** Constructor argument of SyncEdit: nullable fields may be left out (null). */
+export interface SyncEditInit {
+  ref: number
+  id: number
+  title?: string | null
+  description?: string | null
+  done?: boolean | null
+  tags?: readonly string[] | null
+}
+
+export class SyncEdit implements SyncEditData {
+  /** `int32` */
+  readonly ref: number
+  /** `int32` */
+  readonly id: number
+  /** `string?` */
+  readonly title: string | null
+  /** `string?` */
+  readonly description: string | null
+  /** `bool?` */
+  readonly done: boolean | null
+  /** `[string]?` */
+  readonly tags: readonly string[] | null
+
+  /** JSON Schema of the JSON form. */
+  static readonly jsonSchema: $rt.JsonSchema = {
+    "title": "SyncEdit",
+    "type": "object",
+    "properties": {
+      "ref": {
+        "type": "integer",
+        "minimum": -2147483648,
+        "maximum": 2147483647,
+        "description": "Chosen by the client: the SyncChange confirming this edit carries it"
+      },
+      "id": {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 2147483647
+      },
+      "title": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "minLength": 1,
+        "maxLength": 200,
+        "pattern": "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$",
+        "description": "Not blank; stored trimmed"
+      },
+      "description": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "maxLength": 5000,
+        "pattern": "^[^\\u0000]*$"
+      },
+      "done": {
+        "type": [
+          "boolean",
+          "null"
+        ]
+      },
+      "tags": {
+        "type": [
+          "array",
+          "null"
+        ],
+        "items": {
+          "type": "string",
+          "pattern": "^[^\\u0000]*$"
+        },
+        "maxItems": 20
+      }
+    },
+    "required": [
+      "ref",
+      "id"
+    ]
+  }
+
+  constructor(init: SyncEditInit) {
+    this.ref = init.ref
+    this.id = init.id
+    this.title = init.title ?? null
+    this.description = init.description ?? null
+    this.done = init.done ?? null
+    this.tags = init.tags ?? null
+  }
+
+  /** Checks and converts the JSON form; throws a ValidationException naming every bad field. */
+  static fromJSON(json: unknown): SyncEdit {
+    const e: $rt.FieldError[] = []
+    const v = SyncEdit.fromJSONAt(json, e, '', '')
+    if (e.length > 0) throw $rt.validationError("SyncEdit", e)
+    return v
+  }
+
+  static fromJSONAt(j: unknown, e: $rt.FieldError[], p: string, k: string | number): SyncEdit {
+    if (!$rt.isObject(j)) {
+      $rt.fail(e, p, k, j === undefined && p + k !== '' ? 'is required' : j === null && p + k !== '' ? 'must not be null' : 'must be object')
+      return undefined as unknown as SyncEdit
+    }
+    const q = k === '' ? p : $rt.joinPath(p, k)
+    return new SyncEdit({
+      ref: $rt.jInt32(j.ref, e, q, "ref"),
+      id: $rt.jInt32(j.id, e, q, "id"),
+      title: (j.title == null ? null : $rt.jString(j.title, e, q, "title")),
+      description: (j.description == null ? null : $rt.jString(j.description, e, q, "description")),
+      done: (j.done == null ? null : $rt.jBool(j.done, e, q, "done")),
+      tags: (j.tags == null ? null : $j1(j.tags, e, q, "tags")),
+    })
+  }
+
+  /** The JSON form (a null optional model reference is omitted). */
+  static toJSON(v: SyncEditData): Record<string, unknown> {
+    const o: Record<string, unknown> = {
+      ref: v.ref,
+      id: v.id,
+      title: (v.title ?? null),
+      description: (v.description ?? null),
+      done: (v.done ?? null),
+      tags: (v.tags == null ? null : $t1(v.tags)),
+    }
+    return o
+  }
+
+  static write(w: $rt.BinaryWriter, v: SyncEditData): void {
+    const at = w.beginModel()
+    w.int32(v.ref)
+    w.int32(v.id)
+    if (v.title == null) w.presence(false)
+    else {
+      w.presence(true)
+      w.string(v.title)
+    }
+    if (v.description == null) w.presence(false)
+    else {
+      w.presence(true)
+      w.string(v.description)
+    }
+    if (v.done == null) w.presence(false)
+    else {
+      w.presence(true)
+      w.bool(v.done)
+    }
+    if (v.tags == null) w.presence(false)
+    else {
+      w.presence(true)
+      $w1(w, v.tags)
+    }
+    w.endModel(at)
+  }
+
+  static read(r: $rt.BinaryReader): SyncEdit {
+    const outer = r.enterModel()
+    const f$ref = r.int32()
+    const f$id = r.int32()
+    const f$title = r.pos < r.end ? (r.presence() ? r.string() : null) : null
+    const f$description = r.pos < r.end ? (r.presence() ? r.string() : null) : null
+    const f$done = r.pos < r.end ? (r.presence() ? r.bool() : null) : null
+    const f$tags = r.pos < r.end ? (r.presence() ? $r1(r) : null) : null
+    r.exitModel(outer)
+    return new SyncEdit({ ref: f$ref, id: f$id, title: f$title, description: f$description, done: f$done, tags: f$tags })
+  }
+
+  /** Binary form: format version byte, then the model. */
+  static encode(v: SyncEditData): Uint8Array {
+    return $rt.encodeMessage(SyncEdit.write, v)
+  }
+
+  /** Reads the binary form; bad bytes throw DecodeError. */
+  static decode(bytes: Uint8Array, options?: $rt.ReaderOptions): SyncEdit {
+    return $rt.decodeMessage(SyncEdit.read, bytes, options)
+  }
+
+  static equalsValue(a: SyncEditData, b: SyncEditData): boolean {
+    return (
+      a.ref === b.ref &&
+      a.id === b.id &&
+      (a.title == null ? b.title == null : b.title != null && a.title === b.title) &&
+      (a.description == null ? b.description == null : b.description != null && a.description === b.description) &&
+      (a.done == null ? b.done == null : b.done != null && a.done === b.done) &&
+      (a.tags == null ? b.tags == null : b.tags != null && $e1(a.tags, b.tags))
+    )
+  }
+
+  static hashValue(v: SyncEditData): number {
+    let h = $rt.hashString("SyncEdit")
+    h = $rt.hashCombine(h, (v.ref | 0))
+    h = $rt.hashCombine(h, (v.id | 0))
+    h = $rt.hashCombine(h, (v.title == null ? 0 : $rt.hashString(v.title)))
+    h = $rt.hashCombine(h, (v.description == null ? 0 : $rt.hashString(v.description)))
+    h = $rt.hashCombine(h, (v.done == null ? 0 : $rt.hashBool(v.done)))
+    h = $rt.hashCombine(h, (v.tags == null ? 0 : $h1(v.tags)))
+    return h
+  }
+
+  /** Value equality: same model and equal fields. */
+  equals(other: unknown): boolean {
+    return other === this || (other instanceof SyncEdit && SyncEdit.equalsValue(this, other))
+  }
+
+  hashCode(): number {
+    return SyncEdit.hashValue(this)
+  }
+
+  /** A copy with some fields replaced (`undefined` keeps a field; `null` clears a nullable one). */
+  copyWith(patch: Partial<SyncEditInit>): SyncEdit {
+    return new SyncEdit({
+      ref: patch.ref === undefined ? this.ref : patch.ref,
+      id: patch.id === undefined ? this.id : patch.id,
+      title: patch.title === undefined ? this.title : patch.title,
+      description: patch.description === undefined ? this.description : patch.description,
+      done: patch.done === undefined ? this.done : patch.done,
+      tags: patch.tags === undefined ? this.tags : patch.tags,
+    })
+  }
+
+  toJSON(): Record<string, unknown> {
+    return SyncEdit.toJSON(this)
+  }
+}
+Object.defineProperty(SyncEdit, 'name', { value: "SyncEdit" })
+
+/** Data of model SyncChange: plain objects of this shape can be encoded and sent. */
+export interface SyncChangeData {
+  /** `string` */
+  readonly source: string
+  /** `int32?` */
+  readonly ref?: number | null
+  /** `string` */
+  readonly kind: string
+  /** `@Task?` */
+  readonly task?: TaskData | null
+  /** `@ErrorInfo?` */
+  readonly error?: ErrorInfoData | null
+  /** `datetime` */
+  readonly at: Date
+}
+
+/** Constructor argument of SyncChange: nullable fields may be left out (null). */
+export interface SyncChangeInit {
+  source: string
+  ref?: number | null
+  kind: string
+  task?: Task | null
+  error?: ErrorInfo | null
+  at: Date
+}
+
+export class SyncChange implements SyncChangeData {
+  /** `string` */
+  readonly source: string
+  /** `int32?` */
+  readonly ref: number | null
+  /** `string` */
+  readonly kind: string
+  /** `@Task?` */
+  readonly task: Task | null
+  /** `@ErrorInfo?` */
+  readonly error: ErrorInfo | null
+  /** `datetime` */
+  readonly at: Date
+
+  /** JSON Schema of the JSON form. */
+  static readonly jsonSchema: $rt.JsonSchema = {
+    "title": "SyncChange",
+    "type": "object",
+    "properties": {
+      "source": {
+        "type": "string",
+        "description": "\"you\": the answer to one of your edits; \"other\": a change made elsewhere"
+      },
+      "ref": {
+        "type": [
+          "integer",
+          "null"
+        ],
+        "minimum": -2147483648,
+        "maximum": 2147483647,
+        "description": "The ref of your edit (source \"you\")"
+      },
+      "kind": {
+        "type": "string",
+        "description": "created, updated or deleted; \"rejected\" for an edit refused (see error)"
+      },
+      "task": {
+        "anyOf": [
+          {
+            "$ref": "#/definitions/Task"
+          },
+          {
+            "type": "null"
+          }
+        ]
+      },
+      "error": {
+        "anyOf": [
+          {
+            "$ref": "#/definitions/ErrorInfo"
+          },
+          {
+            "type": "null"
+          }
+        ]
+      },
+      "at": {
+        "type": "string",
+        "format": "date-time"
+      }
+    },
+    "required": [
+      "source",
+      "kind",
+      "at"
+    ],
+    "definitions": {
+      "ErrorInfo": {
+        "title": "ErrorInfo",
+        "type": "object",
+        "properties": {
+          "code": {
+            "type": "string"
+          },
+          "message": {
+            "type": "string"
+          }
+        },
+        "required": [
+          "code",
+          "message"
+        ]
+      },
+      "Task": {
+        "title": "Task",
+        "type": "object",
+        "properties": {
+          "id": {
+            "type": "integer",
+            "minimum": -2147483648,
+            "maximum": 2147483647
+          },
+          "title": {
+            "type": "string"
+          },
+          "description": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "done": {
+            "type": "boolean"
+          },
+          "tags": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            }
+          },
+          "ownerId": {
+            "type": "integer",
+            "minimum": -2147483648,
+            "maximum": 2147483647
+          },
+          "createdAt": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "updatedAt": {
+            "type": "string",
+            "format": "date-time"
+          }
+        },
+        "required": [
+          "id",
+          "title",
+          "done",
+          "tags",
+          "ownerId",
+          "createdAt",
+          "updatedAt"
+        ]
+      }
+    }
+  }
+
+  constructor(init: SyncChangeInit) {
+    this.source = init.source
+    this.ref = init.ref ?? null
+    this.kind = init.kind
+    this.task = init.task ?? null
+    this.error = init.error ?? null
+    this.at = init.at
+  }
+
+  /** Checks and converts the JSON form; throws a ValidationException naming every bad field. */
+  static fromJSON(json: unknown): SyncChange {
+    const e: $rt.FieldError[] = []
+    const v = SyncChange.fromJSONAt(json, e, '', '')
+    if (e.length > 0) throw $rt.validationError("SyncChange", e)
+    return v
+  }
+
+  static fromJSONAt(j: unknown, e: $rt.FieldError[], p: string, k: string | number): SyncChange {
+    if (!$rt.isObject(j)) {
+      $rt.fail(e, p, k, j === undefined && p + k !== '' ? 'is required' : j === null && p + k !== '' ? 'must not be null' : 'must be object')
+      return undefined as unknown as SyncChange
+    }
+    const q = k === '' ? p : $rt.joinPath(p, k)
+    return new SyncChange({
+      source: $rt.jString(j.source, e, q, "source"),
+      ref: (j.ref == null ? null : $rt.jInt32(j.ref, e, q, "ref")),
+      kind: $rt.jString(j.kind, e, q, "kind"),
+      task: (j.task == null ? null : Task.fromJSONAt(j.task, e, q, "task")),
+      error: (j.error == null ? null : ErrorInfo.fromJSONAt(j.error, e, q, "error")),
+      at: $rt.jDatetime(j.at, e, q, "at"),
+    })
+  }
+
+  /** The JSON form (a null optional model reference is omitted). */
+  static toJSON(v: SyncChangeData): Record<string, unknown> {
+    const o: Record<string, unknown> = {
+      source: v.source,
+      ref: (v.ref ?? null),
+      kind: v.kind,
+      at: v.at.toISOString(),
+    }
+    if (v.task != null) o.task = Task.toJSON(v.task)
+    if (v.error != null) o.error = ErrorInfo.toJSON(v.error)
+    return o
+  }
+
+  static write(w: $rt.BinaryWriter, v: SyncChangeData): void {
+    const at = w.beginModel()
+    w.string(v.source)
+    if (v.ref == null) w.presence(false)
+    else {
+      w.presence(true)
+      w.int32(v.ref)
+    }
+    w.string(v.kind)
+    if (v.task == null) w.presence(false)
+    else {
+      w.presence(true)
+      Task.write(w, v.task)
+    }
+    if (v.error == null) w.presence(false)
+    else {
+      w.presence(true)
+      ErrorInfo.write(w, v.error)
+    }
+    w.datetime(v.at)
+    w.endModel(at)
+  }
+
+  static read(r: $rt.BinaryReader): SyncChange {
+    const outer = r.enterModel()
+    const f$source = r.string()
+    const f$ref = r.pos < r.end ? (r.presence() ? r.int32() : null) : null
+    const f$kind = r.string()
+    const f$task = r.pos < r.end ? (r.presence() ? Task.read(r) : null) : null
+    const f$error = r.pos < r.end ? (r.presence() ? ErrorInfo.read(r) : null) : null
+    const f$at = r.datetime()
+    r.exitModel(outer)
+    return new SyncChange({ source: f$source, ref: f$ref, kind: f$kind, task: f$task, error: f$error, at: f$at })
+  }
+
+  /** Binary form: format version byte, then the model. */
+  static encode(v: SyncChangeData): Uint8Array {
+    return $rt.encodeMessage(SyncChange.write, v)
+  }
+
+  /** Reads the binary form; bad bytes throw DecodeError. */
+  static decode(bytes: Uint8Array, options?: $rt.ReaderOptions): SyncChange {
+    return $rt.decodeMessage(SyncChange.read, bytes, options)
+  }
+
+  static equalsValue(a: SyncChangeData, b: SyncChangeData): boolean {
+    return (
+      a.source === b.source &&
+      (a.ref == null ? b.ref == null : b.ref != null && a.ref === b.ref) &&
+      a.kind === b.kind &&
+      (a.task == null ? b.task == null : b.task != null && Task.equalsValue(a.task, b.task)) &&
+      (a.error == null ? b.error == null : b.error != null && ErrorInfo.equalsValue(a.error, b.error)) &&
+      $rt.eqDate(a.at, b.at)
+    )
+  }
+
+  static hashValue(v: SyncChangeData): number {
+    let h = $rt.hashString("SyncChange")
+    h = $rt.hashCombine(h, $rt.hashString(v.source))
+    h = $rt.hashCombine(h, (v.ref == null ? 0 : (v.ref | 0)))
+    h = $rt.hashCombine(h, $rt.hashString(v.kind))
+    h = $rt.hashCombine(h, (v.task == null ? 0 : Task.hashValue(v.task)))
+    h = $rt.hashCombine(h, (v.error == null ? 0 : ErrorInfo.hashValue(v.error)))
+    h = $rt.hashCombine(h, $rt.hashDate(v.at))
+    return h
+  }
+
+  /** Value equality: same model and equal fields. */
+  equals(other: unknown): boolean {
+    return other === this || (other instanceof SyncChange && SyncChange.equalsValue(this, other))
+  }
+
+  hashCode(): number {
+    return SyncChange.hashValue(this)
+  }
+
+  /** A copy with some fields replaced (`undefined` keeps a field; `null` clears a nullable one). */
+  copyWith(patch: Partial<SyncChangeInit>): SyncChange {
+    return new SyncChange({
+      source: patch.source === undefined ? this.source : patch.source,
+      ref: patch.ref === undefined ? this.ref : patch.ref,
+      kind: patch.kind === undefined ? this.kind : patch.kind,
+      task: patch.task === undefined ? this.task : patch.task,
+      error: patch.error === undefined ? this.error : patch.error,
+      at: patch.at === undefined ? this.at : patch.at,
+    })
+  }
+
+  toJSON(): Record<string, unknown> {
+    return SyncChange.toJSON(this)
+  }
+}
+Object.defineProperty(SyncChange, 'name', { value: "SyncChange" })
+
+/** Data of model ErrorInfo: plain objects of this shape can be encoded and sent. */
+export interface ErrorInfoData {
+  /** `string` */
+  readonly code: string
+  /** `string` */
+  readonly message: string
+}
+
+/** Constructor argument of ErrorInfo: nullable fields may be left out (null). */
+export interface ErrorInfoInit {
+  code: string
+  message: string
+}
+
+export class ErrorInfo implements ErrorInfoData {
+  /** `string` */
+  readonly code: string
+  /** `string` */
+  readonly message: string
+
+  /** JSON Schema of the JSON form. */
+  static readonly jsonSchema: $rt.JsonSchema = {
+    "title": "ErrorInfo",
+    "type": "object",
+    "properties": {
+      "code": {
+        "type": "string"
+      },
+      "message": {
+        "type": "string"
+      }
+    },
+    "required": [
+      "code",
+      "message"
+    ]
+  }
+
+  constructor(init: ErrorInfoInit) {
+    this.code = init.code
+    this.message = init.message
+  }
+
+  /** Checks and converts the JSON form; throws a ValidationException naming every bad field. */
+  static fromJSON(json: unknown): ErrorInfo {
+    const e: $rt.FieldError[] = []
+    const v = ErrorInfo.fromJSONAt(json, e, '', '')
+    if (e.length > 0) throw $rt.validationError("ErrorInfo", e)
+    return v
+  }
+
+  static fromJSONAt(j: unknown, e: $rt.FieldError[], p: string, k: string | number): ErrorInfo {
+    if (!$rt.isObject(j)) {
+      $rt.fail(e, p, k, j === undefined && p + k !== '' ? 'is required' : j === null && p + k !== '' ? 'must not be null' : 'must be object')
+      return undefined as unknown as ErrorInfo
+    }
+    const q = k === '' ? p : $rt.joinPath(p, k)
+    return new ErrorInfo({
+      code: $rt.jString(j.code, e, q, "code"),
+      message: $rt.jString(j.message, e, q, "message"),
+    })
+  }
+
+  /** The JSON form (a null optional model reference is omitted). */
+  static toJSON(v: ErrorInfoData): Record<string, unknown> {
+    const o: Record<string, unknown> = {
+      code: v.code,
+      message: v.message,
+    }
+    return o
+  }
+
+  static write(w: $rt.BinaryWriter, v: ErrorInfoData): void {
+    const at = w.beginModel()
+    w.string(v.code)
+    w.string(v.message)
+    w.endModel(at)
+  }
+
+  static read(r: $rt.BinaryReader): ErrorInfo {
+    const outer = r.enterModel()
+    const f$code = r.string()
+    const f$message = r.string()
+    r.exitModel(outer)
+    return new ErrorInfo({ code: f$code, message: f$message })
+  }
+
+  /** Binary form: format version byte, then the model. */
+  static encode(v: ErrorInfoData): Uint8Array {
+    return $rt.encodeMessage(ErrorInfo.write, v)
+  }
+
+  /** Reads the binary form; bad bytes throw DecodeError. */
+  static decode(bytes: Uint8Array, options?: $rt.ReaderOptions): ErrorInfo {
+    return $rt.decodeMessage(ErrorInfo.read, bytes, options)
+  }
+
+  static equalsValue(a: ErrorInfoData, b: ErrorInfoData): boolean {
+    return (
+      a.code === b.code &&
+      a.message === b.message
+    )
+  }
+
+  static hashValue(v: ErrorInfoData): number {
+    let h = $rt.hashString("ErrorInfo")
+    h = $rt.hashCombine(h, $rt.hashString(v.code))
+    h = $rt.hashCombine(h, $rt.hashString(v.message))
+    return h
+  }
+
+  /** Value equality: same model and equal fields. */
+  equals(other: unknown): boolean {
+    return other === this || (other instanceof ErrorInfo && ErrorInfo.equalsValue(this, other))
+  }
+
+  hashCode(): number {
+    return ErrorInfo.hashValue(this)
+  }
+
+  /** A copy with some fields replaced (`undefined` keeps a field; `null` clears a nullable one). */
+  copyWith(patch: Partial<ErrorInfoInit>): ErrorInfo {
+    return new ErrorInfo({
+      code: patch.code === undefined ? this.code : patch.code,
+      message: patch.message === undefined ? this.message : patch.message,
+    })
+  }
+
+  toJSON(): Record<string, unknown> {
+    return ErrorInfo.toJSON(this)
+  }
+}
+Object.defineProperty(ErrorInfo, 'name', { value: "ErrorInfo" })
+
 /** Data of model FileUpload: plain objects of this shape can be encoded and sent. */
 export interface FileUploadData {
   /** `string` */
@@ -4220,6 +5240,56 @@ function $h3(v: readonly number[]): number {
   for (let i = 0; i < v.length; i++) {
     const x = v[i] as (typeof v)[number]
     h = $rt.hashCombine(h, (x | 0))
+  }
+  return h
+}
+
+// [@ImportError]
+function $r4(r: $rt.BinaryReader): readonly ImportError[] {
+  const n = r.count(4)
+  const a = new Array<ImportError>(n)
+  for (let i = 0; i < n; i++) a[i] = ImportError.read(r)
+  return a
+}
+function $w4(w: $rt.BinaryWriter, v: readonly ImportErrorData[]): void {
+  w.count(v.length)
+  for (let i = 0; i < v.length; i++) {
+    const x = v[i] as (typeof v)[number]
+    ImportError.write(w, x)
+  }
+}
+function $j4(j: unknown, e: $rt.FieldError[], p: string, k: string | number): readonly ImportError[] {
+  if (!Array.isArray(j)) {
+    $rt.fail(e, p, k, j === undefined ? 'is required' : j === null ? 'must not be null' : 'must be array')
+    return []
+  }
+  const q = k === '' ? p : $rt.joinPath(p, k)
+  const a = new Array<ImportError>(j.length)
+  for (let i = 0; i < j.length; i++) a[i] = ImportError.fromJSONAt(j[i], e, q, i)
+  return a
+}
+function $t4(v: readonly ImportErrorData[]): unknown[] {
+  const a = new Array<unknown>(v.length)
+  for (let i = 0; i < v.length; i++) {
+    const x = v[i] as (typeof v)[number]
+    a[i] = ImportError.toJSON(x)
+  }
+  return a
+}
+function $e4(a: readonly ImportErrorData[], b: readonly ImportErrorData[]): boolean {
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i] as (typeof a)[number]
+    const y = b[i] as (typeof b)[number]
+    if (!(ImportError.equalsValue(x, y))) return false
+  }
+  return true
+}
+function $h4(v: readonly ImportErrorData[]): number {
+  let h = 1
+  for (let i = 0; i < v.length; i++) {
+    const x = v[i] as (typeof v)[number]
+    h = $rt.hashCombine(h, ImportError.hashValue(x))
   }
   return h
 }

@@ -1,8 +1,15 @@
-// The demo's web page: sign in over HTTP, then list, create and watch tasks over one WebSocket with
-// the typed client generated from the schema. Everything is rendered with textContent (no HTML
-// injection from task titles).
+// The demo's web page: sign in over HTTP, then list, create and import tasks over one WebSocket with the
+// typed client generated from the schema; ticking a task is an edit sent on the page's `tasks.sync` stream,
+// which also brings every other client's change (PROTOCOL.md "Client and bidirectional streams").
+// Everything is rendered with textContent (no HTML injection from task titles).
 import { createClient, type TriviumClient } from '@trivium/client'
-import { createTypedClient, endpoints, type TaskData, type TaskEventData } from '../generated/index.js'
+import {
+  createTypedClient,
+  endpoints,
+  type SyncChangeData,
+  type SyncEditData,
+  type TaskData,
+} from '../generated/index.js'
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T
 
@@ -12,7 +19,9 @@ let accessToken = ''
 /** The signed-in user's id (their own tasks read "you") and whether they may delete (admins hold tasks:delete). */
 let myId: number | undefined
 let canDelete = false
-let watching: AbortController | undefined
+/** The page's `tasks.sync` stream: edits go out on it, confirmed and other clients' changes come back. */
+let syncing: { send(edit: SyncEditData): Promise<boolean>; cancel(reason?: unknown): void } | undefined
+let nextRef = 0
 const tasks = new Map<number, TaskData>()
 /** Tasks are listed newest first, PAGE at a time; `nextCursor` of the last page loaded, if any. */
 const PAGE = 50
@@ -37,7 +46,7 @@ function render(): void {
     box.type = 'checkbox'
     box.checked = task.done
     box.addEventListener('change', () => {
-      void typed().tasks.update({ id: task.id, done: box.checked }).catch(showTaskError)
+      edit({ ref: ++nextRef, id: task.id, done: box.checked })
     })
     const title = document.createElement('span')
     title.textContent = task.title
@@ -99,21 +108,49 @@ function showTaskError(err: unknown): void {
   $('task-error').textContent = err instanceof Error ? err.message : String(err)
 }
 
-function apply(event: TaskEventData): void {
-  if (event.kind === 'deleted') tasks.delete(event.task.id)
-  else tasks.set(event.task.id, event.task)
+function apply(change: SyncChangeData): void {
+  if (change.kind === 'rejected') {
+    // The edit was refused (e.g. not the owner): say why and show the task as stored again.
+    showTaskError(change.error?.message ?? 'Change refused')
+  } else if (change.task) {
+    if (change.kind === 'deleted') tasks.delete(change.task.id)
+    else tasks.set(change.task.id, change.task)
+  }
   render()
 }
 
-async function watch(): Promise<void> {
-  watching?.abort()
-  const controller = new AbortController()
-  watching = controller
-  try {
-    for await (const event of typed().tasks.watch({}, { signal: controller.signal })) apply(event)
-  } catch (err) {
-    if (!controller.signal.aborted) showTaskError(err)
+/** Sends an edit on the sync stream (its confirmation, or refusal, comes back as a change). */
+function edit(change: SyncEditData): void {
+  $('task-error').textContent = ''
+  if (!syncing) {
+    showTaskError('Not connected')
+    return
   }
+  syncing.send(change).catch(showTaskError)
+}
+
+async function sync(): Promise<void> {
+  syncing?.cancel()
+  const stream = typed().tasks.sync()
+  syncing = stream
+  try {
+    for await (const change of stream) apply(change)
+  } catch (err) {
+    if (syncing === stream) showTaskError(err)
+  }
+}
+
+/** `tasks.import`: one task per line, streamed to the server; it answers one summary. */
+async function importLines(text: string): Promise<void> {
+  const lines = text.split('\n').filter((line) => line.trim() !== '')
+  if (lines.length === 0) return
+  const started = typed().tasks.import()
+  await started.sendAll(lines.map((title) => ({ title })))
+  const summary = await started.response
+  const refused = summary.errors.map((e) => `line ${e.index + 1}: ${e.message}`)
+  $('import-result').textContent =
+    `Imported ${summary.created} task${summary.created === 1 ? '' : 's'}` +
+    (summary.failed > 0 ? `; ${summary.failed} refused (${refused.join('; ')})` : '')
 }
 
 async function signedIn(username: string): Promise<void> {
@@ -131,7 +168,7 @@ async function signedIn(username: string): Promise<void> {
   nextCursor = undefined
   await loadPage(true)
   setStatus('connected')
-  void watch()
+  void sync()
 }
 
 async function login(username: string, password: string): Promise<void> {
@@ -192,6 +229,23 @@ $('create-form').addEventListener('submit', (event) => {
     .catch(showTaskError)
 })
 
+$('import-form').addEventListener('submit', (event) => {
+  event.preventDefault()
+  const input = $<HTMLTextAreaElement>('import-text')
+  const button = $<HTMLButtonElement>('import-button')
+  $('import-result').textContent = ''
+  $('task-error').textContent = ''
+  button.disabled = true
+  importLines(input.value)
+    .then(() => {
+      input.value = ''
+    })
+    .catch(showTaskError)
+    .finally(() => {
+      button.disabled = false
+    })
+})
+
 $('more-button').addEventListener('click', () => {
   loadPage(false).catch(showTaskError)
 })
@@ -202,7 +256,9 @@ new IntersectionObserver((entries) => {
 }).observe($('more-button'))
 
 $('logout-button').addEventListener('click', () => {
-  watching?.abort()
+  const stream = syncing
+  syncing = undefined
+  stream?.cancel()
   void typed()
     .auth.logout({})
     .catch(() => {})

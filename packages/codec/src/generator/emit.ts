@@ -656,7 +656,11 @@ function modelImports(endpoints: EndpointDef[], withData: boolean): string[] {
 function endpointsFile(schema: SchemaDef, runtimeImport: string): string {
   const eps = schema.endpoints
   const lines = [HEADER, `import type * as ${RT} from ${q(runtimeImport)}`]
-  lines.push(`import { asModel, asModels } from ${q(runtimeImport)}`)
+  const opens = [
+    ...(eps.some((e) => e.requestStream && !e.streaming) ? ['openClientStream'] : []),
+    ...(eps.some((e) => e.requestStream && e.streaming) ? ['openBidiStream'] : []),
+  ]
+  lines.push(`import { ${['asModel', 'asModels', ...opens].join(', ')} } from ${q(runtimeImport)}`)
   lines.push(`import { ${modelImports(eps, true).join(', ')} } from './models.js'`, '')
   lines.push('/** Every endpoint of the schema: name, HTTP route, models and pass-through settings. */')
   lines.push('export const endpoints = {')
@@ -669,6 +673,7 @@ function endpointsFile(schema: SchemaDef, runtimeImport: string): string {
     lines.push(`    request: ${e.request},`)
     lines.push(`    response: ${e.response},`)
     lines.push(`    streaming: ${e.streaming},`)
+    if (e.requestStream) lines.push('    requestStream: true,')
     lines.push(`    config: ${JSON.stringify(e.config)},`)
     lines.push('  },')
   }
@@ -694,7 +699,15 @@ function endpointsFile(schema: SchemaDef, runtimeImport: string): string {
     for (const [k, v] of Object.entries(node)) {
       if ('request' in v && typeof (v as EndpointDef).request === 'string') {
         const e = v as EndpointDef
-        if (e.streaming) {
+        if (e.requestStream) {
+          const [open, handle] = e.streaming
+            ? ['openBidiStream', 'RuntimeBidiStream']
+            : ['openClientStream', 'RuntimeClientStream']
+          out.push(
+            `${indent}${key(k)}: (options?: ${RT}.CallOptions): ${RT}.${handle}<${e.request}Data, ${e.response}> =>`,
+            `${indent}  ${open}<${e.request}Data, ${e.response}>(${e.response}, client, ${q(e.name)}, options),`,
+          )
+        } else if (e.streaming) {
           out.push(
             `${indent}${key(k)}: (request: ${e.request}Data, options?: ${RT}.CallOptions): AsyncIterable<${e.response}> =>`,
             `${indent}  asModels(${e.response}, client.stream(${q(e.name)}, request, options)),`,
@@ -739,7 +752,8 @@ function serverFile(schema: SchemaDef, coreImport: string): string {
     const result = e.streaming
       ? `AsyncIterable<${e.response}Data>`
       : `${e.response}Data | Promise<${e.response}Data>`
-    lines.push(`  ${q(e.name)}: (request: ${e.request}, call: TriviumCall<${e.request}>) => ${result}`)
+    const input = e.requestStream ? `requests: AsyncIterable<${e.request}>` : `request: ${e.request}`
+    lines.push(`  ${q(e.name)}: (${input}, call: TriviumCall<${e.request}>) => ${result}`)
   }
   lines.push('}', '')
   eps.forEach((e, i) => {
@@ -756,7 +770,13 @@ function serverFile(schema: SchemaDef, coreImport: string): string {
   lines.push('/** Registers every endpoint of the schema with `trivium.endpoint` / `trivium.stream`. */')
   lines.push('export function registerEndpoints(trivium: Trivium, handlers: EndpointHandlers): void {')
   eps.forEach((e, i) => {
-    const fn = e.streaming ? 'stream' : 'endpoint'
+    const fn = e.requestStream
+      ? e.streaming
+        ? 'bidiStream'
+        : 'clientStream'
+      : e.streaming
+        ? 'stream'
+        : 'endpoint'
     lines.push(
       `  trivium.${fn}<${e.request}, ${e.response}Data>(`,
       `    ${q(e.name)},`,

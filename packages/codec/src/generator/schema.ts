@@ -128,6 +128,8 @@ export interface EndpointDef {
   request: string
   response: string
   streaming: boolean
+  /** Takes a stream of requests (a client stream; bidirectional with `streaming`). */
+  requestStream: boolean
   method: HttpMethod
   url: string
   status: number
@@ -555,6 +557,8 @@ export function checkSchema(input: unknown): SchemaDef {
       const response = modelRef('response')
       const streaming = raw.streaming ?? false
       if (typeof streaming !== 'boolean') bad('"streaming" must be a boolean')
+      const requestStream = raw.requestStream ?? false
+      if (typeof requestStream !== 'boolean') bad('"requestStream" must be a boolean')
       const http = raw.http
       let method: HttpMethod = 'POST'
       let url = ''
@@ -582,9 +586,10 @@ export function checkSchema(input: unknown): SchemaDef {
       }
       if (streaming === true && method !== 'GET' && method !== 'POST')
         bad('a streaming endpoint must use GET or POST')
+      if (requestStream === true && method !== 'POST') bad('an endpoint with "requestStream" must use POST')
       const config: Record<string, unknown> = {}
       for (const [key, v] of Object.entries(raw)) {
-        if (['request', 'response', 'streaming', 'http'].includes(key)) continue
+        if (['request', 'response', 'streaming', 'requestStream', 'http'].includes(key)) continue
         if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) {
           bad(`invalid setting name "${key}"`)
           continue
@@ -623,6 +628,7 @@ export function checkSchema(input: unknown): SchemaDef {
           request,
           response,
           streaming: streaming === true,
+          requestStream: requestStream === true,
           method,
           url,
           status,

@@ -1,6 +1,13 @@
 // Helpers generated code uses for custom types (CustomType) and typed clients.
 import type { FieldError } from './errors.js'
-import type { CustomType, ModelClass } from './types.js'
+import type {
+  CallOptions,
+  CustomType,
+  ModelClass,
+  RuntimeBidiStream,
+  RuntimeClient,
+  RuntimeClientStream,
+} from './types.js'
 import { eqAny, fail, hashAny } from './values.js'
 
 export function jCustom<T>(
@@ -45,4 +52,50 @@ export async function* asModels<T>(
   items: AsyncIterable<unknown>,
 ): AsyncIterable<T> {
   for await (const item of items) yield asModel(model, item)
+}
+
+function needs(client: RuntimeClient, method: 'clientStream' | 'bidiStream', name: string): void {
+  if (typeof client[method] !== 'function') {
+    throw new TypeError(
+      `@trivium/codec: ${name} takes a stream of requests, and this client has no ${method}() (use a WebSocket or TCP client of @trivium/client)`,
+    )
+  }
+}
+
+/** A typed client stream: the runtime client's handle with its response read as `model`. */
+export function openClientStream<Req, Res>(
+  model: ModelClass<Res, any>,
+  client: RuntimeClient,
+  name: string,
+  options?: CallOptions,
+): RuntimeClientStream<Req, Res> {
+  needs(client, 'clientStream', name)
+  const call = (client.clientStream as NonNullable<RuntimeClient['clientStream']>)(name, options)
+  const response = call.response.then((value) => asModel(model, value))
+  response.catch(() => {}) // a caller that only sends must not see an unhandled rejection
+  return {
+    send: (item) => call.send(item),
+    sendAll: (items) => call.sendAll(items),
+    end: () => call.end(),
+    cancel: (reason) => call.cancel(reason),
+    response,
+  }
+}
+
+/** A typed bidirectional stream: the runtime client's handle with its items read as `model`. */
+export function openBidiStream<Req, Item>(
+  model: ModelClass<Item, any>,
+  client: RuntimeClient,
+  name: string,
+  options?: CallOptions,
+): RuntimeBidiStream<Req, Item> {
+  needs(client, 'bidiStream', name)
+  const call = (client.bidiStream as NonNullable<RuntimeClient['bidiStream']>)(name, options)
+  return {
+    send: (item) => call.send(item),
+    sendAll: (items) => call.sendAll(items),
+    end: () => call.end(),
+    cancel: (reason) => call.cancel(reason),
+    [Symbol.asyncIterator]: () => asModels(model, call)[Symbol.asyncIterator](),
+  }
 }

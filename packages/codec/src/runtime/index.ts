@@ -1,6 +1,14 @@
 // @trivium/codec/runtime — what generated models import. Browser-safe: Uint8Array, DataView,
 // TextEncoder/TextDecoder only; no Node built-ins, no @trivium/core, no @fastify/error.
-export { asModel, asModels, eqCustom, hashCustom, jCustom } from './custom.js'
+export {
+  asModel,
+  asModels,
+  eqCustom,
+  hashCustom,
+  jCustom,
+  openBidiStream,
+  openClientStream,
+} from './custom.js'
 export {
   DecodeError,
   EncodeError,
@@ -19,7 +27,10 @@ export type {
   HttpMethod,
   JsonSchema,
   ModelClass,
+  RuntimeBidiStream,
   RuntimeClient,
+  RuntimeClientStream,
+  RuntimeRequestStream,
 } from './types.js'
 export * from './values.js'
 export { AnyTag, BinaryWriter, encodeMessage, FORMAT_VERSION, MAX_DATE_MS } from './writer.js'

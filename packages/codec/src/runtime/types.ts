@@ -65,6 +65,8 @@ export interface EndpointSpec<Req = unknown, Res = unknown> {
   readonly request: ModelClass<Req, any>
   readonly response: ModelClass<Res, any>
   readonly streaming: boolean
+  /** Takes a stream of requests (PROTOCOL.md "Client and bidirectional streams"). */
+  readonly requestStream?: boolean
   /** Pass-through settings (auth, permissions, roles, rateLimit, ...), given to `trivium.endpoint`. */
   readonly config: Readonly<Record<string, unknown>>
 }
@@ -78,9 +80,28 @@ export interface CallOptions {
   signal?: AbortSignal
 }
 
+/** The sending half of a stream of requests, as @trivium/client's `RequestStream`. */
+export interface RuntimeRequestStream<Req> {
+  send(item: Req): Promise<boolean>
+  sendAll(items: Iterable<Req> | AsyncIterable<Req>): Promise<boolean>
+  end(): Promise<void>
+  cancel(reason?: unknown): void
+}
+
+/** A client stream: items out, one response back. */
+export interface RuntimeClientStream<Req, Res> extends RuntimeRequestStream<Req> {
+  readonly response: Promise<Res>
+}
+
+/** A bidirectional stream: items out, and the iterable of the server's items. */
+export interface RuntimeBidiStream<Req, Item> extends RuntimeRequestStream<Req>, AsyncIterable<Item> {}
+
 export interface RuntimeClient {
   call(endpoint: string, request: unknown, options?: CallOptions): Promise<unknown>
   stream(endpoint: string, request: unknown, options?: CallOptions): AsyncIterable<unknown>
+  /** Streams of requests (WebSocket and TCP clients); optional so any client still fits the typed view. */
+  clientStream?(endpoint: string, options?: CallOptions): RuntimeClientStream<unknown, unknown>
+  bidiStream?(endpoint: string, options?: CallOptions): RuntimeBidiStream<unknown, unknown>
 }
 
 export type { FieldError }

@@ -1039,3 +1039,277 @@ export class Lookup implements LookupData {
   }
 }
 Object.defineProperty(Lookup, 'name', { value: "Lookup" })
+
+/** Data of model Total: plain objects of this shape can be encoded and sent. */
+export interface TotalData {
+  /** `int32` */
+  readonly sum: number
+  /** `int32` */
+  readonly count: number
+}
+
+/** Constructor argument of Total: nullable fields may be left out (null). */
+export interface TotalInit {
+  sum: number
+  count: number
+}
+
+export class Total implements TotalData {
+  /** `int32` */
+  readonly sum: number
+  /** `int32` */
+  readonly count: number
+
+  /** JSON Schema of the JSON form. */
+  static readonly jsonSchema: $rt.JsonSchema = {
+    "title": "Total",
+    "type": "object",
+    "properties": {
+      "sum": {
+        "type": "integer",
+        "minimum": -2147483648,
+        "maximum": 2147483647
+      },
+      "count": {
+        "type": "integer",
+        "minimum": -2147483648,
+        "maximum": 2147483647
+      }
+    },
+    "required": [
+      "sum",
+      "count"
+    ]
+  }
+
+  constructor(init: TotalInit) {
+    this.sum = init.sum
+    this.count = init.count
+  }
+
+  /** Checks and converts the JSON form; throws a ValidationException naming every bad field. */
+  static fromJSON(json: unknown): Total {
+    const e: $rt.FieldError[] = []
+    const v = Total.fromJSONAt(json, e, '', '')
+    if (e.length > 0) throw $rt.validationError("Total", e)
+    return v
+  }
+
+  static fromJSONAt(j: unknown, e: $rt.FieldError[], p: string, k: string | number): Total {
+    if (!$rt.isObject(j)) {
+      $rt.fail(e, p, k, j === undefined && p + k !== '' ? 'is required' : j === null && p + k !== '' ? 'must not be null' : 'must be object')
+      return undefined as unknown as Total
+    }
+    const q = k === '' ? p : $rt.joinPath(p, k)
+    return new Total({
+      sum: $rt.jInt32(j.sum, e, q, "sum"),
+      count: $rt.jInt32(j.count, e, q, "count"),
+    })
+  }
+
+  /** The JSON form (a null optional model reference is omitted). */
+  static toJSON(v: TotalData): Record<string, unknown> {
+    const o: Record<string, unknown> = {
+      sum: v.sum,
+      count: v.count,
+    }
+    return o
+  }
+
+  static write(w: $rt.BinaryWriter, v: TotalData): void {
+    const at = w.beginModel()
+    w.int32(v.sum)
+    w.int32(v.count)
+    w.endModel(at)
+  }
+
+  static read(r: $rt.BinaryReader): Total {
+    const outer = r.enterModel()
+    const f$sum = r.int32()
+    const f$count = r.int32()
+    r.exitModel(outer)
+    return new Total({ sum: f$sum, count: f$count })
+  }
+
+  /** Binary form: format version byte, then the model. */
+  static encode(v: TotalData): Uint8Array {
+    return $rt.encodeMessage(Total.write, v)
+  }
+
+  /** Reads the binary form; bad bytes throw DecodeError. */
+  static decode(bytes: Uint8Array, options?: $rt.ReaderOptions): Total {
+    return $rt.decodeMessage(Total.read, bytes, options)
+  }
+
+  static equalsValue(a: TotalData, b: TotalData): boolean {
+    return (
+      a.sum === b.sum &&
+      a.count === b.count
+    )
+  }
+
+  static hashValue(v: TotalData): number {
+    let h = $rt.hashString("Total")
+    h = $rt.hashCombine(h, (v.sum | 0))
+    h = $rt.hashCombine(h, (v.count | 0))
+    return h
+  }
+
+  /** Value equality: same model and equal fields. */
+  equals(other: unknown): boolean {
+    return other === this || (other instanceof Total && Total.equalsValue(this, other))
+  }
+
+  hashCode(): number {
+    return Total.hashValue(this)
+  }
+
+  /** A copy with some fields replaced (`undefined` keeps a field; `null` clears a nullable one). */
+  copyWith(patch: Partial<TotalInit>): Total {
+    return new Total({
+      sum: patch.sum === undefined ? this.sum : patch.sum,
+      count: patch.count === undefined ? this.count : patch.count,
+    })
+  }
+
+  toJSON(): Record<string, unknown> {
+    return Total.toJSON(this)
+  }
+}
+Object.defineProperty(Total, 'name', { value: "Total" })
+
+/** Data of model GatedTick: plain objects of this shape can be encoded and sent. */
+export interface GatedTickData {
+  /** `string` */
+  readonly runId: string
+  /** `int32` */
+  readonly i: number
+}
+
+/** Constructor argument of GatedTick: nullable fields may be left out (null). */
+export interface GatedTickInit {
+  runId: string
+  i: number
+}
+
+export class GatedTick implements GatedTickData {
+  /** `string` */
+  readonly runId: string
+  /** `int32` */
+  readonly i: number
+
+  /** JSON Schema of the JSON form. */
+  static readonly jsonSchema: $rt.JsonSchema = {
+    "title": "GatedTick",
+    "type": "object",
+    "properties": {
+      "runId": {
+        "type": "string"
+      },
+      "i": {
+        "type": "integer",
+        "minimum": -2147483648,
+        "maximum": 2147483647
+      }
+    },
+    "required": [
+      "runId",
+      "i"
+    ]
+  }
+
+  constructor(init: GatedTickInit) {
+    this.runId = init.runId
+    this.i = init.i
+  }
+
+  /** Checks and converts the JSON form; throws a ValidationException naming every bad field. */
+  static fromJSON(json: unknown): GatedTick {
+    const e: $rt.FieldError[] = []
+    const v = GatedTick.fromJSONAt(json, e, '', '')
+    if (e.length > 0) throw $rt.validationError("GatedTick", e)
+    return v
+  }
+
+  static fromJSONAt(j: unknown, e: $rt.FieldError[], p: string, k: string | number): GatedTick {
+    if (!$rt.isObject(j)) {
+      $rt.fail(e, p, k, j === undefined && p + k !== '' ? 'is required' : j === null && p + k !== '' ? 'must not be null' : 'must be object')
+      return undefined as unknown as GatedTick
+    }
+    const q = k === '' ? p : $rt.joinPath(p, k)
+    return new GatedTick({
+      runId: $rt.jString(j.runId, e, q, "runId"),
+      i: $rt.jInt32(j.i, e, q, "i"),
+    })
+  }
+
+  /** The JSON form (a null optional model reference is omitted). */
+  static toJSON(v: GatedTickData): Record<string, unknown> {
+    const o: Record<string, unknown> = {
+      runId: v.runId,
+      i: v.i,
+    }
+    return o
+  }
+
+  static write(w: $rt.BinaryWriter, v: GatedTickData): void {
+    const at = w.beginModel()
+    w.string(v.runId)
+    w.int32(v.i)
+    w.endModel(at)
+  }
+
+  static read(r: $rt.BinaryReader): GatedTick {
+    const outer = r.enterModel()
+    const f$runId = r.string()
+    const f$i = r.int32()
+    r.exitModel(outer)
+    return new GatedTick({ runId: f$runId, i: f$i })
+  }
+
+  /** Binary form: format version byte, then the model. */
+  static encode(v: GatedTickData): Uint8Array {
+    return $rt.encodeMessage(GatedTick.write, v)
+  }
+
+  /** Reads the binary form; bad bytes throw DecodeError. */
+  static decode(bytes: Uint8Array, options?: $rt.ReaderOptions): GatedTick {
+    return $rt.decodeMessage(GatedTick.read, bytes, options)
+  }
+
+  static equalsValue(a: GatedTickData, b: GatedTickData): boolean {
+    return (
+      a.runId === b.runId &&
+      a.i === b.i
+    )
+  }
+
+  static hashValue(v: GatedTickData): number {
+    let h = $rt.hashString("GatedTick")
+    h = $rt.hashCombine(h, $rt.hashString(v.runId))
+    h = $rt.hashCombine(h, (v.i | 0))
+    return h
+  }
+
+  /** Value equality: same model and equal fields. */
+  equals(other: unknown): boolean {
+    return other === this || (other instanceof GatedTick && GatedTick.equalsValue(this, other))
+  }
+
+  hashCode(): number {
+    return GatedTick.hashValue(this)
+  }
+
+  /** A copy with some fields replaced (`undefined` keeps a field; `null` clears a nullable one). */
+  copyWith(patch: Partial<GatedTickInit>): GatedTick {
+    return new GatedTick({
+      runId: patch.runId === undefined ? this.runId : patch.runId,
+      i: patch.i === undefined ? this.i : patch.i,
+    })
+  }
+
+  toJSON(): Record<string, unknown> {
+    return GatedTick.toJSON(this)
+  }
+}
+Object.defineProperty(GatedTick, 'name', { value: "GatedTick" })

@@ -12,7 +12,7 @@ import {
   type WireFormat,
 } from '../formats.js'
 import type { Pipeline } from '../middleware.js'
-import type { EndpointDefinition } from '../registry.js'
+import { type EndpointDefinition, requestStreamOverHttpMessage } from '../registry.js'
 import { routeToHandler } from '../router.js'
 import { isThenable } from '../thenable.js'
 import { compressionHook, type ResolvedHttpCompression } from './compression.js'
@@ -207,6 +207,24 @@ export function registerHttpRoute(
     return definition.streaming ? pending(sent) : undefined
   }
 
+  if (definition.requestStream) {
+    // HTTP/1.1 cannot carry a stream of requests (PROTOCOL.md "Client and bidirectional streams", "Over
+    // HTTP"): the route exists and refuses before the body is read.
+    const refusal = requestStreamOverHttpMessage(definition.name)
+    fastify.route({
+      method: definition.method,
+      url,
+      config: { trivium: definition },
+      errorHandler: sendError,
+      onRequest: async () => {
+        throw new ValidationException(refusal)
+      },
+      handler: async () => {
+        throw new ValidationException(refusal)
+      },
+    })
+    return
+  }
   fastify.route({
     method: definition.method,
     url,

@@ -301,10 +301,14 @@ export async function freePort(): Promise<number> {
 export class PrivateRedis {
   proc: ChildProcess | undefined
   readonly dir = mkdtempSync(join(tmpdir(), 'trivium-scale-redis-'))
-  /** `args`: more redis-server options, e.g. `['--requirepass', 'secret']`. */
+  /**
+   * `args`: more redis-server options, e.g. `['--requirepass', 'secret']`; `sentinelConfig`: a Redis
+   * Sentinel (`redis-server <file> --sentinel`) with that configuration file.
+   */
   constructor(
     readonly port: number,
     readonly args: string[] = [],
+    readonly sentinelConfig?: string,
   ) {}
 
   static async create(args: string[] = []): Promise<PrivateRedis> {
@@ -318,17 +322,18 @@ export class PrivateRedis {
   }
 
   async start(): Promise<void> {
+    const sentinel = this.sentinelConfig !== undefined
+    const mode = sentinel ? [this.sentinelConfig!, '--sentinel'] : []
+    const persistence = sentinel ? [] : ['--save', '', '--appendonly', 'no']
     const proc = spawn(
       'redis-server',
       [
+        ...mode,
         '--port',
         String(this.port),
         '--bind',
         '127.0.0.1',
-        '--save',
-        '',
-        '--appendonly',
-        'no',
+        ...persistence,
         '--dir',
         this.dir,
         ...this.args,
@@ -341,7 +346,7 @@ export class PrivateRedis {
       const timer = setTimeout(() => reject(new Error(`redis-server did not start:\n${out}`)), 10000)
       proc.stdout!.on('data', (chunk) => {
         out += chunk
-        if (out.includes('Ready to accept connections')) {
+        if (out.includes(sentinel ? '+monitor master' : 'Ready to accept connections')) {
           clearTimeout(timer)
           resolve()
         }

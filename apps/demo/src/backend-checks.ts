@@ -243,11 +243,13 @@ function probe(p: Probe): Promise<{ failure: string } | { replies: Reply[] }> {
       const network = unreachable(setting, where, what, err)
       if (network) return done(network)
       if (p.tls) {
+        // OpenSSL's messages span lines: the start-up line stays one.
+        err.message = err.message.replace(/\s*\n\s*/g, ' ')
         const cert = certificateFailure(setting, 'REDIS_TLS_CA', p.tls.ca !== undefined, where, err)
         if (cert) return done(cert)
         if (/certificate required/i.test(err.message))
           return done(
-            `REDIS_TLS_CERT: ${where} asks for a client certificate (${err.message}) — set REDIS_TLS_CERT and REDIS_TLS_KEY`,
+            `REDIS_TLS_CERT: ${where} asks for a client certificate (TLS alert "certificate required") — set REDIS_TLS_CERT and REDIS_TLS_KEY`,
           )
         if (
           !codes(err).some((c) => c.startsWith('E') && !c.startsWith('ERR_SSL')) ||

@@ -62,7 +62,7 @@ export interface RateLimitSetting {
 }
 
 import { ConfigError } from './config-error.js'
-import { type RedisSettings, readPem, redisSettingsFrom, resolveRedis } from './redis-topology.js'
+import { type RedisSettings, readPem, resolveRedis } from './redis-topology.js'
 
 export { ConfigError }
 
@@ -193,7 +193,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): DemoConfig {
   const databaseCaFile = env.DATABASE_CA_FILE || undefined
   if (databaseCaFile !== undefined) checkDatabaseCa(databaseUrl, databaseCaFile)
   const redisUrl = env.REDIS_URL || undefined
-  const redisSettings = redisSettingsFrom(env)
+  const redisSettings: RedisSettings = {
+    sentinels: env.REDIS_SENTINELS || undefined,
+    sentinelName: env.REDIS_SENTINEL_NAME || undefined,
+    sentinelUsername: env.REDIS_SENTINEL_USERNAME || undefined,
+    sentinelPassword: env.REDIS_SENTINEL_PASSWORD || undefined,
+    clusterNodes: env.REDIS_CLUSTER_NODES || undefined,
+    username: env.REDIS_USERNAME || undefined,
+    password: env.REDIS_PASSWORD || undefined,
+    tls: env.REDIS_TLS || undefined,
+    tlsCa: env.REDIS_TLS_CA || undefined,
+    tlsCert: env.REDIS_TLS_CERT || undefined,
+    tlsKey: env.REDIS_TLS_KEY || undefined,
+  }
   resolveRedis(redisUrl, redisSettings) // refuses conflicting settings and unreadable files now
   return {
     host: env.HOST ?? '127.0.0.1',

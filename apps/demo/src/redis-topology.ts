@@ -28,23 +28,6 @@ export interface RedisSettings {
   tlsKey?: string
 }
 
-export function redisSettingsFrom(env: NodeJS.ProcessEnv): RedisSettings {
-  const get = (name: string) => env[name] || undefined
-  return {
-    sentinels: get('REDIS_SENTINELS'),
-    sentinelName: get('REDIS_SENTINEL_NAME'),
-    sentinelUsername: get('REDIS_SENTINEL_USERNAME'),
-    sentinelPassword: get('REDIS_SENTINEL_PASSWORD'),
-    clusterNodes: get('REDIS_CLUSTER_NODES'),
-    username: get('REDIS_USERNAME'),
-    password: get('REDIS_PASSWORD'),
-    tls: get('REDIS_TLS'),
-    tlsCa: get('REDIS_TLS_CA'),
-    tlsCert: get('REDIS_TLS_CERT'),
-    tlsKey: get('REDIS_TLS_KEY'),
-  }
-}
-
 export type RedisKind = 'single' | 'sentinel' | 'cluster'
 export type RedisClient = Redis | Cluster
 

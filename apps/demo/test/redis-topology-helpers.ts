@@ -1,13 +1,17 @@
 // Helpers for the topology tests (issue 32): a Sentinel set (primary, replica, three sentinels) and TLS
 // certificates made at test time, all on loopback ports of this file's own range (17300-17399), in
 // mkdtemp folders removed by close().
-import { execFileSync } from 'node:child_process'
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { Redis } from 'ioredis'
-import { PrivateRedis, until } from './scale-helpers.js'
+import { PrivateRedis, SECRETS, until } from './scale-helpers.js'
+
+const SERVER = fileURLToPath(new URL('../dist/server.js', import.meta.url))
 
 const RANGE = { first: 17300, last: 17399 }
 const taken = new Set<number>()
@@ -229,4 +233,31 @@ export function makeCertificates(): Certificates {
 
 export function pem(path: string): Buffer {
   return readFileSync(path)
+}
+
+/** Starts the built server to see it refuse: its exit code and output (a server that started is killed). */
+export async function startFailing(
+  env: Record<string, string>,
+): Promise<{ code: number | null; output: string }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'trivium-tls-settings-'))
+  const base: Record<string, string> = {}
+  for (const [k, v] of Object.entries(process.env))
+    if (v !== undefined && !k.startsWith('REDIS_')) base[k] = v
+  for (const k of ['DATABASE_URL', 'DATABASE_SCHEMA', 'DATABASE_CA_FILE', 'NODE_ENV', 'HOST']) delete base[k]
+  const proc: ChildProcess = spawn(process.execPath, [SERVER], {
+    env: { ...base, ...SECRETS, PORT: '0', TCP_PORT: '-1', DATA_DIR: dataDir, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let output = ''
+  proc.stdout!.on('data', (chunk) => {
+    output += chunk
+  })
+  proc.stderr!.on('data', (chunk) => {
+    output += chunk
+  })
+  const kill = setTimeout(() => proc.kill('SIGKILL'), 120_000)
+  const [code] = (await once(proc, 'exit')) as [number | null]
+  clearTimeout(kill)
+  rmSync(dataDir, { recursive: true, force: true })
+  return { code, output }
 }

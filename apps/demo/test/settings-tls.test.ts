@@ -1,16 +1,7 @@
-// Issue 32 item 3: TLS and credentials. A redis-server that speaks only TLS (and asks for a client
-// certificate) and a PostgreSQL with ssl=on and a password, both with certificates made by openssl at test
-// time. The demo reaches them with rediss:// + REDIS_TLS_CA/CERT/KEY and DATABASE_URL sslmode=verify-full +
-// DATABASE_CA_FILE; a certificate that does not verify (the wrong CA, or none given) refuses to start with
-// one line naming the setting; so do conflicting settings.
-import { type ChildProcess, spawn } from 'node:child_process'
-import { once } from 'node:events'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import t from 'tap'
-import { makeCertificates, rangePort } from './redis-topology-helpers.js'
+import { makeCertificates, rangePort, startFailing } from './redis-topology-helpers.js'
 import {
   api,
   type Instance,
@@ -18,40 +9,13 @@ import {
   PrivateRedis,
   postgresBinDir,
   registerAndLogin,
-  SECRETS,
   startProcess,
 } from './scale-helpers.js'
 
-const SERVER = fileURLToPath(new URL('../dist/server.js', import.meta.url))
 const PREFIX = 'Trivium Tasks failed to start: '
 const PG_SECRET = 'pg-tls-Secret-3b8a'
 const METRICS_TOKEN = 'tls-test-metrics-token-0123456789'
 t.setTimeout(10 * 60_000)
-
-/** Starts the built server; resolves its exit code and output (a server that started is killed). */
-async function start(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'trivium-tls-settings-'))
-  const base: Record<string, string> = {}
-  for (const [k, v] of Object.entries(process.env))
-    if (v !== undefined && !k.startsWith('REDIS_')) base[k] = v
-  for (const k of ['DATABASE_URL', 'DATABASE_SCHEMA', 'DATABASE_CA_FILE', 'NODE_ENV', 'HOST']) delete base[k]
-  const proc: ChildProcess = spawn(process.execPath, [SERVER], {
-    env: { ...base, ...SECRETS, PORT: '0', TCP_PORT: '-1', DATA_DIR: dataDir, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let output = ''
-  proc.stdout!.on('data', (chunk) => {
-    output += chunk
-  })
-  proc.stderr!.on('data', (chunk) => {
-    output += chunk
-  })
-  const kill = setTimeout(() => proc.kill('SIGKILL'), 120_000)
-  const [code] = (await once(proc, 'exit')) as [number | null]
-  clearTimeout(kill)
-  rmSync(dataDir, { recursive: true, force: true })
-  return { code, output }
-}
 
 const bin = postgresBinDir()
 
@@ -169,7 +133,7 @@ t.test('TLS to Redis and PostgreSQL', { skip: bin ? false : 'no PostgreSQL serve
   ]
   for (const [name, env, line] of refusals) {
     await t.test(name, async (t) => {
-      const run = await start(env)
+      const run = await startFailing(env)
       t.equal(run.code, 1, 'refuses to start')
       t.ok(run.output.startsWith(PREFIX) && run.output.endsWith('\n'), 'one line')
       t.equal(run.output.split('\n').length, 2, 'one line only')

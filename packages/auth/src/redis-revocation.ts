@@ -44,8 +44,17 @@ export interface RevocationRedisClient {
     n: number,
   ): Promise<[string, string[]]>
   pttl?(key: string): Promise<number>
-  /** The mirror only: the heartbeat. */
+  /** The mirror only: the heartbeat (`spublish` on a Cluster). */
   publish?(channel: string, message: string): Promise<number>
+  spublish?(channel: string, message: string): Promise<unknown>
+  /**
+   * ioredis `Cluster` only: its primaries (the mirror's load scans each), the slot table and `CLUSTER
+   * KEYSLOT` (the marker's node is asked for its run id).
+   */
+  nodes?(role: 'master'): RevocationRedisClient[]
+  readonly slots?: string[][]
+  cluster?(subcommand: 'KEYSLOT', key: string): Promise<unknown>
+  readonly options?: { host?: string; port?: number }
   /** With `durable` only: checking the Redis copy (`GET` marker, `INFO server`, `PEXPIRE` marker). */
   get?(key: string): Promise<string | null>
   info?(section: string): Promise<string>
@@ -70,6 +79,8 @@ export type RevocationChange =
 export interface RevocationMirrorChannel {
   /** The Redis channel name (the scripts PUBLISH on it). */
   readonly channel: string
+  /** True when the channel is a shard channel of a Redis Cluster (the scripts SPUBLISH on it). */
+  readonly sharded?: boolean
   /** True while the channel is subscribed on a live connection. */
   readonly subscribed: boolean
   /** The payload to PUBLISH for `message` (the channel's envelope). */
@@ -135,8 +146,31 @@ redis.call('DEL', KEYS[1])
 redis.call('PUBLISH', ARGV[1], ARGV[2])
 return 1
 `
-const ADD_SHA = createHash('sha1').update(ADD_AND_ANNOUNCE_LUA).digest('hex')
-const REMOVE_SHA = createHash('sha1').update(REMOVE_AND_ANNOUNCE_LUA).digest('hex')
+// On a Cluster: the same with sharded pub/sub (the key and the channel share a slot, see `keyPrefix`).
+const SHARDED_ADD_LUA = ADD_AND_ANNOUNCE_LUA.replace("'PUBLISH'", "'SPUBLISH'")
+const SHARDED_REMOVE_LUA = REMOVE_AND_ANNOUNCE_LUA.replace("'PUBLISH'", "'SPUBLISH'")
+const sha1 = (text: string) => createHash('sha1').update(text).digest('hex')
+const SCRIPTS = {
+  plain: {
+    add: { sha: sha1(ADD_AND_ANNOUNCE_LUA), source: ADD_AND_ANNOUNCE_LUA },
+    remove: { sha: sha1(REMOVE_AND_ANNOUNCE_LUA), source: REMOVE_AND_ANNOUNCE_LUA },
+  },
+  sharded: {
+    add: { sha: sha1(SHARDED_ADD_LUA), source: SHARDED_ADD_LUA },
+    remove: { sha: sha1(SHARDED_REMOVE_LUA), source: SHARDED_REMOVE_LUA },
+  },
+}
+
+/** The hash tag that puts a key in `channel`'s slot: its own tag if it has one, else the whole name. */
+function hashTagOf(channel: string): string {
+  const open = channel.indexOf('{')
+  const close = open === -1 ? -1 : channel.indexOf('}', open + 1)
+  return close > open + 1 ? channel.slice(open, close + 1) : `{${channel}}`
+}
+
+function isCluster(client: RevocationRedisClient): boolean {
+  return typeof client.nodes === 'function'
+}
 const DOWN = new Set(['end', 'close', 'reconnecting'])
 /** The marker's TTL: refreshed on every check of the copy (so it also goes when every instance is gone). */
 const MARKER_TTL_MS = 60_000
@@ -153,6 +187,12 @@ export type MirrorState = 'off' | 'syncing' | 'on'
 /** Key-value variant: key `<prefix><jti>`, expiry by Redis TTL. */
 export class RedisRevocationStore implements RevocationStore {
   readonly prefix: string
+  /**
+   * What the keys start with: `prefix`, except on a Redis Cluster with the mirror, where the whole list
+   * lives in the slot of the mirror's channel: `{<channel>}<prefix>` (one slot for the add/remove scripts
+   * with their SPUBLISH, the marker, and the load).
+   */
+  readonly keyPrefix: string
   private readonly client: RevocationRedisClient
   private readonly timeoutMs: number
   private readonly closeClient: boolean
@@ -187,6 +227,11 @@ export class RedisRevocationStore implements RevocationStore {
       }
     }
     this.durable = durable
+    const channel = options.mirror?.channel
+    this.keyPrefix =
+      isCluster(this.client) && typeof channel?.channel === 'string'
+        ? hashTagOf(channel.channel) + this.prefix
+        : this.prefix
     if (options.mirror !== undefined) this.mirror = new Mirror(this, this.client, options.mirror)
   }
 
@@ -236,7 +281,7 @@ export class RedisRevocationStore implements RevocationStore {
   }
 
   async add(jti: string, ttlSeconds?: number): Promise<void> {
-    const key = this.prefix + checkJti(jti)
+    const key = this.keyPrefix + checkJti(jti)
     const ttl = checkTtl(ttlSeconds)
     // The source of truth first: no copy ever holds an entry the durable store could lose.
     await this.durable?.add(jti, ttl)
@@ -265,12 +310,12 @@ export class RedisRevocationStore implements RevocationStore {
     if (mirror?.trusted()) return mirror.has(jti)
     // The copy is not known to be complete: ask the source of truth, else Redis.
     if (this.durable !== undefined) return this.durable.contains(jti)
-    const key = this.prefix + jti
+    const key = this.keyPrefix + jti
     return (await this.run(() => this.client.exists(key))) === 1
   }
 
   async remove(jti: string): Promise<void> {
-    const key = this.prefix + jti
+    const key = this.keyPrefix + jti
     const mirror = this.mirror
     if (mirror === undefined) {
       await this.run(() => this.client.del(key))
@@ -361,6 +406,8 @@ class Mirror {
   private lastPoll = Date.now()
   /** While a poll runs: the jtis changed by announcements meanwhile (newer than the poll's rows). */
   private touched: Set<string> | undefined
+  /** PUBLISH or, on a Cluster, SPUBLISH variants of the add/remove scripts. */
+  private readonly scripts: (typeof SCRIPTS)['plain']
 
   constructor(
     private readonly store: RedisRevocationStore,
@@ -384,10 +431,20 @@ class Mirror {
         throw new TypeError(`@trivium/auth: the mirror needs an ioredis client (missing ${method})`)
       }
     }
-    // A Cluster's SCAN covers one node only: the loaded copy could miss entries.
-    if (typeof (client as { nodes?: unknown }).nodes === 'function') {
-      throw new TypeError('@trivium/auth: the mirror needs a single Redis (an ioredis Redis, not a Cluster)')
+    // The scripts publish on `client`: the channel must be on the same Redis, sharded on a Cluster.
+    if (isCluster(client) !== (channel.sharded === true)) {
+      throw new TypeError(
+        isCluster(client)
+          ? '@trivium/auth: on a Redis Cluster the mirror channel must be on the same Cluster (a RedisChannel whose RedisPubSub was given the Cluster)'
+          : '@trivium/auth: the mirror channel is on a Redis Cluster but client is not: give both the same Redis',
+      )
     }
+    for (const method of ['spublish', 'cluster'] as const) {
+      if (isCluster(client) && typeof client[method] !== 'function') {
+        throw new TypeError(`@trivium/auth: the mirror needs an ioredis Cluster (missing ${method})`)
+      }
+    }
+    this.scripts = isCluster(client) ? SCRIPTS.sharded : SCRIPTS.plain
     this.heartbeatMs = options.heartbeatMs ?? 250
     this.maxSilenceMs = options.maxSilenceMs ?? 1000
     this.pollMs = options.pollMs ?? 5000
@@ -457,13 +514,14 @@ class Mirror {
 
   /** SET/DEL + PUBLISH in one script; with `durable`, a failure is retried on the heartbeat (and rejects). */
   async announce(change: AnnouncedChange): Promise<void> {
-    const key = this.store.prefix + change.jti
+    const key = this.store.keyPrefix + change.jti
     const announcement = this.encode(change)
+    const { add, remove } = this.scripts
     try {
       await this.store.run(() =>
         change.op === 'add'
-          ? this.script(ADD_SHA, ADD_AND_ANNOUNCE_LUA, key, change.ttl ?? '', announcement)
-          : this.script(REMOVE_SHA, REMOVE_AND_ANNOUNCE_LUA, key, announcement),
+          ? this.script(add.sha, add.source, key, change.ttl ?? '', announcement)
+          : this.script(remove.sha, remove.source, key, announcement),
       )
       if ((this.unannounced.get(change.jti)?.seq ?? 0) <= (change.seq ?? 0))
         this.unannounced.delete(change.jti)
@@ -565,9 +623,12 @@ class Mirror {
       this.pings.delete(k)
     }
     this.pings.set(n, { at, generation: this.generation })
-    ;(this.client as Required<RevocationRedisClient>)
-      .publish(this.channel.channel, this.channel.encode({ op: 'ping', id: this.id, n }))
-      .catch(() => {})
+    const client = this.client as Required<RevocationRedisClient>
+    const payload = this.channel.encode({ op: 'ping', id: this.id, n })
+    const sent = isCluster(client)
+      ? client.spublish(this.channel.channel, payload)
+      : client.publish(this.channel.channel, payload)
+    sent.catch(() => {})
   }
 
   private tick(): void {
@@ -645,9 +706,11 @@ class Mirror {
     this.checkingCopy = true
     try {
       const client = this.client as Required<RevocationRedisClient>
-      const prefix = this.store.prefix
+      const prefix = this.store.keyPrefix
+      // The run id of the server holding the marker (on a Cluster: the primary owning its slot).
+      const server = await this.store.run(() => this.nodeOf(prefix))
       const [info, marker] = await this.store.run(() =>
-        Promise.all([client.info('server'), client.get(prefix)]),
+        Promise.all([server.info('server'), client.get(prefix)]),
       )
       const runId = /run_id:(\w+)/.exec(info)?.[1] ?? '?'
       if (marker === runId && (await this.store.run(() => client.pexpire(prefix, MARKER_TTL_MS))) === 1)
@@ -735,21 +798,39 @@ class Mirror {
     // The source of truth when there is one: the Redis keys may have been lost.
     if (this.store.durable !== undefined) return new Map(await this.store.durable.entries())
     const client = this.client as Required<RevocationRedisClient>
-    const prefix = this.store.prefix
+    const prefix = this.store.keyPrefix
     const pattern = `${escapeGlob(prefix)}*`
     const loaded = new Map<string, number | null>()
-    let cursor = '0'
-    do {
-      const [next, keys] = await this.store.run(() => client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000))
-      cursor = next
-      const ttls = await this.store.run(() => Promise.all(keys.map((key) => client.pttl(key))))
-      const now = Date.now()
-      keys.forEach((key, i) => {
-        const ttl = ttls[i]!
-        if (ttl === -2 || key.length === prefix.length) return // expired or deleted since SCAN; the marker
-        loaded.set(key.slice(prefix.length), ttl === -1 ? null : now + ttl)
-      })
-    } while (cursor !== '0')
+    // SCAN covers one server: on a Cluster every primary is scanned (the list is in one slot, but a
+    // slot being migrated has keys on two nodes).
+    const servers = isCluster(client) ? client.nodes('master') : [client]
+    for (const server of servers as Required<RevocationRedisClient>[]) {
+      let cursor = '0'
+      do {
+        const [next, keys] = await this.store.run(() => server.scan(cursor, 'MATCH', pattern, 'COUNT', 1000))
+        cursor = next
+        const ttls = await this.store.run(() => Promise.all(keys.map((key) => client.pttl(key))))
+        const now = Date.now()
+        keys.forEach((key, i) => {
+          const ttl = ttls[i]!
+          if (ttl === -2 || key.length === prefix.length) return // expired or deleted since SCAN; the marker
+          loaded.set(key.slice(prefix.length), ttl === -1 ? null : now + ttl)
+        })
+      } while (cursor !== '0')
+    }
     return loaded
+  }
+
+  /** The server that holds `key`: the client itself, or on a Cluster the primary owning its slot. */
+  private async nodeOf(key: string): Promise<Required<RevocationRedisClient>> {
+    const client = this.client as Required<RevocationRedisClient>
+    if (!isCluster(client)) return client
+    const slot = Number(await client.cluster('KEYSLOT', key))
+    const owner = client.slots[slot]?.[0]
+    const node = client
+      .nodes('master')
+      .find((n) => `${n.options?.host}:${n.options?.port}` === owner) as Required<RevocationRedisClient>
+    if (node === undefined) throw new Error(`no known primary for slot ${slot}`)
+    return node
   }
 }

@@ -545,7 +545,10 @@ t.test('mirror options are checked', async (t) => {
   t.throws(
     () =>
       new RedisRevocationStore({ client: Object.assign(client, { nodes: () => [] }), mirror: { channel } }),
-    /the mirror needs a single Redis \(an ioredis Redis, not a Cluster\)/,
+    {
+      message:
+        '@trivium/auth: on a Redis Cluster the mirror channel must be on the same Cluster (a RedisChannel whose RedisPubSub was given the Cluster)',
+    },
   )
   const { evalsha: _, ...noScripts } = { evalsha: 1, status: 'ready', set() {}, exists() {}, del() {} }
   t.throws(

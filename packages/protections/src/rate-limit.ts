@@ -32,13 +32,13 @@ export interface RateLimitPluginOptions {
   /** Register as middleware `rate-limit` with `after: ['auth']` (default true), so authenticated
    *  clients are counted as `user:<id>`. Set false in an app without `auth`. */
   afterAuth?: boolean
-  /** An ioredis client: counters then live in Redis, shared by every instance. */
+  /** An ioredis client (`Redis`, Sentinel-configured `Redis` or `Cluster`): counters live in Redis, shared by every instance. */
   redis?: RedisClientLike
   /** Redis key prefix (default `trivium:rl:`). */
   redisPrefix?: string
   /** A Redis call slower than this counts as Redis down (default 500 ms). */
   redisTimeoutMs?: number
-  /** Most rate-limit hits sent to Redis in one script call (default 64; 1 with an ioredis Cluster). */
+  /** Most rate-limit hits sent to Redis in one script call (default 64; per key on an ioredis Cluster). */
   redisMaxBatch?: number
   /** Policy while the store fails (default `memory`, see README). */
   whenStoreDown?: WhenStoreDown

@@ -14,7 +14,7 @@ export interface RedisClientLike {
   eval(script: string, numkeys: number, ...args: (string | number)[]): Promise<unknown>
   /** ioredis connection status; when it says the connection is down, calls fail at once. */
   readonly status?: string
-  /** ioredis `Cluster`: keys of one script call must share a slot, so hits are not batched. */
+  /** ioredis `Cluster`: the keys of one script call must share a slot, so a batch holds one key. */
   readonly isCluster?: boolean
 }
 
@@ -24,8 +24,8 @@ export interface RedisStoreOptions {
   /** A call slower than this (ms) counts as Redis being unreachable (default 500). */
   timeoutMs?: number
   /**
-   * Most hits sent in one script call (default 64; 1 with an ioredis `Cluster`). Hits of one event-loop
-   * turn are batched; 1 sends each hit as its own call.
+   * Most hits sent in one script call (default 64). Hits of one event-loop turn are batched (with an
+   * ioredis `Cluster`, per key: one script call touches one slot); 1 sends each hit as its own call.
    */
   maxBatch?: number
 }
@@ -75,6 +75,13 @@ const SCRIPT_SHA = createHash('sha1').update(FIXED_WINDOW_LUA).digest('hex')
 const DOWN_STATUSES = new Set(['close', 'reconnecting', 'end'])
 const DEFAULT_MAX_BATCH = 64
 
+/** Keys and ARGV as the script takes them, and who waits for each verdict. */
+interface Batch {
+  keys: string[]
+  args: number[]
+  waiting: PendingHit[]
+}
+
 /** A hit waiting for its batch's reply. */
 interface PendingHit {
   limit: RateLimit
@@ -87,10 +94,10 @@ export class RedisStore implements RateLimitStore {
   private readonly prefix: string
   private readonly timeoutMs: number
   private readonly maxBatch: number
-  // The batch being gathered: keys and ARGV as the script takes them, and who waits for each verdict.
-  private keys: string[] = []
-  private args: number[] = []
-  private waiting: PendingHit[] = []
+  /** Batches per key on a Cluster (a script call touches one slot), one batch ('') otherwise. */
+  private readonly perKey: boolean
+  /** The batches being gathered, flushed at the end of this event-loop turn (or when full). */
+  private batches = new Map<string, Batch>()
   private scheduled = false
 
   constructor(client: RedisClientLike, options: RedisStoreOptions = {}) {
@@ -103,7 +110,7 @@ export class RedisStore implements RateLimitStore {
     if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) {
       throw new TypeError('@trivium/protections: redisTimeoutMs must be a positive integer (milliseconds)')
     }
-    const maxBatch = options.maxBatch ?? (client.isCluster === true ? 1 : DEFAULT_MAX_BATCH)
+    const maxBatch = options.maxBatch ?? DEFAULT_MAX_BATCH
     if (!Number.isSafeInteger(maxBatch) || maxBatch < 1 || maxBatch > 1000) {
       throw new TypeError('@trivium/protections: redisMaxBatch must be an integer from 1 to 1000')
     }
@@ -111,6 +118,7 @@ export class RedisStore implements RateLimitStore {
     this.prefix = prefix
     this.timeoutMs = timeoutMs
     this.maxBatch = maxBatch
+    this.perKey = client.isCluster === true
   }
 
   /** Queues the hit for this turn's script call (sent at once when the batch is full). */
@@ -120,11 +128,20 @@ export class RedisStore implements RateLimitStore {
       return Promise.reject(new StoreUnavailableError(`connection is ${status}`))
     }
     return new Promise<RateLimitResult>((resolve, reject) => {
-      this.keys.push(this.prefix + key)
-      this.args.push(limit.requests, limit.windowMs)
-      this.waiting.push({ limit, resolve, reject })
-      if (this.waiting.length >= this.maxBatch) this.flush()
-      else if (!this.scheduled) {
+      const redisKey = this.prefix + key
+      const group = this.perKey ? redisKey : ''
+      let batch = this.batches.get(group)
+      if (batch === undefined) {
+        batch = { keys: [], args: [], waiting: [] }
+        this.batches.set(group, batch)
+      }
+      batch.keys.push(redisKey)
+      batch.args.push(limit.requests, limit.windowMs)
+      batch.waiting.push({ limit, resolve, reject })
+      if (batch.waiting.length >= this.maxBatch) {
+        this.batches.delete(group)
+        this.flush(batch)
+      } else if (!this.scheduled) {
         this.scheduled = true
         // setImmediate, not nextTick: the hits of every request read in this poll phase join the batch.
         setImmediate(this.flushScheduled)
@@ -134,20 +151,16 @@ export class RedisStore implements RateLimitStore {
 
   private readonly flushScheduled = (): void => {
     this.scheduled = false
-    if (this.waiting.length > 0) this.flush()
+    const batches = this.batches
+    this.batches = new Map()
+    for (const batch of batches.values()) this.flush(batch)
   }
 
   /**
    * One EVALSHA for the batch (EVAL once if Redis does not know the script yet), one timer for all of
    * its hits; a failure or a timeout fails every hit of the batch.
    */
-  private flush(): void {
-    const keys = this.keys
-    const args = this.args
-    const waiting = this.waiting
-    this.keys = []
-    this.args = []
-    this.waiting = []
+  private flush({ keys, args, waiting }: Batch): void {
     let settled = false
     const timer = setTimeout(() => {
       settled = true

@@ -205,7 +205,7 @@ t.test('the hits of one event-loop turn go to Redis as one script call, each ver
   t.same(calls, [11, 1])
 })
 
-t.test('maxBatch bounds a script call; an ioredis Cluster gets one call per hit', async (t) => {
+t.test('maxBatch bounds a script call; an ioredis Cluster gets one call per key', async (t) => {
   const { client, keyPrefix } = redisWithPrefix(t)
   await client.script('LOAD', FIXED_WINDOW_LUA)
   const limit = { requests: 100, windowMs: 60_000 }
@@ -219,12 +219,19 @@ t.test('maxBatch bounds a script call; an ioredis Cluster gets one call per hit'
   )
   const cluster = counting(client, { isCluster: true })
   const clusterStore = new RedisStore(cluster.counted, { prefix: keyPrefix })
-  await Promise.all([
+  const clusterResults = await Promise.all([
     clusterStore.hit('b', limit),
     clusterStore.hit('c', limit),
+    clusterStore.hit('b', limit),
     clusterStore.hit('d', limit),
+    clusterStore.hit('b', limit),
   ])
-  t.same(cluster.calls, [1, 1, 1], 'keys of one call must share a slot in a Cluster')
+  t.same(cluster.calls, [3, 1, 1], 'keys of one call must share a slot in a Cluster: one key per call')
+  t.same(
+    clusterResults.map((r) => r.remaining),
+    [99, 99, 98, 99, 97],
+    'the hits on b, batched together, in arrival order',
+  )
   t.throws(() => new RedisStore(client, { maxBatch: 0 }), {
     message: '@trivium/protections: redisMaxBatch must be an integer from 1 to 1000',
   })

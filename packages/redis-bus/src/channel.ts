@@ -63,13 +63,19 @@ export class RedisChannel<T> {
 
   /**
    * The exact payload `publish(message)` sends (the v1 envelope, sent now, from this instance), for a
-   * caller that publishes it itself, e.g. with `PUBLISH <channel> <payload>` inside a Lua script or
-   * MULTI so that the change and its announcement happen atomically. Throws TypeError if not JSON.
+   * caller that publishes it itself, e.g. with `PUBLISH <channel> <payload>` (`SPUBLISH` when `sharded`)
+   * inside a Lua script or MULTI so that the change and its announcement happen atomically. Throws
+   * TypeError if not JSON.
    */
   encode(message: T): string {
     const data = JSON.stringify(message)
     if (data === undefined) throw new TypeError('@trivium/redis-bus: message is not JSON')
     return `{"v":1,"from":${JSON.stringify(instanceId())}${sendTime()},"data":${data}}`
+  }
+
+  /** True on a Redis Cluster: the channel is a shard channel (`SPUBLISH`, not `PUBLISH`). */
+  get sharded(): boolean {
+    return this.#pubsub.sharded
   }
 
   /**

@@ -3,8 +3,12 @@
 // know when the subscriptions are active again and can tell listeners that messages may have been missed.
 // The publisher has no offline queue and no resend of unfulfilled commands: a publish is sent now or
 // rejected now (bounded by publishTimeoutMs), never replayed later behind the caller's back.
-import { Redis } from 'ioredis'
+// On a Redis Cluster (an ioredis `Cluster` given as `redis`) messages travel by sharded pub/sub
+// (SPUBLISH/SSUBSCRIBE, Redis 7): the publisher is a duplicate of the Cluster client and the subscriber
+// side one connection per node owning a subscribed channel (sharded.ts).
+import { Cluster, Redis } from 'ioredis'
 import { RedisBusUnavailableError } from './errors.js'
+import { ended, ShardedSubscriber } from './sharded.js'
 
 /** The pino-style logger part used here (`fastify.log` fits). */
 export interface LoggerLike {
@@ -14,8 +18,12 @@ export interface LoggerLike {
 }
 
 export interface RedisPubSubOptions {
-  /** A Redis URL, or an ioredis client that is `duplicate()`d twice (the client itself is not used or closed). */
-  redis: string | Redis
+  /**
+   * A Redis URL, or an ioredis client that is `duplicate()`d (the client itself is not used or closed):
+   * a `Redis` (plain or Sentinel-configured: PUBLISH/SUBSCRIBE) or a `Cluster` (sharded pub/sub:
+   * SPUBLISH/SSUBSCRIBE, one subscriber connection per node owning a subscribed channel's slot).
+   */
+  redis: string | Redis | Cluster
   /** Where outages, recoveries, malformed messages and throwing handlers are logged (default: console). */
   logger?: LoggerLike
   /** A publish waits at most this long (ms) for the connection to be ready and Redis to answer (default 500). */
@@ -36,8 +44,12 @@ const consoleLogger: LoggerLike = {
 
 export class RedisPubSub {
   readonly logger: LoggerLike
-  readonly #pub: Redis
-  readonly #sub: Redis
+  /** True on a Redis Cluster: messages travel by sharded pub/sub (SPUBLISH/SSUBSCRIBE). */
+  readonly sharded: boolean
+  readonly #pub: Redis | Cluster
+  /** The subscriber connection on one Redis (undefined on a Cluster: #shards). */
+  readonly #sub: Redis | undefined
+  readonly #shards: ShardedSubscriber | undefined
   readonly #timeoutMs: number
   readonly #handlers = new Map<string, Set<RawHandler>>()
   readonly #resubscribeListeners = new Set<() => void>()
@@ -59,8 +71,10 @@ export class RedisPubSub {
       throw new TypeError('@trivium/redis-bus: options must be an object with `redis`')
     }
     const { redis } = options
-    if (typeof redis !== 'string' && !(redis instanceof Redis)) {
-      throw new TypeError('@trivium/redis-bus: redis must be a Redis URL or an ioredis Redis client')
+    if (typeof redis !== 'string' && !(redis instanceof Redis) && !(redis instanceof Cluster)) {
+      throw new TypeError(
+        '@trivium/redis-bus: redis must be a Redis URL, an ioredis Redis or an ioredis Cluster',
+      )
     }
     const timeoutMs = options.publishTimeoutMs ?? 500
     if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) {
@@ -93,30 +107,61 @@ export class RedisPubSub {
       maxRetriesPerRequest: null,
       connectionName: 'trivium-redis-bus-sub',
     }
-    if (typeof redis === 'string') {
-      this.#pub = new Redis(redis, pubOptions)
-      this.#sub = new Redis(redis, subOptions)
+    this.sharded = redis instanceof Cluster
+    if (redis instanceof Cluster) {
+      // No offline queue: a publish while the cluster is unreachable fails now. Redirections (MOVED/ASK)
+      // and CLUSTERDOWN/TRYAGAIN are retried by ioredis within publishTimeoutMs.
+      // The slot table is refreshed every second (ioredis default: 5 s): a channel whose slot moved is
+      // found lost, and subscribed on its new owner, within about a second even when nothing publishes.
+      this.#pub = redis.duplicate([], {
+        enableOfflineQueue: false,
+        lazyConnect: false,
+        slotsRefreshInterval: 1000,
+      })
+      const { password, username, tls, family, connectTimeout } = redis.options.redisOptions ?? {}
+      const nodeOptions = { password, username, tls, family, connectTimeout }
+      this.#sub = undefined
+      this.#shards = new ShardedSubscriber(
+        this.#pub,
+        { ...nodeOptions, ...subOptions, connectionName: 'trivium-redis-bus-ssub' },
+        {
+          message: (channel, payload) => this.#dispatch(channel, payload),
+          lost: () => this.#notifyLost(),
+          resubscribed: () => this.#notifyResubscribed(),
+          down: (connection, err) => this.#markDown(connection, err),
+          up: () => this.#markUp(),
+          error: (err, msg) => {
+            if (!this.#closed) this.logger.error({ err }, msg)
+          },
+        },
+      )
     } else {
-      this.#pub = redis.duplicate(pubOptions)
-      this.#sub = redis.duplicate(subOptions)
+      this.#shards = undefined
+      if (typeof redis === 'string') {
+        this.#pub = new Redis(redis, pubOptions)
+        this.#sub = new Redis(redis, subOptions)
+      } else {
+        this.#pub = redis.duplicate(pubOptions)
+        this.#sub = redis.duplicate(subOptions)
+      }
+      const sub = this.#sub
+      sub.on('error', (err: Error) => this.#markDown('subscriber', err))
+      sub.on('close', () => this.#markDown('subscriber', undefined))
+      sub.on('ready', () => this.#markUp())
+      sub.on('close', () => this.#onSubscriberLost())
+      sub.on('ready', () => this.#onSubscriberReady())
+      sub.on('message', (channel: string, payload: string) => this.#dispatch(channel, payload))
     }
-
-    for (const [conn, name] of [
-      [this.#pub, 'publisher'],
-      [this.#sub, 'subscriber'],
-    ] as const) {
-      conn.on('error', (err: Error) => this.#markDown(name, err))
-      conn.on('close', () => this.#markDown(name, undefined))
-      conn.on('ready', () => this.#markUp())
-    }
-    this.#sub.on('close', () => this.#onSubscriberLost())
-    this.#sub.on('ready', () => this.#onSubscriberReady())
-    this.#sub.on('message', (channel: string, payload: string) => this.#dispatch(channel, payload))
+    const pub = this.#pub
+    pub.on('error', (err: Error) => this.#markDown('publisher', err))
+    pub.on('close', () => this.#markDown('publisher', undefined))
+    pub.on('ready', () => this.#markUp())
   }
 
-  /** True while both connections are up. */
+  /** True while both connections are up (on a Cluster: the publisher and every subscriber connection). */
   get connected(): boolean {
-    return this.#pub.status === 'ready' && this.#sub.status === 'ready'
+    if (this.#pub.status !== 'ready') return false
+    return this.#shards ? this.#shards.connected : this.#sub?.status === 'ready'
   }
 
   /**
@@ -134,7 +179,10 @@ export class RedisPubSub {
       }
       await this.#withTimeout(this.#whenReady(this.#pub, true), 'still connecting')
     }
-    return this.#withTimeout(this.#pub.publish(channel, payload), `no reply within ${this.#timeoutMs} ms`)
+    const sent = this.sharded
+      ? (this.#pub.spublish(channel, payload) as Promise<number>)
+      : this.#pub.publish(channel, payload)
+    return this.#withTimeout(sent, `no reply within ${this.#timeoutMs} ms`)
   }
 
   /** Calls `handler` with every raw message on `channel`; returns the unsubscribe function. */
@@ -144,7 +192,8 @@ export class RedisPubSub {
     if (!set) {
       set = new Set()
       this.#handlers.set(channel, set)
-      this.#track(this.#sub.subscribe(channel), [channel])
+      if (this.#shards) this.#shards.add(channel)
+      else this.#track(this.#sub!.subscribe(channel), [channel])
     }
     // Wrapped so the same function may be subscribed twice and removed once per subscription.
     const entry: RawHandler = (payload) => handler(payload)
@@ -154,7 +203,9 @@ export class RedisPubSub {
       if (!current?.delete(entry) || current.size > 0) return
       this.#handlers.delete(channel)
       this.#active.delete(channel)
-      if (!this.#closed) this.#track(this.#sub.unsubscribe(channel))
+      if (this.#closed) return
+      if (this.#shards) this.#shards.remove(channel)
+      else this.#track(this.#sub!.unsubscribe(channel))
     }
   }
 
@@ -186,7 +237,9 @@ export class RedisPubSub {
    * subscriber's current connection, and that connection has not been lost since.
    */
   isSubscribed(channel: string): boolean {
-    return !this.#closed && this.#sub.status === 'ready' && this.#active.has(channel)
+    if (this.#closed) return false
+    if (this.#shards) return this.#shards.isSubscribed(channel)
+    return this.#sub!.status === 'ready' && this.#active.has(channel)
   }
 
   /**
@@ -203,8 +256,18 @@ export class RedisPubSub {
       )
     })
     try {
+      if (this.#shards) {
+        await Promise.race([this.#whenReady(this.#pub), timeout])
+        // Every channel placed on its node and acknowledged (placement waits for the slot table).
+        while (![...this.#handlers.keys()].every((c) => this.isSubscribed(c))) {
+          if (this.#closed) throw new RedisBusUnavailableError('closed')
+          const settled = Promise.all(this.#shards.pending)
+          await Promise.race([settled.then(() => new Promise((r) => setTimeout(r, 10))), timeout])
+        }
+        return
+      }
       await Promise.race([
-        Promise.all([this.#whenReady(this.#pub), this.#whenReady(this.#sub), ...this.#pendingSubscribes]),
+        Promise.all([this.#whenReady(this.#pub), this.#whenReady(this.#sub!), ...this.#pendingSubscribes]),
         timeout,
       ])
       // Subscriptions made while we waited.
@@ -223,14 +286,9 @@ export class RedisPubSub {
     this.#active.clear()
     this.#resubscribeListeners.clear()
     this.#lostListeners.clear()
-    const ended = (conn: Redis) => {
-      const end = new Promise<void>((resolve) => conn.once('end', resolve))
-      conn.disconnect()
-      // Between two reconnect attempts there is no socket: disconnect() only clears the retry timer
-      // and ioredis emits no 'end'; nothing is left open.
-      return conn.status === 'end' || conn.status === 'reconnecting' ? Promise.resolve() : end
-    }
-    const done = Promise.all([ended(this.#pub), ended(this.#sub)]).then(() => undefined)
+    const done = Promise.all([ended(this.#pub), this.#sub ? ended(this.#sub) : this.#shards!.close()]).then(
+      () => undefined,
+    )
     this.#closing = done
     return done
   }
@@ -261,7 +319,7 @@ export class RedisPubSub {
       if (reconnect) this.#notifyResubscribed()
       return
     }
-    const done = this.#sub.subscribe(...channels)
+    const done = this.#sub!.subscribe(...channels)
     this.#track(done, channels)
     if (reconnect) {
       done.then(
@@ -278,6 +336,11 @@ export class RedisPubSub {
     const wasUp = this.#subUp
     this.#subUp = false
     if (this.#closed || !wasUp) return
+    this.#notifyLost()
+  }
+
+  #notifyLost(): void {
+    if (this.#closed) return
     for (const listener of [...this.#lostListeners]) {
       try {
         listener()
@@ -328,7 +391,7 @@ export class RedisPubSub {
   }
 
   /** Resolves on 'ready'; rejects on 'end', and with `failFast` also on the first failed attempt. */
-  #whenReady(conn: Redis, failFast = false): Promise<void> {
+  #whenReady(conn: Redis | Cluster, failFast = false): Promise<void> {
     if (conn.status === 'ready') return Promise.resolve()
     return new Promise<void>((resolve, reject) => {
       const cleanup = () => {

@@ -176,7 +176,7 @@ t.test('a throwing listener is logged and does not stop other listeners', async 
 
 t.test('options are validated; closed bus rejects', async (t) => {
   t.throws(() => new RedisBus({} as never), {
-    message: /redis must be a Redis URL or an ioredis Redis client/,
+    message: '@trivium/redis-bus: redis must be a Redis URL, an ioredis Redis or an ioredis Cluster',
   })
   t.throws(() => new RedisBus({ redis: REDIS_URL, publishTimeoutMs: 0 }), {
     message: '@trivium/redis-bus: publishTimeoutMs must be a positive integer (milliseconds)',

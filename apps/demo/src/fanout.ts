@@ -72,8 +72,7 @@ const REMEMBERED_EVENT_IDS = 10_000
  * publisher and the subscriber, with its settings). `prefix` keeps deployments (and tests) apart.
  */
 export function redisFanout(redis: Redis | Cluster, prefix: string, logger: FastifyBaseLogger): Fanout {
-  // A Cluster is accepted by @trivium/redis-bus once it shards pub/sub (issue 32 part B).
-  const pubsub = new RedisPubSub({ redis: redis as Redis, logger })
+  const pubsub = new RedisPubSub({ redis, logger })
   const bus = new RedisBus({ pubsub, channel: `${prefix}push` })
   const tasks = new RedisChannel<WireTaskEvent>('tasks', { pubsub, prefix })
   const revocations = new RedisChannel<RevocationNotice>('revocations', { pubsub, prefix })

@@ -46,6 +46,8 @@ export interface SentinelSetOptions {
   sentinelPassword?: string
   name?: string
   downAfterMs?: number
+  /** TLS only, on every node and sentinel (and between them), with these certificates. */
+  tls?: Certificates
 }
 
 /**
@@ -65,15 +67,26 @@ export class SentinelSet {
   }
 
   static async create(options: SentinelSetOptions = {}): Promise<SentinelSet> {
+    const tls = (port: number) =>
+      options.tls
+        ? [
+            ...['--port', '0', '--tls-port', String(port), '--tls-replication', 'yes'],
+            ...['--tls-cert-file', options.tls.serverCert, '--tls-key-file', options.tls.serverKey],
+            ...['--tls-ca-cert-file', options.tls.ca, '--tls-auth-clients', 'no'],
+          ]
+        : []
     const auth = options.password ? ['--requirepass', options.password, '--masterauth', options.password] : []
     const dir = mkdtempSync(join(tmpdir(), 'trivium-sentinel-'))
     const started: PrivateRedis[] = []
     try {
-      const primary = new PrivateRedis(await rangePort(), auth)
+      const primaryPort = await rangePort()
+      const primary = new PrivateRedis(primaryPort, [...auth, ...tls(primaryPort)])
       await primary.start()
       started.push(primary)
-      const replica = new PrivateRedis(await rangePort(), [
+      const replicaPort = await rangePort()
+      const replica = new PrivateRedis(replicaPort, [
         ...auth,
+        ...tls(replicaPort),
         '--replicaof',
         '127.0.0.1',
         String(primary.port),
@@ -98,7 +111,7 @@ export class SentinelSet {
             '',
           ].join('\n'),
         )
-        const sentinel = new PrivateRedis(port, [], file)
+        const sentinel = new PrivateRedis(port, tls(port), file)
         await sentinel.start()
         started.push(sentinel)
         sentinels.push(sentinel)
@@ -119,8 +132,10 @@ export class SentinelSet {
   }
 
   sentinelClient(sentinel: PrivateRedis): Redis {
+    const certs = this.options.tls
     const client = new Redis(sentinel.port, '127.0.0.1', {
       password: this.options.sentinelPassword,
+      ...(certs ? { tls: { ca: pem(certs.ca) } } : {}),
       maxRetriesPerRequest: 1,
       lazyConnect: true,
     })

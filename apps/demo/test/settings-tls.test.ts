@@ -1,10 +1,12 @@
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { makeCertificates, rangePort, startFailing } from './redis-topology-helpers.js'
+import { makeCertificates, rangePort, SentinelSet, startFailing } from './redis-topology-helpers.js'
 import {
   api,
+  dropBackend,
   type Instance,
+  newBackend,
   PrivatePostgres,
   PrivateRedis,
   postgresBinDir,
@@ -141,4 +143,44 @@ t.test('TLS to Redis and PostgreSQL', { skip: bin ? false : 'no PostgreSQL serve
       t.notMatch(run.output, PG_SECRET, 'the password is not printed')
     })
   }
+})
+
+t.test('TLS to a Sentinel set (REDIS_TLS=true): sentinels and data nodes', async (t) => {
+  const certs = makeCertificates()
+  t.teardown(() => rmSync(certs.dir, { recursive: true, force: true }))
+  const set = await SentinelSet.create({ tls: certs, password: 'data-Secret-5e1f' })
+  t.teardown(() => set.close())
+  const backend = newBackend()
+  t.teardown(() => dropBackend(backend, 'redis://127.0.0.1:1')) // the keys go with the processes
+  const env = {
+    DATABASE_URL: backend.databaseUrl,
+    DATABASE_SCHEMA: backend.schema,
+    REDIS_SENTINELS: set.setting,
+    REDIS_PASSWORD: 'data-Secret-5e1f',
+    REDIS_TLS: 'true',
+    REDIS_TLS_CA: certs.ca,
+    REDIS_PREFIX: backend.prefix,
+  }
+  let instance: Instance | undefined
+  t.teardown(() => instance?.stop())
+  instance = await startProcess('tls-sentinel', { ...env, METRICS_TOKEN })
+  const ready = await api(instance.base, 'GET', '/health/ready', { token: METRICS_TOKEN })
+  t.match(ready.body, { status: 'ready', checks: { redis: 'up', redisTopology: 'sentinel', redisTls: true } })
+  const { tokens } = await registerAndLogin(instance.base, 'sam')
+  t.equal((await api(instance.base, 'GET', '/auth/me', { token: tokens.accessToken })).status, 200)
+
+  const wrong = await startFailing({ ...env, REDIS_TLS_CA: certs.otherCa })
+  t.equal(wrong.code, 1)
+  t.match(
+    wrong.output,
+    /^Trivium Tasks failed to start: REDIS_TLS_CA: the certificate of 127\.0\.0\.1:\d+ did not verify against it \([^)\n]+\) — REDIS_TLS_CA must be the CA that signed the server's certificate\n$/,
+    'the wrong CA for the sentinels: one line naming REDIS_TLS_CA',
+  )
+  const plain = await startFailing({ ...env, REDIS_TLS: 'false', REDIS_TLS_CA: '' })
+  t.equal(plain.code, 1)
+  t.match(
+    plain.output,
+    /^Trivium Tasks failed to start: REDIS_SENTINELS: [^\n]+ — is that Redis Sentinel's port\?\n$/,
+    'plain TCP to TLS sentinels: one line naming REDIS_SENTINELS',
+  )
 })

@@ -201,8 +201,10 @@ export function resolveRedis(url: string | undefined, s: RedisSettings): RedisTo
       ...connection,
       // TLS to the sentinels and to the data nodes they name, with the same files.
       ...(files ? { sentinelTLS: { ...files }, enableTLSForSentinelMode: true } : {}),
-      // Follows the sentinels' +switch-master at once instead of waiting for the old primary's socket.
-      failoverDetector: true,
+      // A primary demoted while alive (a manual failover) answers writes READONLY: reconnect, which asks
+      // the sentinels for the new one. (ioredis's `failoverDetector` is not used: its +switch-master
+      // arriving while a reconnect asks a sentinel ends the client for good — status "end".)
+      reconnectOnError: (err) => err.message.startsWith('READONLY'),
     }
     return {
       kind: 'sentinel',

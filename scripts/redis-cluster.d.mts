@@ -5,6 +5,7 @@ export interface RedisCluster {
   dir: string
   nodes: { host: string; port: number }[]
   process(port: number): ChildProcess | undefined
+  kill(port: number): Promise<void>
   cli(port: number, ...args: (string | number)[]): Promise<string>
   stop(): Promise<void>
 }
@@ -12,6 +13,7 @@ export declare function redisCli(port: number, ...args: (string | number)[]): Pr
 export declare function ownerOf(port: number, key: string): Promise<{ slot: number; port: number }>
 export declare function startCluster(options: {
   ports: number[]
+  replicas?: number
   redisArgs?: string[]
   timeoutMs?: number
 }): Promise<RedisCluster>

@@ -88,11 +88,14 @@ export async function ownerOf(port, key) {
 }
 
 /**
- * Starts `ports.length` primaries (3 or more) as one cluster. `redisArgs`: extra redis-server arguments.
- * The handle's `stop()` is idempotent; call it in t.teardown.
+ * Starts a cluster of `ports.length` nodes: 3 or more primaries, or with `replicas: 1` half of them
+ * primaries and half replicas (6 or more ports). `redisArgs`: extra redis-server arguments. The handle's
+ * `stop()` is idempotent; call it in t.teardown.
  */
-export async function startCluster({ ports, redisArgs = [], timeoutMs = 60_000 }) {
-  if (!Array.isArray(ports) || ports.length < 3) throw new TypeError('startCluster: needs 3 or more ports')
+export async function startCluster({ ports, replicas = 0, redisArgs = [], timeoutMs = 60_000 }) {
+  if (!Array.isArray(ports) || ports.length < 3 * (1 + replicas)) {
+    throw new TypeError(`startCluster: needs ${3 * (1 + replicas)} or more ports`)
+  }
   const dir = mkdtempSync(join(tmpdir(), 'trivium-cluster-'))
   const nodes = ports.map((port) => ({ port, ...startNode(port, dir, redisArgs) }))
   let stopped = false
@@ -118,7 +121,7 @@ export async function startCluster({ ports, redisArgs = [], timeoutMs = 60_000 }
         'create',
         ...ports.map((p) => `127.0.0.1:${p}`),
         '--cluster-replicas',
-        '0',
+        String(replicas),
         '--cluster-yes',
       ],
       { timeout: timeoutMs },
@@ -131,6 +134,9 @@ export async function startCluster({ ports, redisArgs = [], timeoutMs = 60_000 }
           const nodesOut = (await redisCli(port, 'CLUSTER', 'NODES')).trim().split('\n')
           if (nodesOut.length !== ports.length) return false
           if (nodesOut.some((l) => /handshake|noaddr|fail/.test(l.split(' ')[2]))) return false
+          const replication = await redisCli(port, 'INFO', 'replication')
+          if (replication.includes('role:slave') && !replication.includes('master_link_status:up'))
+            return false
         }
         return true
       },
@@ -147,6 +153,14 @@ export async function startCluster({ ports, redisArgs = [], timeoutMs = 60_000 }
     nodes: ports.map((port) => ({ host: '127.0.0.1', port })),
     /** The redis-server process of `port`. */
     process: (port) => nodes.find((n) => n.port === port)?.proc,
+    /** Kills the node on `port` (SIGKILL) and waits for its exit. */
+    async kill(port) {
+      const proc = nodes.find((n) => n.port === port)?.proc
+      if (!proc || proc.exitCode !== null || proc.signalCode !== null) return
+      const exited = new Promise((r) => proc.once('exit', r))
+      proc.kill('SIGKILL')
+      await exited
+    },
     /** `redis-cli -p <port> <args…>` (stdout). */
     cli: redisCli,
     stop,

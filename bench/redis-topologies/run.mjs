@@ -10,7 +10,7 @@
 //     published message over all data nodes; on the Cluster with sharded pub/sub (SPUBLISH, what
 //     @trivium/redis-bus uses) and with plain PUBLISH (broadcast over the cluster bus) for comparison.
 // `node bench/redis-topologies/run.mjs` (after building protections, auth, redis-bus); env:
-// BENCH_INSTANCES=2 BENCH_DURATION=5 BENCH_CONNECTIONS=50 BENCH_MESSAGES=5000 BENCH_PORT_BASE=17450.
+// BENCH_INSTANCES=2 BENCH_DURATION=5 BENCH_CONNECTIONS=50 BENCH_MESSAGES=5000 BENCH_PORT_BASE=17470.
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
@@ -30,7 +30,7 @@ const INSTANCES = Number(process.env.BENCH_INSTANCES ?? 2)
 const DURATION = Number(process.env.BENCH_DURATION ?? 5)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 5000)
-const BASE = Number(process.env.BENCH_PORT_BASE ?? 17450)
+const BASE = Number(process.env.BENCH_PORT_BASE ?? 17470)
 const IN_SCRIPT = new Set(['time', 'hmget', 'hset', 'pexpireat'])
 
 const dir = mkdtempSync(join(tmpdir(), 'trivium-topologies-'))
@@ -68,7 +68,8 @@ async function until(cond, what, timeoutMs = 30_000) {
     await new Promise((r) => setTimeout(r, 50))
   }
 }
-const common = ['--bind', '127.0.0.1', '--save', '', '--appendonly', 'no']
+// --dir: a replica's full sync writes an RDB file even without --save; keep it in the run's temp dir.
+const common = ['--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir]
 
 /** Each topology: the instance's spec, the data nodes (ports) and extra processes' ports (sentinels). */
 const topologies = {

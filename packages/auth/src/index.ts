@@ -34,6 +34,7 @@ export {
   RedisRevocationStore,
   type RedisRevocationStoreOptions,
   type RevocationRedisClient,
+  type RevocationRedisNode,
 } from './redis-revocation.js'
 export {
   type DurableRevocationStore,

@@ -51,14 +51,26 @@ export interface RevocationRedisClient {
    * ioredis `Cluster` only: its primaries (the mirror's load scans each), the slot table and `CLUSTER
    * KEYSLOT` (the marker's node is asked for its run id).
    */
-  nodes?(role: 'master'): RevocationRedisClient[]
+  nodes?(role: 'master'): RevocationRedisNode[]
   readonly slots?: string[][]
   cluster?(subcommand: 'KEYSLOT', key: string): Promise<unknown>
-  readonly options?: { host?: string; port?: number }
   /** With `durable` only: checking the Redis copy (`GET` marker, `INFO server`, `PEXPIRE` marker). */
   get?(key: string): Promise<string | null>
   info?(section: string): Promise<string>
   pexpire?(key: string, ms: number): Promise<number>
+}
+
+/** A primary of an ioredis `Cluster` (`nodes('master')`): the mirror's load scans it; its run id marks the copy. */
+export interface RevocationRedisNode {
+  readonly options: { host?: string; port?: number }
+  scan(
+    cursor: string,
+    match: 'MATCH',
+    pattern: string,
+    count: 'COUNT',
+    n: number,
+  ): Promise<[string, string[]]>
+  info(section: string): Promise<string>
 }
 
 /** What the mirror announces: a change of the list, or a heartbeat of one store. */
@@ -628,7 +640,16 @@ class Mirror {
     const sent = isCluster(client)
       ? client.spublish(this.channel.channel, payload)
       : client.publish(this.channel.channel, payload)
-    sent.catch(() => {})
+    const generation = this.generation
+    sent.then(
+      (receivers) => {
+        // Redis delivered the heartbeat to nobody, so not even to this store's own subscription although
+        // the channel says it is subscribed (on a Cluster: the channel's slot moved to a node where it is
+        // not subscribed yet): announcements are being missed. Stop answering now, not after maxSilenceMs.
+        if (Number(receivers) === 0 && generation === this.generation && this.channel.subscribed) this.lose()
+      },
+      () => {},
+    )
   }
 
   private tick(): void {
@@ -803,8 +824,8 @@ class Mirror {
     const loaded = new Map<string, number | null>()
     // SCAN covers one server: on a Cluster every primary is scanned (the list is in one slot, but a
     // slot being migrated has keys on two nodes).
-    const servers = isCluster(client) ? client.nodes('master') : [client]
-    for (const server of servers as Required<RevocationRedisClient>[]) {
+    const servers: Pick<RevocationRedisNode, 'scan'>[] = isCluster(client) ? client.nodes('master') : [client]
+    for (const server of servers) {
       let cursor = '0'
       do {
         const [next, keys] = await this.store.run(() => server.scan(cursor, 'MATCH', pattern, 'COUNT', 1000))
@@ -822,14 +843,12 @@ class Mirror {
   }
 
   /** The server that holds `key`: the client itself, or on a Cluster the primary owning its slot. */
-  private async nodeOf(key: string): Promise<Required<RevocationRedisClient>> {
+  private async nodeOf(key: string): Promise<Pick<RevocationRedisNode, 'info'>> {
     const client = this.client as Required<RevocationRedisClient>
     if (!isCluster(client)) return client
     const slot = Number(await client.cluster('KEYSLOT', key))
     const owner = client.slots[slot]?.[0]
-    const node = client
-      .nodes('master')
-      .find((n) => `${n.options?.host}:${n.options?.port}` === owner) as Required<RevocationRedisClient>
+    const node = client.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === owner)
     if (node === undefined) throw new Error(`no known primary for slot ${slot}`)
     return node
   }

@@ -44,6 +44,8 @@ async function instance(prefix: string, channelName: string, durable?: SqlRevoca
   const store = new RedisRevocationStore({
     client,
     prefix,
+    // Generous: on a loaded machine a slow reply must not count as a failure of the migration.
+    commandTimeoutMs: 10_000,
     durable,
     mirror: { channel, heartbeatMs: 50, maxSilenceMs: 2000 },
   })

@@ -606,3 +606,50 @@ t.test('mirror: the writer skips its own older announcements (remove then add at
   t.equal(await store.contains('j'), false, 'removed')
   t.equal(await client.exists(`${prefix}j`), 0)
 })
+
+t.test(
+  'a heartbeat Redis delivered to nobody: the copy stops answering at once, not after maxSilenceMs',
+  async (t) => {
+    // The channel says it is subscribed, but Redis holds no subscription for it any more (on a Cluster:
+    // the channel's slot moved to another node and the subscription has not followed yet). Announcements
+    // are missed from then on; the heartbeat's PUBLISH answers 0 receivers, and that is enough.
+    const prefix = newPrefix()
+    t.teardown(() => dropKeys(prefix))
+    const client = new Redis({ host: '127.0.0.1', port: 6379, enableOfflineQueue: false })
+    client.on('error', () => {})
+    const pubsub = new RedisPubSub({ redis: REDIS_URL, logger: { info() {}, warn() {}, error() {} } })
+    const inner = new RedisChannel<unknown>('revocation-list', { pubsub, prefix })
+    let offs: (() => void)[] = []
+    const channel = {
+      channel: inner.channel,
+      subscribed: true,
+      encode: (m: unknown) => inner.encode(m),
+      subscribe: (handler: (m: unknown) => void) => {
+        const off = inner.subscribe(handler)
+        offs.push(off)
+        return off
+      },
+      onSubscriptionLost: (l: () => void) => inner.onSubscriptionLost(l),
+      onResubscribed: (l: () => void) => inner.onResubscribed(l),
+    }
+    const store = new RedisRevocationStore({
+      client,
+      prefix,
+      mirror: { channel, heartbeatMs: 50, maxSilenceMs: 60_000 },
+    })
+    t.teardown(async () => {
+      await store.close()
+      await pubsub.close()
+      client.disconnect()
+    })
+    await store.mirrorReady()
+    t.equal(store.mirrorState, 'on')
+    // The subscription disappears from Redis without the channel noticing.
+    for (const off of offs) off()
+    offs = []
+    await within(10_000, () => store.mirrorState !== 'on', 'the copy distrusted (maxSilenceMs is 60 s)')
+    // Revoked meanwhile by another writer: the lookup now asks Redis.
+    await client.set(`${prefix}revoked-elsewhere`, '1')
+    t.equal(await store.contains('revoked-elsewhere'), true, 'answered by Redis, not by the stale copy')
+  },
+)

@@ -19,7 +19,8 @@ function cluster(): Cluster {
 }
 
 function pubsub(): RedisPubSub {
-  const p = new RedisPubSub({ redis: cluster(), logger: captureLogger() })
+  // Generous: on a loaded machine a slow reply must not count as a failed publish.
+  const p = new RedisPubSub({ redis: cluster(), logger: captureLogger(), publishTimeoutMs: 10_000 })
   t.teardown(() => p.close())
   return p
 }
@@ -131,7 +132,8 @@ t.test('a migration of a channel’s slot: the subscription follows it, publishe
   running = false
   await load
   t.same(failures, [], 'no publish failed during the migration')
-  t.equal(lost, 1, 'the subscriber was told once that messages may have been missed')
+  // At least once: while the nodes' slot tables disagree the subscription may move more than once.
+  t.ok(lost >= 1, `the subscriber was told that messages may have been missed (${lost}×)`)
   const shardChannels = (await redis.cli(to, 'PUBSUB', 'SHARDCHANNELS')).trim().split('\n')
   t.ok(shardChannels.includes(channel), 'subscribed on the new owner')
   const left = (await redis.cli(from, 'PUBSUB', 'SHARDCHANNELS')).trim().split('\n')

@@ -6,12 +6,7 @@ import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import triviumAuth, {
-  type AuthFlows,
-  RedisRevocationStore,
-  type RevocationRedisClient,
-  type RevocationStore,
-} from '@trivium/auth'
+import triviumAuth, { type AuthFlows, RedisRevocationStore, type RevocationStore } from '@trivium/auth'
 import {
   SingleWriterSqlRevocationStore,
   SqlRevocationStore,
@@ -179,9 +174,7 @@ async function revocationStoreFor(
   const durable = new SqlRevocationStore({ client: sql })
   if (redis !== undefined) {
     return new RedisRevocationStore({
-      // A Cluster fits at run time; its `options` type (ClusterOptions) is not the interface's
-      // `{ host, port }`, which only a single node's client uses.
-      client: redis as RevocationRedisClient,
+      client: redis,
       // The spec's default key is blacklist:token:<jti>; a deployment prefix goes in front of it.
       prefix: process.env.REDIS_PREFIX ? `${config.redisPrefix}blacklist:token:` : undefined,
       // Lookups answered from an in-memory copy kept current over the fan-out's Redis pub/sub:

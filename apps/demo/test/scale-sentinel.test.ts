@@ -50,6 +50,8 @@ t.test('Sentinel failover under two instances', async (t) => {
     METRICS_TOKEN,
     // The load below is one client: the default 100/60s would answer it 429.
     RATE_LIMIT_DEFAULT: '1000000/60s',
+    // The rate-limit state that must survive the failover (a refresh with a bad token: 401 when allowed).
+    RATE_LIMITS: 'auth.refresh=5/60s',
   }
   await t.test('a wrong Sentinel setting refuses to start, in one line naming it', async (t) => {
     const [first] = set.sentinels
@@ -138,6 +140,21 @@ t.test('Sentinel failover under two instances', async (t) => {
     t.equal(res.body.message, REVOKED, `revoked on ${i.name} before the failover`)
   }
 
+  // Three of the five refreshes one client may make this minute, counted in Redis and replicated (WAIT).
+  const limited = { 'x-forwarded-for': '10.99.0.1' }
+  const refresh = (i: Instance) =>
+    api(i.base, 'POST', '/auth/refresh', { body: { refreshToken: 'x' }, headers: limited })
+  t.same(
+    [(await refresh(a)).status, (await refresh(b)).status, (await refresh(a)).status],
+    [401, 401, 401],
+    'three refreshes allowed (401: not a refresh token)',
+  )
+  const { Redis } = await import('ioredis')
+  const oldPrimaryClient = new Redis(set.primary.port, '127.0.0.1', { password: DATA_PASSWORD })
+  t.teardown(() => oldPrimaryClient.disconnect())
+  t.equal(await oldPrimaryClient.call('WAIT', '1', '10000'), 1, 'the counter reached the replica')
+  oldPrimaryClient.disconnect()
+
   // Load: every instance, the valid and the revoked tokens, four calls at a time, until told to stop.
   const seen: Array<{ instance: string; token: 'valid' | 'revoked'; at: number; reply: Reply }> = []
   let loading = true
@@ -224,6 +241,11 @@ t.test('Sentinel failover under two instances', async (t) => {
     [],
     `of ${seen.length} calls under load: only 200 (valid), 401 (revoked) or 503 — no revoked token accepted, no 500`,
   )
+  t.same(
+    [(await refresh(b)).status, (await refresh(a)).status, (await refresh(b)).status],
+    [401, 401, 429],
+    'the rate-limit count written before the failover continues on the new primary: two more, then 429',
+  )
   const ms = (from: number, to: number) => (to - from).toFixed(0)
   t.comment(
     `failover: primary killed → replica promoted by the sentinels ${ms(killed, promotedAt ?? Number.NaN)} ms, ` +
@@ -251,7 +273,6 @@ t.test('Sentinel failover under two instances', async (t) => {
   const ws = new WebSocket(`ws://127.0.0.1:${b.http}/ws?token=${fresh.accessToken}&format=json`)
   await once(ws, 'open')
   const closed = once(ws, 'close')
-  const { Redis } = await import('ioredis')
   const newPrimary = new Redis(set.replica.port, '127.0.0.1', { password: DATA_PASSWORD })
   t.teardown(() => newPrimary.disconnect())
   const subscribed = await until(

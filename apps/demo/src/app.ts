@@ -31,10 +31,8 @@ import triviumTcp from '@trivium/tcp'
 import triviumTracing from '@trivium/tracing'
 import triviumWebSocket from '@trivium/websocket'
 import Fastify, { type FastifyInstance } from 'fastify'
-import { Redis } from 'ioredis'
 import { accessLog } from './access-log.js'
 import { registerApiDocs } from './api-docs.js'
-import { checkRedis } from './backend-checks.js'
 import { ConfigError, type DemoConfig } from './config.js'
 import { openDatabase } from './database.js'
 import { adminHandlers } from './endpoints/admin.js'
@@ -48,6 +46,7 @@ import { type EndpointHandlers, registerEndpoints } from './generated/server.js'
 import { metricsPage } from './metrics-page.js'
 import { metricsRoute, operatorCheck } from './operator.js'
 import { readinessRoute } from './readiness.js'
+import { type RedisClient, type RedisTopology, redisHealthy, resolveRedis } from './redis-topology.js'
 import { ensureRights } from './rights.js'
 import { loadSecrets, type Secrets } from './secrets.js'
 import { addRightsChange, fromStored, OutboxRelay } from './tasks/outbox.js'
@@ -79,10 +78,11 @@ export async function buildApp(config: DemoConfig, logStream?: NodeJS.WritableSt
   return { app, sql: backends.sql, generatedAdminPassword }
 }
 
-/** What the plugins and handlers share: PostgreSQL, Redis (when REDIS_URL is set) and the fan-out. */
+/** What the plugins and handlers share: PostgreSQL, Redis (when one is configured) and the fan-out. */
 interface Backends {
   sql: SqlClient
-  redis: Redis | undefined
+  redis: RedisClient | undefined
+  topology: RedisTopology | undefined
   fanout: Fanout
 }
 
@@ -114,36 +114,26 @@ function createServer(config: DemoConfig, stream?: NodeJS.WritableStream): Fasti
 async function openBackends(app: FastifyInstance, config: DemoConfig): Promise<Backends> {
   const sql = await openDatabase(config)
   app.addHook('onClose', async () => sql.close())
-  if (config.redisUrl) {
-    // A bad REDIS_URL is refused here in one line, before the stores' clients retry it.
-    await checkRedis(config.redisUrl).catch(async (err) => {
+  const topology = resolveRedis(config.redisUrl, config.redisSettings)
+  if (topology) {
+    // A bad Redis setting is refused here in one line, before the stores' clients retry it.
+    await topology.check().catch(async (err) => {
       await sql.close()
       throw err
     })
   }
-  const redis = config.redisUrl
-    ? new Redis(config.redisUrl, {
-        enableOfflineQueue: false,
-        maxRetriesPerRequest: 1,
-        // Revocation lookups of concurrent requests share round trips (while the mirror is not on).
-        enableAutoPipelining: true,
-        // The rate-limit store batches its hits itself (one script call per event-loop turn): through the
-        // auto-pipeline its calls would wait for each other (one pipeline in flight at a time) and pay for
-        // a Pipeline object each.
-        autoPipeliningIgnoredCommands: ['evalsha', 'eval'],
-      })
-    : undefined
+  const redis = topology?.create()
   if (redis) {
     redis.on('error', () => {}) // outages are reported by the stores that use it, once
     app.addHook('onClose', async () => {
       redis.disconnect()
     })
   }
-  const fanout: Fanout = config.redisUrl
-    ? redisFanout(config.redisUrl, config.redisPrefix, app.log)
+  const fanout: Fanout = topology
+    ? redisFanout(topology.template(), config.redisPrefix, app.log)
     : localFanout()
   app.addHook('onClose', async () => fanout.close())
-  return { sql, redis, fanout }
+  return { sql, redis, topology, fanout }
 }
 
 async function registerCore(app: FastifyInstance, config: DemoConfig): Promise<void> {
@@ -178,7 +168,7 @@ async function registerObservability(
 async function revocationStoreFor(
   config: DemoConfig,
   sql: SqlClient,
-  redis: Redis | undefined,
+  redis: RedisClient | undefined,
   fanout: Fanout,
 ): Promise<RevocationStore> {
   const durable = new SqlRevocationStore({ client: sql })
@@ -243,7 +233,7 @@ async function registerRbac(app: FastifyInstance, sql: SqlClient): Promise<void>
 async function registerProtections(
   app: FastifyInstance,
   config: DemoConfig,
-  redis: Redis | undefined,
+  redis: RedisClient | undefined,
 ): Promise<void> {
   await app.register(triviumProtections, {
     cors: { allowedOrigins: config.corsOrigins, allowCredentials: config.corsCredentials },
@@ -392,7 +382,11 @@ function registerDemoEndpoints(
 }
 
 /** The web page, Swagger UI, /metrics and its page (METRICS on, no METRICS_LISTEN) and /health/ready. */
-async function servePages(app: FastifyInstance, config: DemoConfig, { sql, redis }: Backends): Promise<void> {
+async function servePages(
+  app: FastifyInstance,
+  config: DemoConfig,
+  { sql, redis, topology }: Backends,
+): Promise<void> {
   serveWebPage(app)
   await registerApiDocs(app)
   // Operational detail (metrics, readiness checks) for the scraper's METRICS_TOKEN or a live admin only.
@@ -401,7 +395,11 @@ async function servePages(app: FastifyInstance, config: DemoConfig, { sql, redis
     metricsRoute(app, isOperator)
     metricsPage(app)
   }
-  readinessRoute(app, sql, redis, (request) =>
+  const redisCheck =
+    redis && topology
+      ? { kind: topology.kind, tls: topology.tls, healthy: () => redisHealthy(redis) }
+      : undefined
+  readinessRoute(app, sql, redisCheck, (request) =>
     isOperator(request).then(
       () => true,
       () => false,

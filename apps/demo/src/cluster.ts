@@ -9,10 +9,10 @@
 import cluster, { type Worker } from 'node:cluster'
 import net from 'node:net'
 import { availableParallelism } from 'node:os'
-import { checkRedis } from './backend-checks.js'
 import { loadConfig } from './config.js'
 import { openDatabase } from './database.js'
 import { READY_PATH } from './readiness.js'
+import { resolveRedis } from './redis-topology.js'
 import { loadSecrets } from './secrets.js'
 
 if (cluster.isPrimary) {
@@ -40,7 +40,9 @@ async function freePort(host: string): Promise<number> {
 
 async function runPrimary(): Promise<void> {
   const env = process.env
-  const missing = ['DATABASE_URL', 'REDIS_URL'].filter((name) => !env[name])
+  // Any Redis topology will do (REDIS_SENTINELS or REDIS_CLUSTER_NODES instead of REDIS_URL).
+  const redisGiven = ['REDIS_URL', 'REDIS_SENTINELS', 'REDIS_CLUSTER_NODES'].some((name) => env[name])
+  const missing = ['DATABASE_URL', ...(redisGiven ? [] : ['REDIS_URL'])].filter((name) => !env[name])
   if (missing.length > 0) {
     fail(
       `refusing to start without ${missing.join(' and ')}: workers are separate processes and share ` +
@@ -67,10 +69,10 @@ async function runPrimary(): Promise<void> {
   } catch (err) {
     fail((err as Error).message)
   }
-  // A bad DATABASE_URL or REDIS_URL is refused here in one line, before any worker starts.
+  // A bad DATABASE_URL or Redis setting is refused here in one line, before any worker starts.
   try {
     await (await openDatabase(config)).close()
-    if (config.redisUrl) await checkRedis(config.redisUrl)
+    await resolveRedis(config.redisUrl, config.redisSettings)?.check()
   } catch (err) {
     fail((err as Error).message)
   }

@@ -14,8 +14,12 @@ export interface DemoConfig {
   databaseUrl: string | undefined
   /** PostgreSQL schema (created if missing; default: the server's search_path). */
   databaseSchema: string | undefined
-  /** Redis for revocation, rate limits and cross-instance push. */
+  /** DATABASE_CA_FILE: the CA that signed PostgreSQL's certificate (with sslmode in DATABASE_URL). */
+  databaseCaFile: string | undefined
+  /** Redis for revocation, rate limits and cross-instance push: one server. */
   redisUrl: string | undefined
+  /** The other Redis settings: a Sentinel set, a cluster, credentials, TLS (redis-topology.ts). */
+  redisSettings: RedisSettings
   /** Prefix of every Redis key and channel this deployment uses (several deployments can share one Redis). */
   redisPrefix: string
   production: boolean
@@ -57,10 +61,10 @@ export interface RateLimitSetting {
   windowMs: number
 }
 
-/** Thrown for a bad setting; server.ts prints the message alone (no stack trace) and exits 1. */
-export class ConfigError extends Error {
-  override name = 'ConfigError'
-}
+import { ConfigError } from './config-error.js'
+import { type RedisSettings, readPem, resolveRedis } from './redis-topology.js'
+
+export { ConfigError }
 
 function port(name: string, raw: string | undefined, fallback: number, allowOff = false): number {
   const value = raw === undefined || raw === '' ? fallback : Number(raw)
@@ -185,15 +189,35 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): DemoConfig {
   const metricsToken = env.METRICS_TOKEN || undefined
   if (metricsToken !== undefined && metricsToken.length < 16)
     throw new ConfigError('METRICS_TOKEN must be at least 16 characters (e.g. openssl rand -hex 16)')
+  const databaseUrl = env.DATABASE_URL || undefined
+  const databaseCaFile = env.DATABASE_CA_FILE || undefined
+  if (databaseCaFile !== undefined) checkDatabaseCa(databaseUrl, databaseCaFile)
+  const redisUrl = env.REDIS_URL || undefined
+  const redisSettings: RedisSettings = {
+    sentinels: env.REDIS_SENTINELS || undefined,
+    sentinelName: env.REDIS_SENTINEL_NAME || undefined,
+    sentinelUsername: env.REDIS_SENTINEL_USERNAME || undefined,
+    sentinelPassword: env.REDIS_SENTINEL_PASSWORD || undefined,
+    clusterNodes: env.REDIS_CLUSTER_NODES || undefined,
+    username: env.REDIS_USERNAME || undefined,
+    password: env.REDIS_PASSWORD || undefined,
+    tls: env.REDIS_TLS || undefined,
+    tlsCa: env.REDIS_TLS_CA || undefined,
+    tlsCert: env.REDIS_TLS_CERT || undefined,
+    tlsKey: env.REDIS_TLS_KEY || undefined,
+  }
+  resolveRedis(redisUrl, redisSettings) // refuses conflicting settings and unreadable files now
   return {
     host: env.HOST ?? '127.0.0.1',
     port: httpPort,
     tcpPort,
     tcpMode,
     dataDir: resolve(env.DATA_DIR ?? './data'),
-    databaseUrl: env.DATABASE_URL || undefined,
+    databaseUrl,
     databaseSchema: env.DATABASE_SCHEMA || undefined,
-    redisUrl: env.REDIS_URL || undefined,
+    databaseCaFile,
+    redisUrl,
+    redisSettings,
     redisPrefix: env.REDIS_PREFIX ?? 'trivium:',
     production: env.NODE_ENV === 'production',
     logLevel: env.LOG_LEVEL ?? 'info',
@@ -216,4 +240,29 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): DemoConfig {
     metricsListen: parseListen(env.METRICS_LISTEN),
     accessLog: bool('ACCESS_LOG', env.ACCESS_LOG, true),
   }
+}
+
+/** sslmode values of DATABASE_URL under which the server's certificate is checked against DATABASE_CA_FILE. */
+const VERIFYING_SSLMODES = ['verify-full', 'verify-ca', 'require']
+
+/** DATABASE_CA_FILE needs a DATABASE_URL whose sslmode checks certificates, and no sslrootcert of its own. */
+function checkDatabaseCa(url: string | undefined, file: string): void {
+  if (url === undefined)
+    throw new ConfigError('DATABASE_CA_FILE is set without DATABASE_URL — set DATABASE_URL or remove it')
+  let params: URLSearchParams
+  try {
+    params = new URL(url).searchParams
+  } catch {
+    throw new ConfigError(
+      'DATABASE_CA_FILE needs DATABASE_URL as a postgres:// URL (with ?sslmode=verify-full)',
+    )
+  }
+  if (params.has('sslrootcert'))
+    throw new ConfigError('DATABASE_URL (sslrootcert) and DATABASE_CA_FILE both give a CA — keep one')
+  const mode = params.get('sslmode')
+  if (mode === null || !VERIFYING_SSLMODES.includes(mode))
+    throw new ConfigError(
+      `DATABASE_CA_FILE needs sslmode=verify-full in DATABASE_URL (${mode === null ? 'no sslmode' : `sslmode=${mode}`} given)`,
+    )
+  readPem('DATABASE_CA_FILE', file)
 }

@@ -12,18 +12,29 @@ const CONNECT_TIMEOUT_MS = 5000
 export async function openDatabase(config: DemoConfig): Promise<SqlClient> {
   if (config.databaseUrl) {
     const url = config.databaseUrl
+    const caFile = config.databaseCaFile
     // connectPostgres connects once (CREATE SCHEMA or SELECT 1): a failure there is a bad DATABASE_URL.
     return connectPostgres({
-      connectionString: url,
+      connectionString: caFile === undefined ? url : withRootCert(url, caFile),
       schema: config.databaseSchema,
       connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     }).catch((err: unknown) => {
       if (err instanceof TypeError) throw err // a bad option (DATABASE_SCHEMA), named by @trivium/sql
-      throw new ConfigError(describeDatabaseError(url, err, CONNECT_TIMEOUT_MS))
+      throw new ConfigError(describeDatabaseError(url, err, CONNECT_TIMEOUT_MS, caFile !== undefined))
     })
   }
   const dir = join(config.dataDir, 'pglite')
   mkdirSync(dir, { recursive: true })
   // initdb of a new data directory in a child process: its memory never stays in the server's RSS.
   return connectPglite({ dataDir: dir, initdbInChildProcess: true })
+}
+
+/**
+ * DATABASE_CA_FILE as the URL's `sslrootcert` (libpq's name, which pg reads): the URL's sslmode decides
+ * that the certificate is checked (config.ts requires one that does).
+ */
+function withRootCert(url: string, caFile: string): string {
+  const u = new URL(url)
+  u.searchParams.set('sslrootcert', caFile)
+  return u.toString()
 }

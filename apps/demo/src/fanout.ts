@@ -1,4 +1,4 @@
-// What several instances must share, and the single-instance fallback when REDIS_URL is not set:
+// What several instances must share, and the single-instance fallback without Redis:
 //   - push to WebSocket/TCP sessions (a PubSubBus for @trivium/websocket and @trivium/tcp);
 //   - `tasks.watch` events;
 //   - "close the sessions of this token / this user" after a revocation (sessions live on one instance);
@@ -10,6 +10,7 @@ import { EventEmitter } from 'node:events'
 import { RedisBus, RedisChannel, RedisPubSub } from '@trivium/redis-bus'
 import type { PubSubBus } from '@trivium/wire/sessions'
 import type { FastifyBaseLogger } from 'fastify'
+import type { Cluster, Redis } from 'ioredis'
 import type { TaskEventBus } from './tasks/events.js'
 import { LocalTaskEventBus } from './tasks/events.js'
 import { fromStored, type StoredTaskEvent, toStored } from './tasks/outbox.js'
@@ -66,9 +67,12 @@ type WireTaskEvent = StoredTaskEvent & { id?: string }
 /** Ids of recently delivered events, oldest first: an event relayed twice is delivered once. */
 const REMEMBERED_EVENT_IDS = 10_000
 
-/** Several instances on one Redis. `prefix` keeps deployments (and tests) apart. */
-export function redisFanout(url: string, prefix: string, logger: FastifyBaseLogger): Fanout {
-  const pubsub = new RedisPubSub({ redis: url, logger })
+/**
+ * Several instances on one Redis (a server, a Sentinel set or a cluster: `redis` is duplicated for the
+ * publisher and the subscriber, with its settings). `prefix` keeps deployments (and tests) apart.
+ */
+export function redisFanout(redis: Redis | Cluster, prefix: string, logger: FastifyBaseLogger): Fanout {
+  const pubsub = new RedisPubSub({ redis, logger })
   const bus = new RedisBus({ pubsub, channel: `${prefix}push` })
   const tasks = new RedisChannel<WireTaskEvent>('tasks', { pubsub, prefix })
   const revocations = new RedisChannel<RevocationNotice>('revocations', { pubsub, prefix })

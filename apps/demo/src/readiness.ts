@@ -1,6 +1,7 @@
 // Readiness (`GET /health/ready`): the database and Redis answer within a deadline. 200 when both do,
 // otherwise 503 in the documented error body. Anyone may ask (probes send no credential) and learns up or
-// down; what is checked and what is down (the topology) only an operator's credential shows (operator.ts).
+// down; what is checked and what is down (and Redis's topology: single, sentinel or cluster, TLS or not)
+// only an operator's credential shows (operator.ts).
 // Liveness (`GET /health`) stays the cheap endpoint that touches nothing. Neither is ever rate limited.
 import { ServiceUnavailableException, toErrorBody } from '@trivium/core'
 import type { SqlClient } from '@trivium/sql'
@@ -31,17 +32,25 @@ async function within(check: () => Promise<unknown>): Promise<State> {
 /** Whether a request may see the checks; without it, nobody does. */
 type ShowsChecks = (request: FastifyRequest) => Promise<boolean>
 
+/** The Redis the stores use: its topology (operators see it) and its health check. */
+export interface RedisReadiness {
+  kind: 'single' | 'sentinel' | 'cluster'
+  tls: boolean
+  /** Resolves when it serves: a PING (through Sentinel, the current primary), on a cluster its state ok. */
+  healthy(): Promise<unknown>
+}
+
 export function readinessRoute(
   app: FastifyInstance,
   sql: SqlClient,
-  redis: { ping(): Promise<unknown> } | undefined,
+  redis: RedisReadiness | undefined,
   showsChecks: ShowsChecks = async () => false,
 ): void {
   const names = { postgres: 'PostgreSQL', pglite: 'the embedded database' } as const
   app.get(READY_PATH, { logLevel: 'warn' }, async (request, reply) => {
     const [database, redisState] = await Promise.all([
       within(() => sql.query('SELECT 1')),
-      redis ? within(() => redis.ping()) : Promise.resolve<State>('not configured'),
+      redis ? within(() => redis.healthy()) : Promise.resolve<State>('not configured'),
     ])
     const ready = database === 'up' && redisState !== 'down'
     // A credential is looked at only when one was sent: a probe costs no token check.
@@ -49,7 +58,12 @@ export function readinessRoute(
       if (ready) return { status: 'ready' }
       return reply.code(503).send(toErrorBody(new ServiceUnavailableException('Not ready'), request.id))
     }
-    const checks = { database, databaseKind: sql.dialect, redis: redisState }
+    const checks = {
+      database,
+      databaseKind: sql.dialect,
+      redis: redisState,
+      ...(redis ? { redisTopology: redis.kind, redisTls: redis.tls } : {}),
+    }
     if (ready) return { status: 'ready', checks }
     const down = [
       database === 'down' ? names[sql.dialect] : undefined,

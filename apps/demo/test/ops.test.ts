@@ -118,7 +118,13 @@ t.test(
     const alice = await registerAndLogin(app, 'alice')
     const admin = await adminToken(app)
     const ready = (headers: Record<string, string> = {}) => fetch(`${base}/health/ready`, { headers })
-    const checks = { database: 'up', databaseKind: 'postgres', redis: 'up' }
+    const checks = {
+      database: 'up',
+      databaseKind: 'postgres',
+      redis: 'up',
+      redisTopology: 'single',
+      redisTls: false,
+    }
     for (const [label, headers, expected] of [
       ['anonymous', {}, { status: 'ready' }],
       ['a member', bearer(alice.tokens.accessToken), { status: 'ready' }],

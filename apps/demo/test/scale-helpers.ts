@@ -3,7 +3,16 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { type EventEmitter, once } from 'node:events'
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  chmodSync,
+  chownSync,
+  copyFileSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { createRequire } from 'node:module'
 import net from 'node:net'
 import { tmpdir } from 'node:os'
@@ -301,10 +310,14 @@ export async function freePort(): Promise<number> {
 export class PrivateRedis {
   proc: ChildProcess | undefined
   readonly dir = mkdtempSync(join(tmpdir(), 'trivium-scale-redis-'))
-  /** `args`: more redis-server options, e.g. `['--requirepass', 'secret']`. */
+  /**
+   * `args`: more redis-server options, e.g. `['--requirepass', 'secret']`; `sentinelConfig`: a Redis
+   * Sentinel (`redis-server <file> --sentinel`) with that configuration file.
+   */
   constructor(
     readonly port: number,
     readonly args: string[] = [],
+    readonly sentinelConfig?: string,
   ) {}
 
   static async create(args: string[] = []): Promise<PrivateRedis> {
@@ -318,17 +331,18 @@ export class PrivateRedis {
   }
 
   async start(): Promise<void> {
+    const sentinel = this.sentinelConfig !== undefined
+    const mode = sentinel ? [this.sentinelConfig!, '--sentinel'] : []
+    const persistence = sentinel ? [] : ['--save', '', '--appendonly', 'no']
     const proc = spawn(
       'redis-server',
       [
+        ...mode,
         '--port',
         String(this.port),
         '--bind',
         '127.0.0.1',
-        '--save',
-        '',
-        '--appendonly',
-        'no',
+        ...persistence,
         '--dir',
         this.dir,
         ...this.args,
@@ -341,7 +355,7 @@ export class PrivateRedis {
       const timer = setTimeout(() => reject(new Error(`redis-server did not start:\n${out}`)), 10000)
       proc.stdout!.on('data', (chunk) => {
         out += chunk
-        if (out.includes('Ready to accept connections')) {
+        if (out.includes(sentinel ? '+monitor master' : 'Ready to accept connections')) {
           clearTimeout(timer)
           resolve()
         }
@@ -525,9 +539,18 @@ export class PrivatePostgres {
     readonly dir: string,
     readonly port: number,
     private readonly user: { uid: number; gid: number } | undefined,
+    private readonly settings: string[] = [],
   ) {}
 
-  static async create(password: string): Promise<PrivatePostgres> {
+  /**
+   * `opts.port`: the port (default a free one); `opts.files`: files copied into its folder, owned by the
+   * server's user, mode 0600 (a TLS key and certificate); `opts.settings`: `-c` settings, where
+   * `{dir}` stands for that folder (e.g. `ssl_key_file={dir}/server.key`).
+   */
+  static async create(
+    password: string,
+    opts: { port?: number; files?: Record<string, string>; settings?: string[] } = {},
+  ): Promise<PrivatePostgres> {
     const bin = postgresBinDir()
     if (!bin) throw new Error('no PostgreSQL server binaries under /usr/lib/postgresql')
     const dir = mkdtempSync(join(tmpdir(), 'trivium-private-pg-'))
@@ -535,7 +558,13 @@ export class PrivatePostgres {
     const user = process.getuid?.() === 0 ? { uid: id('-u'), gid: id('-g') } : undefined
     writeFileSync(join(dir, 'pw'), password)
     if (user) for (const p of [dir, join(dir, 'pw')]) chownSync(p, user.uid, user.gid)
-    const pg = new PrivatePostgres(bin, dir, await freePort(), user)
+    for (const [name, from] of Object.entries(opts.files ?? {})) {
+      copyFileSync(from, join(dir, name))
+      chmodSync(join(dir, name), 0o600)
+      if (user) chownSync(join(dir, name), user.uid, user.gid)
+    }
+    const settings = (opts.settings ?? []).flatMap((s) => ['-c', s.replaceAll('{dir}', dir)])
+    const pg = new PrivatePostgres(bin, dir, opts.port ?? (await freePort()), user, settings)
     execFileSync(
       join(bin, 'initdb'),
       [
@@ -566,6 +595,7 @@ export class PrivatePostgres {
         'listen_addresses=127.0.0.1',
         '-c',
         'fsync=off',
+        ...this.settings,
       ],
       { ...this.user, stdio: ['ignore', 'pipe', 'pipe'] },
     )

@@ -59,6 +59,7 @@ t.test('values are parsed', async (t) => {
   t.equal(loadConfig({ RATE_LIMIT_DEFAULT: 'off' }).rateLimitDefault, false)
 })
 
+const NOT_PEM = fileURLToPath(new URL('../package.json', import.meta.url))
 const BAD: Array<[Record<string, string>, string]> = [
   [
     { CORS_ORIGINS: 'https://example.com/path' },
@@ -99,6 +100,71 @@ const BAD: Array<[Record<string, string>, string]> = [
   [
     { METRICS_LISTEN: 'host:99999' },
     'METRICS_LISTEN must be <port> or <host>:<port> (e.g. 127.0.0.1:9464, [::1]:9464), got host:99999',
+  ],
+  // Issue 32: Redis topologies, credentials and TLS; DATABASE_CA_FILE.
+  [
+    { REDIS_URL: 'redis://r:6379', REDIS_SENTINELS: 's:26379', REDIS_CLUSTER_NODES: 'c:6379' },
+    'REDIS_URL and REDIS_SENTINELS and REDIS_CLUSTER_NODES are all set — keep one: REDIS_URL (one Redis), REDIS_SENTINELS (a Sentinel set) or REDIS_CLUSTER_NODES (a cluster)',
+  ],
+  [
+    { REDIS_SENTINELS: 's:26379', REDIS_CLUSTER_NODES: 'c:6379' },
+    'REDIS_SENTINELS and REDIS_CLUSTER_NODES are both set — keep one: REDIS_URL (one Redis), REDIS_SENTINELS (a Sentinel set) or REDIS_CLUSTER_NODES (a cluster)',
+  ],
+  [
+    { REDIS_SENTINELS: '10.0.0.1:26379,sentinel-b' },
+    'REDIS_SENTINELS entry "sentinel-b" must be <host>:<port> (e.g. 10.0.0.5:26379), comma-separated',
+  ],
+  [
+    { REDIS_CLUSTER_NODES: '10.0.0.1:70000' },
+    'REDIS_CLUSTER_NODES entry "10.0.0.1:70000" must be <host>:<port> (e.g. 10.0.0.5:26379), comma-separated',
+  ],
+  [
+    { REDIS_URL: 'redis://r:6379', REDIS_SENTINEL_PASSWORD: 'x' },
+    'REDIS_SENTINEL_PASSWORD is set without REDIS_SENTINELS — set REDIS_SENTINELS or remove it',
+  ],
+  [
+    { REDIS_PASSWORD: 'x' },
+    'REDIS_PASSWORD is set but no Redis is — set REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES, or remove it',
+  ],
+  [
+    { REDIS_URL: 'redis://:a@r:6379', REDIS_PASSWORD: 'b' },
+    'REDIS_URL and REDIS_PASSWORD both give a password — keep one',
+  ],
+  [
+    { REDIS_URL: 'redis://r:6379', REDIS_TLS: 'true' },
+    'REDIS_TLS applies to REDIS_SENTINELS and REDIS_CLUSTER_NODES — with REDIS_URL use rediss:// for TLS',
+  ],
+  [{ REDIS_CLUSTER_NODES: 'c:6379', REDIS_TLS: 'yes' }, 'REDIS_TLS must be true or false, got yes'],
+  [
+    { REDIS_SENTINELS: 's:26379', REDIS_TLS_CA: '/etc/ca.pem' },
+    'REDIS_TLS_CA is set but the Redis connections are not TLS — set REDIS_TLS=true',
+  ],
+  [
+    { REDIS_URL: 'rediss://r:6379', REDIS_TLS_CERT: '/etc/client.pem' },
+    'REDIS_TLS_CERT is set without REDIS_TLS_KEY — a client certificate needs both',
+  ],
+  [
+    { REDIS_URL: 'rediss://r:6379', REDIS_TLS_CA: '/nonexistent/ca.pem' },
+    'REDIS_TLS_CA: cannot read /nonexistent/ca.pem (ENOENT) — give the path of a PEM file',
+  ],
+  [
+    { REDIS_URL: 'rediss://r:6379', REDIS_TLS_CA: NOT_PEM },
+    `REDIS_TLS_CA: ${NOT_PEM} is not a PEM file (no -----BEGIN line) — give a PEM file`,
+  ],
+  [
+    { DATABASE_CA_FILE: '/etc/ca.pem' },
+    'DATABASE_CA_FILE is set without DATABASE_URL — set DATABASE_URL or remove it',
+  ],
+  [
+    { DATABASE_URL: 'postgres://db/x?sslmode=disable', DATABASE_CA_FILE: '/etc/ca.pem' },
+    'DATABASE_CA_FILE needs sslmode=verify-full in DATABASE_URL (sslmode=disable given)',
+  ],
+  [
+    {
+      DATABASE_URL: 'postgres://db/x?sslmode=verify-full&sslrootcert=/a.pem',
+      DATABASE_CA_FILE: '/etc/ca.pem',
+    },
+    'DATABASE_URL (sslrootcert) and DATABASE_CA_FILE both give a CA — keep one',
   ],
 ]
 t.test('bad values are refused with a message that names the fix', async (t) => {

@@ -4,13 +4,13 @@
 // permissions, token_claims and authenticated.
 import {
   directMiddleware,
-  enforcesSettings,
   type Middleware,
   TokenExpiredException,
   type TriviumCall,
   type TriviumIdentity,
   UnauthorizedException,
 } from '@trivium/core'
+import { enforcesSettings } from '@trivium/core/internal'
 import type { TokenClaims } from './claims.js'
 import { publishFailure } from './diagnostics.js'
 import { MemoryRevocationStore, type RevocationStore } from './revocation.js'

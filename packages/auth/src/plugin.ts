@@ -1,7 +1,7 @@
 // The Fastify plugin: validates options, builds the token service, the revocation list and the
 // authentication middleware, registers the middleware on core as `auth`, and decorates
 // `fastify.triviumAuth` (not `auth`: that name belongs to the official @fastify/auth).
-import { checkEndpointNames } from '@trivium/core'
+import { checkEndpointNames } from '@trivium/core/internal'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { registerFlows } from './flow-endpoints.js'

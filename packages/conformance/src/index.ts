@@ -1,3 +1,33 @@
-export * from './cases.js'
-export * from './generated/index.js'
-export * from './server.js'
+export { type ExpectedError, type UnaryCase, unaryCases } from './cases.js'
+export {
+  CountRequest,
+  type CountRequestData,
+  type CountRequestInit,
+  createTypedClient,
+  Echo,
+  type EchoData,
+  type EchoInit,
+  Empty,
+  type EmptyData,
+  type EmptyInit,
+  type EndpointName,
+  type Endpoints,
+  endpoints,
+  Lookup,
+  type LookupData,
+  type LookupInit,
+  Pong,
+  type PongData,
+  type PongInit,
+  Tick,
+  type TickData,
+  TickerRequest,
+  type TickerRequestData,
+  type TickerRequestInit,
+  TickerStatus,
+  type TickerStatusData,
+  type TickerStatusInit,
+  type TickInit,
+  type TypedClient,
+} from './generated/index.js'
+export { type ConformanceServer, ISSUER, SECRET, startConformanceServer, type TokenKind } from './server.js'

@@ -2,7 +2,8 @@
 // carrier below plus a few lines of wiring — dispatch, admission, streams, push, identity and shutdown
 // come from @trivium/frame-session, exactly as for WebSocket and TCP. The client side is a
 // WebSocket-like object, so the ordinary @trivium/client WebSocket client runs over it unchanged.
-import { jsonFormat, websocketCredential } from '@trivium/core'
+import { websocketCredential } from '@trivium/core'
+import { jsonFormat } from '@trivium/core/internal'
 import {
   type CloseKind,
   type FrameCarrier,

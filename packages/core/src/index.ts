@@ -23,31 +23,79 @@ import {
   type UnaryHandler,
 } from './registry.js'
 
-export * from './call.js'
+export { type Protocol, TriviumCall, type TriviumIdentity } from './call.js'
 export { type FrameRejectReason, TRIVIUM_CHANNELS } from './channels.js'
-export * from './credential.js'
-export { checkEndpointNames, closestEndpointName, closestName } from './endpoint-names.js'
-export { EndpointSettingsError, enforcedSettings, enforcesSettings } from './endpoint-settings.js'
-export * from './errors.js'
-export * from './formats.js'
+// The public API: what a service needs to declare endpoints, middleware, models and errors. Building
+// blocks of the sibling packages and tests are in `@trivium/core/internal` (src/internal.ts).
 export {
-  type ErrorHeaders,
-  hostMissing,
-  MISSING_FACTORY_OPTIONS,
-  MISSING_HOST,
-  type TriviumFactoryOptions,
-  triviumFactoryOptions,
-} from './http/framework-errors.js'
-export { SHUTDOWN_MESSAGE } from './http/sse.js'
-export { CALL, TRANSPORT_OVERRIDE, type TransportOverride } from './http/symbols.js'
-export { HttpMapping, type HttpRequestParts } from './http-mapping.js'
-export * from './idempotency.js'
-export { encodePayload, type InvokeInit, type InvokeResult, type StartedCall } from './invoke.js'
-export * from './log-redaction.js'
-export * from './middleware.js'
-export * from './model.js'
-export * from './registry.js'
-export { isThenable } from './thenable.js'
+  httpCredential,
+  metadataCredential,
+  websocketCredential,
+} from './credential.js'
+export { EndpointSettingsError } from './endpoint-settings.js'
+export {
+  ConflictException,
+  type ErrorBody,
+  type FieldError,
+  ForbiddenException,
+  InternalErrorException,
+  isTriviumError,
+  NetworkException,
+  NotFoundException,
+  normalizeError,
+  PayloadTooLargeException,
+  RateLimitExceededException,
+  ServiceUnavailableException,
+  TimeoutException,
+  TokenExpiredException,
+  TriviumError,
+  type TriviumErrorOptions,
+  toErrorBody,
+  UnauthorizedException,
+  UnprocessableContentException,
+  UnsupportedMediaTypeException,
+  ValidationException,
+} from './errors.js'
+export type { WireFormat } from './formats.js'
+export { type TriviumFactoryOptions, triviumFactoryOptions } from './http/framework-errors.js'
+export {
+  IDEMPOTENCY_TABLE_SQL,
+  type IdempotencyOptions,
+  type IdempotencyRecord,
+  type IdempotencyScope,
+  type IdempotencySqlClient,
+  type IdempotencyStore,
+  idempotency,
+  MemoryIdempotencyStore,
+  SqlIdempotencyStore,
+} from './idempotency.js'
+export { redactingRequestSerializer } from './log-redaction.js'
+export {
+  directMiddleware,
+  type Middleware,
+  type MiddlewareOptions,
+  MiddlewareOrderError,
+  type Next,
+} from './middleware.js'
+export {
+  anyModel,
+  emptyModel,
+  type JsonSchema,
+  jsonSchemaModel,
+  type Model,
+  type ModelType,
+} from './model.js'
+export {
+  type EndpointDefinition,
+  type EndpointOptions,
+  type HttpMethod,
+  RegistrationError,
+  type StreamDefinition,
+  type StreamHandler,
+  type TriviumEndpointConfig,
+  type UnaryDefinition,
+  type UnaryHandler,
+} from './registry.js'
 
 export interface TriviumCoreOptions {
   /**
@@ -136,7 +184,7 @@ declare module 'fastify' {
   }
 }
 
-export const DEFAULT_BODY_LIMIT = 1024 * 1024
+const DEFAULT_BODY_LIMIT = 1024 * 1024
 /** How often a shutting-down server closes the keep-alive connections that have become idle. */
 const IDLE_SWEEP_MS = 20
 
@@ -379,6 +427,3 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
 
 export const triviumCorePlugin = fp(triviumCore, { fastify: '5.x', name: '@trivium/core' })
 export default triviumCorePlugin
-
-/** Helper for typed definitions outside a plugin body. */
-export type { EndpointDefinition }

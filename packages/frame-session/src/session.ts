@@ -4,21 +4,14 @@
 import { channel } from 'node:diagnostics_channel'
 import {
   type EndpointDefinition,
-  encodePayload,
   ForbiddenException,
   type FrameRejectReason,
-  type HeaderMap,
-  isThenable,
-  jsonFormat,
   normalizeError,
   PayloadTooLargeException,
   RateLimitExceededException,
   ServiceUnavailableException,
-  SHUTDOWN_MESSAGE,
-  type StartedCall,
   TokenExpiredException,
   TRIVIUM_CHANNELS,
-  type TransportOverride,
   type Trivium,
   type TriviumCall,
   type TriviumError,
@@ -29,6 +22,15 @@ import {
   ValidationException,
   type WireFormat,
 } from '@trivium/core'
+import {
+  encodePayload,
+  type HeaderMap,
+  isThenable,
+  jsonFormat,
+  SHUTDOWN_MESSAGE,
+  type StartedCall,
+  type TransportOverride,
+} from '@trivium/core/internal'
 import { Cancellation, type Frame, FrameError, FrameErrorCode, FrameType, frameTypeName } from '@trivium/wire'
 import type { Session, SessionHub } from '@trivium/wire/sessions'
 import type { FastifyBaseLogger } from 'fastify'

@@ -2,14 +2,13 @@
 // against the same (client, endpoint) key. HTTP responses of counted calls (allowed or 429) get the X-RateLimit-* headers.
 
 import {
-  checkEndpointNames,
   directMiddleware,
   type EndpointDefinition,
-  enforcesSettings,
   type Middleware,
   RateLimitExceededException,
   type TriviumCall,
 } from '@trivium/core'
+import { checkEndpointNames, enforcesSettings } from '@trivium/core/internal'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { RateLimiter, type WhenStoreDown } from './limiter.js'

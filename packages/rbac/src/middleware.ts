@@ -6,13 +6,8 @@
 //   - both lists present → both must pass (permissions are checked first).
 // Requirements come from the endpoint's registration (`permissions`, `roles`) unless the plugin's
 // option maps name the endpoint, which then replace the declaration.
-import {
-  directMiddleware,
-  enforcesSettings,
-  ForbiddenException,
-  type Middleware,
-  type TriviumCall,
-} from '@trivium/core'
+import { directMiddleware, ForbiddenException, type Middleware, type TriviumCall } from '@trivium/core'
+import { enforcesSettings } from '@trivium/core/internal'
 import type { RbacService } from './service.js'
 
 declare module '@trivium/core' {

@@ -8,12 +8,12 @@
 //   }, handler)
 import {
   directMiddleware,
-  enforcesSettings,
   type FieldError,
   type Middleware,
   type TriviumCall,
   ValidationException,
 } from '@trivium/core'
+import { enforcesSettings } from '@trivium/core/internal'
 import { REQUIRED_MESSAGE } from './messages.js'
 import {
   sanitize,

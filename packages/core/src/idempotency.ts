@@ -8,6 +8,7 @@ import type { TriviumCall } from './call.js'
 import { enforcesSettings } from './endpoint-settings.js'
 import { ConflictException, UnprocessableContentException, ValidationException } from './errors.js'
 import { directMiddleware, type Middleware } from './middleware.js'
+import { isEndpointCall } from './registry.js'
 
 export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key'
 export const IDEMPOTENCY_KEY_METADATA = 'idempotency_key'
@@ -158,7 +159,12 @@ export function idempotency(options: IdempotencyOptions): Middleware {
   return enforcesSettings(
     ['idempotencyKey'],
     directMiddleware((call, next) => {
-      if (call.definition.config.idempotencyKey !== true || call.definition.streaming) return next()
+      if (
+        !isEndpointCall(call) ||
+        call.definition.config.idempotencyKey !== true ||
+        call.definition.streaming
+      )
+        return next()
       const key = idempotencyKeyOf(call)
       return key === undefined ? next() : run(call, key, next)
     }),

@@ -14,14 +14,15 @@ import { EventStreams } from './http/sse.js'
 import { type InvokeInit, type InvokeResult, Invoker, type StartedCall } from './invoke.js'
 import { type Middleware, type MiddlewareOptions, Pipeline } from './middleware.js'
 import {
-  type EndpointDefinition,
   type EndpointOptions,
   EndpointRegistry,
+  type GuardedRoute,
   type StreamDefinition,
   type StreamHandler,
   type UnaryDefinition,
   type UnaryHandler,
 } from './registry.js'
+import type { EarlyRouteGuard } from './route-guard.js'
 
 export { type Protocol, TriviumCall, type TriviumIdentity } from './call.js'
 export { type FrameRejectReason, TRIVIUM_CHANNELS } from './channels.js'
@@ -86,10 +87,14 @@ export {
   type ModelType,
 } from './model.js'
 export {
+  type CallTarget,
   type EndpointDefinition,
   type EndpointOptions,
+  type GuardedRoute,
   type HttpMethod,
+  isEndpointCall,
   RegistrationError,
+  type RouteOutcome,
   type StreamDefinition,
   type StreamHandler,
   type TriviumEndpointConfig,
@@ -143,10 +148,10 @@ export interface Trivium {
   start(init: InvokeInit): StartedCall
   /**
    * Called by a route guard (@trivium/auth) for a plain route whose `config.triviumRoute` (`rules`) it
-   * enforces by running the pipeline for `definition`. At `ready()` a plain route with the option that
-   * no guard claimed refuses to start.
+   * enforces by running the pipeline for `route`. At `ready()` a plain route with the option that no
+   * guard claimed refuses to start.
    */
-  guardRoute(rules: object, definition: EndpointDefinition): void
+  guardRoute(rules: object, route: GuardedRoute): void
   /**
    * Set by a route guard (@trivium/auth): runs the guard for a request to a route added before
    * @trivium/core, which no onRoute hook saw (the app-wide fallback; see `guardRoute`).
@@ -169,14 +174,6 @@ export interface Trivium {
    */
   sessionHub: SessionHub | undefined
 }
-
-/** Guards one request to a route added before @trivium/core: `done()` to go on, or answer the reply. */
-export type EarlyRouteGuard = (
-  rules: object,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  done: (err?: Error) => void,
-) => void
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -232,7 +229,7 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
   const errorHeaders: ErrorHeaders = {}
   // Plain routes with `config.triviumRoute` seen after this plugin, and the guard's definition of each.
   const plainRoutes: { label: string; rules: unknown }[] = []
-  const guarded = new Map<unknown, EndpointDefinition>()
+  const guarded = new Map<unknown, GuardedRoute>()
   // Routes added before this plugin cannot be seen by onRoute, and Fastify lists no route's config. When
   // there are any, an app-wide preHandler reads each request's route config and guards (or refuses) those
   // with the option; an app whose routes all come after Trivium's plugins pays nothing per request.

@@ -40,7 +40,6 @@ export {
   IDEMPOTENCY_KEY_METADATA,
   idempotencyKeyOf,
 } from './idempotency.js'
-export type { EarlyRouteGuard } from './index.js'
 export { encodePayload, type InvokeInit, type InvokeResult, type StartedCall } from './invoke.js'
 export { REDACTED, redactUrl, SECRET_QUERY_PARAMETERS, type SerializedRequest } from './log-redaction.js'
 export { Pipeline } from './middleware.js'
@@ -51,4 +50,5 @@ export {
   MAX_ENDPOINT_NAME_BYTES,
   MAX_TIMEOUT_MS,
 } from './registry.js'
+export type { EarlyRouteGuard } from './route-guard.js'
 export { isThenable } from './thenable.js'

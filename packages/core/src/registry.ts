@@ -36,6 +36,7 @@ export type UnaryHandler<Req, Res> = (request: Req, call: TriviumCall<Req>) => R
 export type StreamHandler<Req, Item> = (request: Req, call: TriviumCall<Req>) => AsyncIterable<Item>
 
 interface DefinitionBase<Req, Res> {
+  readonly kind: 'endpoint'
   readonly name: string
   readonly method: HttpMethod
   readonly url: string
@@ -59,6 +60,39 @@ export interface StreamDefinition<Req = any, Item = any> extends DefinitionBase<
 }
 
 export type EndpointDefinition<Req = any, Res = any> = UnaryDefinition<Req, Res> | StreamDefinition<Req, Res>
+
+/**
+ * A plain Fastify route that a route guard (@trivium/auth's `config.triviumRoute`) runs through the
+ * middleware chain: the target of a call that is not an endpoint's. It has no models, status or handler:
+ * its `next()` lets the route go on and resolves once Fastify has sent the route's response, with a
+ * RouteOutcome.
+ */
+export interface GuardedRoute {
+  readonly kind: 'route'
+  /** `config.triviumRoute.name`, by default `<METHOD> <url>` (e.g. `GET /legacy`). */
+  readonly name: string
+  readonly method: string
+  readonly url: string
+  /** The route's `config.triviumRoute`: the settings of the registered plugins, as on an endpoint. */
+  readonly config: TriviumEndpointConfig
+  readonly timeoutMs: undefined
+  readonly streaming: false
+}
+
+/** What a call runs: an endpoint, or a guarded plain route. Middleware sees both (`definition.kind`). */
+export type CallTarget = EndpointDefinition | GuardedRoute
+
+/** True for a call to an endpoint (models, status, handler); false for a guarded plain route's. */
+export function isEndpointCall<Req>(
+  call: TriviumCall<Req, CallTarget>,
+): call is TriviumCall<Req, EndpointDefinition<Req>> {
+  return call.definition.kind === 'endpoint'
+}
+
+/** What `next()` resolves to on a guarded plain route: the response Fastify sent for it. */
+export interface RouteOutcome {
+  readonly statusCode: number
+}
 
 /** Endpoint names: dot-separated segments of letters, digits, `_` and `-`, each starting with a letter. */
 export const ENDPOINT_NAME_PATTERN = /^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)*$/
@@ -137,6 +171,7 @@ export class EndpointRegistry {
     }
     const request = (options.request ?? anyModel) as Model<Req>
     const definition = {
+      kind: 'endpoint',
       name,
       method: options.method,
       url: options.url,

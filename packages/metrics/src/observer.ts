@@ -2,7 +2,7 @@
 // including the ones auth, rbac or the rate limit refuse. Per (endpoint, transport) it keeps plain
 // counts, made into series at scrape time; only the latency histogram is updated per call.
 
-import type { Middleware, TriviumCall } from '@trivium/core'
+import type { CallTarget, Middleware, TriviumCall } from '@trivium/core'
 import type { Gauge, Histogram } from 'prom-client'
 import { TRANSPORTS } from './channels.js'
 import type { Instruments } from './instruments.js'
@@ -35,7 +35,7 @@ export function codeOf(err: unknown): string {
 export function callObserver(m: Instruments, known: (endpoint: string) => boolean): Middleware {
   // By protocol, then endpoint name: no key string to build per call.
   const cache = new Map<string, Map<string, CallSeries>>()
-  const seriesFor = (call: TriviumCall<any>): CallSeries => {
+  const seriesFor = (call: TriviumCall<any, CallTarget>): CallSeries => {
     let byName = cache.get(call.protocol)
     if (byName === undefined) {
       byName = new Map()

@@ -6,7 +6,13 @@
 //   - both lists present → both must pass (permissions are checked first).
 // Requirements come from the endpoint's registration (`permissions`, `roles`) unless the plugin's
 // option maps name the endpoint, which then replace the declaration.
-import { directMiddleware, ForbiddenException, type Middleware, type TriviumCall } from '@trivium/core'
+import {
+  type CallTarget,
+  directMiddleware,
+  ForbiddenException,
+  type Middleware,
+  type TriviumCall,
+} from '@trivium/core'
 import { enforcesSettings } from '@trivium/core/internal'
 import type { RbacService } from './service.js'
 
@@ -92,7 +98,7 @@ export function checkEndpointConfig(
   }
 }
 
-function userIdOf(call: TriviumCall<unknown>): number | undefined {
+function userIdOf(call: TriviumCall<unknown, CallTarget>): number | undefined {
   const raw = call.identity?.userId
   const id = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : raw
   return typeof id === 'number' && Number.isInteger(id) && id > 0 && id <= 2147483647 ? id : undefined
@@ -106,7 +112,7 @@ export function createRbacMiddleware(options: RbacMiddlewareOptions = {}): Middl
   // Requirements per endpoint, computed on first use (definitions are immutable after start).
   const cache = new Map<string, Requirements>()
 
-  function requirementsOf(call: TriviumCall<unknown>): Requirements {
+  function requirementsOf(call: TriviumCall<unknown, CallTarget>): Requirements {
     let req = cache.get(call.endpoint)
     if (req === undefined) {
       const config = call.definition.config
@@ -123,7 +129,7 @@ export function createRbacMiddleware(options: RbacMiddlewareOptions = {}): Middl
   // Not an async function: the token-snapshot check is synchronous, so an allowed call goes on without
   // an extra promise and microtask. Errors still come back as a rejected promise.
   return enforcesSettings(['permissions', 'roles', 'liveRbac'], directMiddleware(rbac))
-  function rbac(call: TriviumCall<any>, next: () => Promise<unknown>): Promise<unknown> {
+  function rbac(call: TriviumCall<any, CallTarget>, next: () => Promise<unknown>): Promise<unknown> {
     try {
       const identity = call.identity
       if (identity === undefined) return next()

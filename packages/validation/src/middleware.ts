@@ -7,6 +7,7 @@
 //     sanitize: ['bio'],
 //   }, handler)
 import {
+  type CallTarget,
   directMiddleware,
   type FieldError,
   type Middleware,
@@ -96,7 +97,7 @@ function fieldValue(body: unknown, field: string): unknown {
  * the thrown ValidationException's message is the first failure's and `details` lists every failure,
  * each naming its field.
  */
-export function checkCall(call: TriviumCall<any>): void {
+export function checkCall(call: TriviumCall<any, CallTarget>): void {
   const config = call.definition.config
   const rules = config.validate
   const toSanitize = config.sanitize

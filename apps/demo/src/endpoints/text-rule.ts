@@ -38,7 +38,8 @@ export function findNul(value: unknown, path = ''): string | undefined {
 export const refuseNulText: Middleware = (call, next) => {
   const field = findNul(call.body)
   if (field !== undefined) {
-    const model = call.definition.request.name
+    // A guarded plain route has no request model: its body is named as such.
+    const model = call.definition.kind === 'endpoint' ? call.definition.request.name : 'request body'
     throw new ValidationException(`Invalid ${model}: ${field || '(body)'} ${NUL_MESSAGE}`, [
       { field: field || '(body)', message: NUL_MESSAGE },
     ])

@@ -15,7 +15,8 @@ export type Next = () => Promise<unknown>
  */
 export type Middleware = (call: TriviumCall<any, CallTarget>, next: Next) => Promise<unknown> | unknown
 
-const DIRECT = Symbol('trivium.directMiddleware')
+/** The middleware marked with `directMiddleware`. */
+const DIRECT = new WeakSet<Middleware>()
 
 /**
  * Marks a middleware that hands on what `next()` returns without awaiting it or calling `.then` on it
@@ -25,7 +26,7 @@ const DIRECT = Symbol('trivium.directMiddleware')
  * middleware gets a promise from `next()`, as the `Next` type says.
  */
 export function directMiddleware<T extends Middleware>(fn: T): T {
-  Object.defineProperty(fn, DIRECT, { value: true })
+  DIRECT.add(fn)
   return fn
 }
 
@@ -38,7 +39,7 @@ interface Chain {
 function chainOf(entries: readonly Entry[]): Chain {
   return {
     fns: entries.map((e) => e.fn),
-    direct: entries.map((e) => (e.fn as unknown as Record<symbol, unknown>)[DIRECT] === true),
+    direct: entries.map((e) => DIRECT.has(e.fn)),
   }
 }
 

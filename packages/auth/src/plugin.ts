@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { registerFlows } from './flow-endpoints.js'
 import { type AuthFlows, createAuthFlows } from './flows.js'
-import { MemoryTokenLedger } from './ledger.js'
+import { MemoryTokenLedger, type TokenLedger } from './ledger.js'
 import { type AuthMode, createAuthMiddleware } from './middleware.js'
 import { checkNames, checkSecretStrength, checkStore, type TriviumAuthOptions } from './plugin-options.js'
 import { MemoryRevocationStore } from './revocation.js'
@@ -55,10 +55,10 @@ const triviumAuth: FastifyPluginAsync<TriviumAuthOptions> = async (fastify: Fast
       `${PLUGIN}: flows.sql is gone: pass users: new SqlUserStore(sql) and ledger: new SqlTokenLedger(sql) from '@trivium/auth/sql'`,
     )
   }
-  const ledger = options.ledger ?? new MemoryTokenLedger()
+  const ledger: TokenLedger = options.ledger ?? new MemoryTokenLedger()
   // Stores with tables of their own (SqlUserStore, SqlTokenLedger) create them before serving.
   await flows?.users?.migrate?.()
-  await (ledger as { migrate?: () => Promise<void> }).migrate?.()
+  await ledger.migrate?.()
   const service = new AuthService({
     tokens,
     revocation,

@@ -51,17 +51,19 @@ export function triviumUser(request: FastifyRequest): TriviumIdentity | undefine
 
 const AUTH_MODES: readonly string[] = ['public', 'optional', 'required']
 
-function guardedRoute(rules: TriviumRouteRules, method: string, url: string): GuardedRoute {
+/** Checks a route's `config.triviumRoute` (typed for the application, any value at run time). */
+function guardedRoute(rules: unknown, method: string, url: string): GuardedRoute {
   if (typeof rules !== 'object' || rules === null || Array.isArray(rules)) {
     throw new TypeError(`@trivium/auth: route ${method} ${url}: config.triviumRoute must be an object`)
   }
-  const name = rules.name ?? `${method} ${url}`
+  const name = ('name' in rules ? rules.name : undefined) ?? `${method} ${url}`
   if (typeof name !== 'string' || name.length === 0) {
     throw new TypeError(`@trivium/auth: route ${method} ${url}: config.triviumRoute.name must be a string`)
   }
-  if (rules.auth !== undefined && !AUTH_MODES.includes(rules.auth)) {
+  const auth = 'auth' in rules ? rules.auth : undefined
+  if (auth !== undefined && (typeof auth !== 'string' || !AUTH_MODES.includes(auth))) {
     throw new TypeError(
-      `@trivium/auth: route ${method} ${url}: config.triviumRoute.auth must be one of ${AUTH_MODES.join(', ')}, got ${JSON.stringify(rules.auth)}`,
+      `@trivium/auth: route ${method} ${url}: config.triviumRoute.auth must be one of ${AUTH_MODES.join(', ')}, got ${JSON.stringify(auth)}`,
     )
   }
   return { kind: 'route', name, method, url, config: rules, timeoutMs: undefined, streaming: false }
@@ -168,7 +170,7 @@ export function installRouteGuard(fastify: FastifyInstance): void {
     if (target === undefined) {
       const options = request.routeOptions
       const method = Array.isArray(options.method) ? options.method.join(',') : String(options.method)
-      target = guardedRoute(rules as TriviumRouteRules, method, options.url ?? request.url)
+      target = guardedRoute(rules, method, options.url ?? request.url)
       early.set(rules, target)
     }
     runGuard(fastify, target, request, reply, done)

@@ -97,7 +97,7 @@ export function checkSettings(
     key in TRIVIUM_SETTINGS ||
     DESCRIPTIVE_SETTINGS.has(key) ||
     knownAnywhere.has(key)
-  const declared = { ...target.defaults, ...target.settings } as Record<string, unknown>
+  const declared = { ...target.defaults, ...target.settings }
   for (const key of Object.keys(declared)) {
     if (!known(key)) {
       const candidates = [...CORE_SETTINGS, ...own, ...Object.keys(TRIVIUM_SETTINGS), ...knownAnywhere]

@@ -14,6 +14,7 @@ import { EventStreams } from './http/sse.js'
 import { type InvokeInit, type InvokeResult, Invoker, type StartedCall } from './invoke.js'
 import { type Middleware, type MiddlewareOptions, Pipeline } from './middleware.js'
 import {
+  type EndpointDefinition,
   type EndpointOptions,
   EndpointRegistry,
   type GuardedRoute,
@@ -272,32 +273,31 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
 
   // One registry (names are one namespace on every transport), but routes belong to the context that
   // registers them: `child.trivium.endpoint()` gets the child's prefix, hooks and decorators over HTTP.
-  function register(
+  function register<D extends EndpointDefinition>(
     instance: FastifyInstance,
-    name: string,
     endpointOptions: EndpointOptions,
-    handler: unknown,
-    streaming: boolean,
-  ) {
+    add: (options: EndpointOptions) => D,
+  ): D {
     const url = endpointOptions?.url
-    const full = typeof url === 'string' ? withPrefix(instance.prefix, url) : url
-    const definition = registry.add(
-      name,
-      { ...endpointOptions, url: full } as EndpointOptions,
-      handler as UnaryHandler<unknown, unknown>,
-      streaming,
-    )
+    const definition = add({
+      ...endpointOptions,
+      url: typeof url === 'string' ? withPrefix(instance.prefix, url) : url,
+    })
     pipeline.setContext(definition, instance)
-    registerHttpRoute(instance, definition, routeContext, url as string)
+    registerHttpRoute(instance, definition, routeContext, url)
     return definition
   }
+  const unary = (instance: FastifyInstance, name: string, o: EndpointOptions, h: UnaryHandler<any, any>) =>
+    register(instance, o, (options) => registry.add(name, options, h, false))
+  const stream = (instance: FastifyInstance, name: string, o: EndpointOptions, h: StreamHandler<any, any>) =>
+    register(instance, o, (options) => registry.add(name, options, h, true))
 
   const trivium: Trivium = {
     endpoint(name, endpointOptions, handler) {
-      return register(fastify, name, endpointOptions, handler, false) as UnaryDefinition
+      return unary(fastify, name, endpointOptions, handler)
     },
     stream(name, endpointOptions, handler) {
-      return register(fastify, name, endpointOptions, handler, true) as StreamDefinition
+      return stream(fastify, name, endpointOptions, handler)
     },
     use(middleware, middlewareOptions) {
       pipeline.use(middleware, middlewareOptions)
@@ -340,10 +340,11 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
           value: (middleware: Middleware, o?: MiddlewareOptions) => pipeline.use(middleware, o, instance),
         },
         endpoint: {
-          value: (name: string, o: EndpointOptions, h: unknown) => register(instance, name, o, h, false),
+          value: (name: string, o: EndpointOptions, h: UnaryHandler<any, any>) => unary(instance, name, o, h),
         },
         stream: {
-          value: (name: string, o: EndpointOptions, h: unknown) => register(instance, name, o, h, true),
+          value: (name: string, o: EndpointOptions, h: StreamHandler<any, any>) =>
+            stream(instance, name, o, h),
         },
       }) as Trivium
       scoped.set(instance, view)

@@ -117,6 +117,18 @@ export class EndpointRegistry {
   add<Req, Res>(
     name: string,
     options: EndpointOptions<Req, Res>,
+    handler: UnaryHandler<Req, Res>,
+    streaming: false,
+  ): UnaryDefinition<Req, Res>
+  add<Req, Res>(
+    name: string,
+    options: EndpointOptions<Req, Res>,
+    handler: StreamHandler<Req, Res>,
+    streaming: true,
+  ): StreamDefinition<Req, Res>
+  add<Req, Res>(
+    name: string,
+    options: EndpointOptions<Req, Res>,
     handler: UnaryHandler<Req, Res> | StreamHandler<Req, Res>,
     streaming: boolean,
   ): EndpointDefinition<Req, Res> {
@@ -169,14 +181,15 @@ export class EndpointRegistry {
     if (options.bodyLimit !== undefined && (!Number.isInteger(options.bodyLimit) || options.bodyLimit <= 0)) {
       throw new RegistrationError(`endpoint "${name}": bodyLimit must be a positive integer (bytes)`)
     }
-    const request = (options.request ?? anyModel) as Model<Req>
+    const request: Model<Req> = options.request ?? anyModel
+    const response: Model<Res> = options.response ?? anyModel
     const definition = {
       kind: 'endpoint',
       name,
       method: options.method,
       url: options.url,
       request,
-      response: (options.response ?? anyModel) as Model<Res>,
+      response,
       status,
       timeoutMs: options.timeoutMs,
       config: options,

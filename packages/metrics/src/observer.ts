@@ -28,7 +28,7 @@ export interface CallSeries {
 
 /** `OK`, a Trivium error code (`TRV_*`), or `TRV_INTERNAL` for anything else (bounded). */
 export function codeOf(err: unknown): string {
-  const code = (err as { code?: unknown } | null)?.code
+  const code = typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined
   return typeof code === 'string' && /^TRV_[A-Z_]{1,40}$/.test(code) ? code : 'TRV_INTERNAL'
 }
 
@@ -77,7 +77,9 @@ export function callObserver(m: Instruments, known: (endpoint: string) => boolea
 }
 
 function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
-  return typeof (value as AsyncIterable<unknown> | null)?.[Symbol.asyncIterator] === 'function'
+  return typeof value === 'object' && value !== null && Symbol.asyncIterator in value
+    ? typeof value[Symbol.asyncIterator] === 'function'
+    : false
 }
 
 /** Counts the stream open until its iterator ends, throws or is returned (client cancel, close). */

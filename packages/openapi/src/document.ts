@@ -272,9 +272,7 @@ export function buildOpenApi(
   info: OpenApiInfo,
   options: BuildOptions = {},
 ): OpenApiDocument {
-  const endpoints = Array.isArray(registry)
-    ? (registry as readonly EndpointDefinition[])
-    : (registry as { list(): readonly EndpointDefinition[] }).list()
+  const endpoints = 'list' in registry ? registry.list() : registry
   const auth = options.auth ?? true
   const binary = options.binary ?? true
   const schemes = options.tokenQuery ? ['bearerAuth', 'tokenQuery'] : ['bearerAuth']
@@ -286,7 +284,8 @@ export function buildOpenApi(
   const usedResponses = new Set<string>()
 
   for (const endpoint of endpoints) {
-    const config = endpoint.config as unknown as Record<string, unknown>
+    // Read as plain data: settings of packages this one does not import (auth, permissions, …) included.
+    const config: Readonly<Record<string, unknown>> = { ...endpoint.config }
     const request = components.add(endpoint.request)
     const response = components.add(endpoint.response)
     const pathParams = endpoint.http.pathParams

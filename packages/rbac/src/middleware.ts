@@ -75,12 +75,19 @@ export function checkRequirementMap(value: unknown, option: string): Requirement
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new TypeError(`@trivium/rbac: ${option} must be an object mapping endpoint names to lists of names`)
   }
-  for (const [endpoint, list] of Object.entries(value)) {
-    if (!Array.isArray(list) || list.some((n) => typeof n !== 'string' || n === '')) {
-      throw new TypeError(`@trivium/rbac: ${option}["${endpoint}"] must be a list of non-empty strings`)
-    }
-  }
-  return value as RequirementMap
+  // A copy with own entries only (fromEntries defines even a `__proto__` key as an own entry).
+  return Object.fromEntries(
+    Object.entries(value).map(([endpoint, list]) => {
+      if (!isNameList(list)) {
+        throw new TypeError(`@trivium/rbac: ${option}["${endpoint}"] must be a list of non-empty strings`)
+      }
+      return [endpoint, list]
+    }),
+  )
+}
+
+function isNameList(list: unknown): list is string[] {
+  return Array.isArray(list) && list.every((n) => typeof n === 'string' && n !== '')
 }
 
 export function checkEndpointConfig(

@@ -30,6 +30,11 @@ function userIdOf(call: TriviumCall<any, CallTarget>): string | undefined {
   return typeof id === 'string' || typeof id === 'number' ? String(id) : undefined
 }
 
+/** A property of something thrown (anything can be). */
+function fieldOf(err: unknown, key: 'code' | 'statusCode'): unknown {
+  return typeof err === 'object' && err !== null ? Reflect.get(err, key) : undefined
+}
+
 /** The status Fastify sent for a guarded plain route: what its `next()` resolves to (RouteOutcome). */
 function sentStatus(outcome: unknown): number | undefined {
   if (typeof outcome !== 'object' || outcome === null || !('statusCode' in outcome)) return undefined
@@ -76,9 +81,11 @@ export function tracingMiddleware(tracer: Tracer): Middleware {
         }
         return result
       } catch (err) {
-        const e = err as { code?: unknown; statusCode?: unknown; message?: unknown }
-        const code = typeof e.code === 'string' && e.code.startsWith('TRV_') ? e.code : 'TRV_INTERNAL'
-        const status = typeof e.statusCode === 'number' ? e.statusCode : 500
+        const errorCode = fieldOf(err, 'code')
+        const errorStatus = fieldOf(err, 'statusCode')
+        const code =
+          typeof errorCode === 'string' && errorCode.startsWith('TRV_') ? errorCode : 'TRV_INTERNAL'
+        const status = typeof errorStatus === 'number' ? errorStatus : 500
         finish(code, status)
         // The error's name and code only: a message could quote input.
         span.setStatus({ code: SpanStatusCode.ERROR, message: code })

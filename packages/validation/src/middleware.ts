@@ -84,12 +84,14 @@ function toSpec(rule: FieldRule): RuleSpec {
 }
 
 function isValidationError(err: unknown): err is ValidationException {
-  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 'TRV_VALIDATION'
+  return typeof err === 'object' && err !== null && 'code' in err && err.code === 'TRV_VALIDATION'
 }
 
 function fieldValue(body: unknown, field: string): unknown {
-  if (typeof body !== 'object' || body === null || !Object.hasOwn(body, field)) return undefined
-  return (body as Record<string, unknown>)[field]
+  if (typeof body !== 'object' || body === null) return undefined
+  // An own property only (never one inherited from Object.prototype, e.g. `constructor`).
+  const own: PropertyDescriptor | undefined = Object.getOwnPropertyDescriptor(body, field)
+  return own?.value
 }
 
 /**
@@ -130,10 +132,9 @@ export function checkCall(call: TriviumCall<any, CallTarget>): void {
     if (message !== undefined) throw new ValidationException(message, details)
   }
   if (toSanitize && typeof body === 'object' && body !== null) {
-    const record = body as Record<string, unknown>
     for (const field of toSanitize) {
       const value = fieldValue(body, field)
-      if (typeof value === 'string') record[field] = sanitize(value)
+      if (typeof value === 'string') Reflect.set(body, field, sanitize(value))
     }
   }
 }

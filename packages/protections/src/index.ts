@@ -22,16 +22,12 @@ export {
 } from './memory-store.js'
 export {
   clientId,
-  type EndpointKeys,
-  KEY_CACHE_LIMIT,
-  KeyCache,
   RATE_LIMIT_MIDDLEWARE_NAME,
   type RateLimitPluginOptions,
   rateLimit,
   type TriviumRateLimit,
 } from './rate-limit.js'
 export {
-  FIXED_WINDOW_LUA,
   type RedisClientLike,
   RedisStore,
   type RedisStoreOptions,
@@ -39,19 +35,14 @@ export {
 } from './redis-store.js'
 export {
   DEFAULT_SECURITY_HEADERS,
-  mergeSecurityHeaders,
   type SecurityHeadersOptions,
   securityHeaders,
 } from './security-headers.js'
 export {
-  allowedResult,
-  assertRateLimit,
   DEFAULT_LIMIT,
-  deniedResult,
   evaluateWindow,
   type RateLimit,
   type RateLimitResult,
-  retryAfterSeconds,
   type WindowState,
 } from './window.js'
 

@@ -12,26 +12,9 @@ import {
 } from './middleware.js'
 import { migrateRbac, RbacService, type RbacServiceOptions, referenceUsers } from './service.js'
 
+export { MAX_DESCRIPTION_LENGTH, MAX_NAME_LENGTH } from './errors.js'
 export {
-  checkDescription,
-  checkId,
-  checkIdList,
-  checkName,
-  checkOptionalId,
-  invalid,
-  MAX_DESCRIPTION_LENGTH,
-  MAX_NAME_LENGTH,
-  nameTaken,
-  permissionNotFound,
-  roleNotFound,
-  userNotFound,
-} from './errors.js'
-export {
-  checkEndpointConfig,
-  checkRequirementMap,
   createRbacMiddleware,
-  insufficientPermissions,
-  insufficientRoles,
   type RbacMiddlewareOptions,
   REQUIRED_SEPARATOR,
   type RequirementMap,

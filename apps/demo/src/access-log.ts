@@ -10,6 +10,11 @@ function userIdOf(call: TriviumCall<any, CallTarget>): string | number | undefin
   return typeof id === 'string' || typeof id === 'number' ? id : undefined
 }
 
+/** A property of something thrown (anything can be). */
+function fieldOf(err: unknown, key: 'code' | 'statusCode'): unknown {
+  return typeof err === 'object' && err !== null ? Reflect.get(err, key) : undefined
+}
+
 export function accessLog(): Middleware {
   return async function triviumAccessLog(call, next) {
     const start = performance.now()
@@ -29,9 +34,10 @@ export function accessLog(): Middleware {
       }
       return result
     } catch (err) {
-      const e = err as { statusCode?: unknown; code?: unknown }
-      status = typeof e.statusCode === 'number' ? e.statusCode : 500
-      code = typeof e.code === 'string' && e.code.startsWith('TRV_') ? e.code : 'TRV_INTERNAL'
+      const errorStatus = fieldOf(err, 'statusCode')
+      const errorCode = fieldOf(err, 'code')
+      status = typeof errorStatus === 'number' ? errorStatus : 500
+      code = typeof errorCode === 'string' && errorCode.startsWith('TRV_') ? errorCode : 'TRV_INTERNAL'
       throw err
     } finally {
       call.log.info(

@@ -28,7 +28,6 @@ export {
 export {
   type CustomRule,
   checkCall,
-  checkDeclaration,
   type FieldRule,
   type RuleName,
   type RuleSpec,

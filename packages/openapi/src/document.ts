@@ -249,7 +249,8 @@ function nonEmptyStrings(value: unknown): string[] | undefined {
 }
 
 function tagOf(name: string): string {
-  return name.split('.')[0] as string
+  const dot = name.indexOf('.')
+  return dot === -1 ? name : name.slice(0, dot)
 }
 
 function hasBinaryForm(model: Model, direction: 'request' | 'response'): boolean {
@@ -406,8 +407,9 @@ export function buildOpenApi(
     if (config.rateLimit !== undefined) operation['x-trivium-rate-limit'] = config.rateLimit
 
     const path = toOpenApiPath(endpoint.url)
-    paths[path] ??= {}
-    ;(paths[path] as Record<string, OpenApiOperation>)[endpoint.method.toLowerCase()] = operation
+    const operations = paths[path] ?? {}
+    operations[endpoint.method.toLowerCase()] = operation
+    paths[path] = operations
   }
 
   const responses: Record<string, Schema> = {}

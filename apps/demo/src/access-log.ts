@@ -1,27 +1,43 @@
 // One access-log line per call on every transport (ACCESS_LOG, default on): endpoint, transport,
 // status, code, duration, request id and user id. Registered `first`, so refused calls are logged too.
 // Headers, metadata and bodies are never logged: tokens cannot leak through this line.
-import type { Middleware, TriviumCall } from '@trivium/core'
+import type { CallTarget, Middleware, TriviumCall } from '@trivium/core'
 
 export const ACCESS_LOG_MESSAGE = 'call'
 
-function userIdOf(call: TriviumCall<any>): string | number | undefined {
-  const identity = (call as { identity?: { userId?: string | number } }).identity
-  const id = identity?.userId ?? call.context.user_id
+function userIdOf(call: TriviumCall<any, CallTarget>): string | number | undefined {
+  const id = call.identity?.userId ?? call.context.user_id
   return typeof id === 'string' || typeof id === 'number' ? id : undefined
+}
+
+/** A property of something thrown (anything can be). */
+function fieldOf(err: unknown, key: 'code' | 'statusCode'): unknown {
+  return typeof err === 'object' && err !== null ? Reflect.get(err, key) : undefined
 }
 
 export function accessLog(): Middleware {
   return async function triviumAccessLog(call, next) {
     const start = performance.now()
-    let status = call.definition.status
+    const target = call.definition
+    let status = target.kind === 'endpoint' ? target.status : undefined
     let code = 'OK'
     try {
-      return await next()
+      const result = await next()
+      // A guarded plain route: `next()` resolves with the status Fastify sent (RouteOutcome).
+      if (
+        target.kind === 'route' &&
+        typeof result === 'object' &&
+        result !== null &&
+        'statusCode' in result
+      ) {
+        status = typeof result.statusCode === 'number' ? result.statusCode : undefined
+      }
+      return result
     } catch (err) {
-      const e = err as { statusCode?: unknown; code?: unknown }
-      status = typeof e.statusCode === 'number' ? e.statusCode : 500
-      code = typeof e.code === 'string' && e.code.startsWith('TRV_') ? e.code : 'TRV_INTERNAL'
+      const errorStatus = fieldOf(err, 'statusCode')
+      const errorCode = fieldOf(err, 'code')
+      status = typeof errorStatus === 'number' ? errorStatus : 500
+      code = typeof errorCode === 'string' && errorCode.startsWith('TRV_') ? errorCode : 'TRV_INTERNAL'
       throw err
     } finally {
       call.log.info(

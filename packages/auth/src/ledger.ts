@@ -24,6 +24,8 @@ export interface TokenLedger {
   listActive(userId: number, nowSec: number): Promise<LedgerEntry[]>
   /** Forgets expired tokens; resolves to how many. */
   cleanup(nowSec: number): Promise<number>
+  /** Optional: creates or updates the ledger's tables; the plugin calls it at registration. */
+  migrate?(): Promise<void>
 }
 
 interface Row {

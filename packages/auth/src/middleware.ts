@@ -3,14 +3,15 @@
 // checks it and fills `call.identity` plus the context keys user_id, username, email, roles,
 // permissions, token_claims and authenticated.
 import {
+  type CallTarget,
   directMiddleware,
-  enforcesSettings,
   type Middleware,
   TokenExpiredException,
   type TriviumCall,
   type TriviumIdentity,
   UnauthorizedException,
 } from '@trivium/core'
+import { enforcesSettings } from '@trivium/core/internal'
 import type { TokenClaims } from './claims.js'
 import { publishFailure } from './diagnostics.js'
 import { MemoryRevocationStore, type RevocationStore } from './revocation.js'
@@ -54,7 +55,7 @@ export function identityOf(claims: TokenClaims): TriviumIdentity {
 }
 
 /** Sets `call.identity` and the context keys of PROTOCOL.md "Authentication". */
-export function setUserContext(call: TriviumCall<any>, claims: TokenClaims): void {
+export function setUserContext(call: TriviumCall<any, CallTarget>, claims: TokenClaims): void {
   call.identity = identityOf(claims)
   const context = call.context
   context.user_id = claims.userId
@@ -67,7 +68,7 @@ export function setUserContext(call: TriviumCall<any>, claims: TokenClaims): voi
 }
 
 /** The call's credential; a malformed one (given twice) counts as an invalid credential. */
-function credentialOf(call: TriviumCall<any>): string | undefined {
+function credentialOf(call: TriviumCall<any, CallTarget>): string | undefined {
   try {
     return call.credential
   } catch (err) {
@@ -130,7 +131,7 @@ type LastTokens = WeakMap<object, LastToken>
 function connectionClaims(
   tokens: TokenService,
   lastTokens: LastTokens,
-  call: TriviumCall<any>,
+  call: TriviumCall<any, CallTarget>,
   token: string,
 ): TokenClaims {
   const connection = call.connection
@@ -165,7 +166,7 @@ export function createAuthMiddleware(options: AuthMiddlewareOptions): Middleware
     if (typeof name !== 'string') throw new TypeError('@trivium/auth: endpoint names must be strings')
   }
 
-  function modeOf(call: TriviumCall<any>): AuthMode {
+  function modeOf(call: TriviumCall<any, CallTarget>): AuthMode {
     const declared = call.definition.config.auth
     if (declared !== undefined) return declared
     if (publicSet.has(call.endpoint)) return 'public'

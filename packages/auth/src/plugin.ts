@@ -1,12 +1,12 @@
 // The Fastify plugin: validates options, builds the token service, the revocation list and the
 // authentication middleware, registers the middleware on core as `auth`, and decorates
 // `fastify.triviumAuth` (not `auth`: that name belongs to the official @fastify/auth).
-import { checkEndpointNames } from '@trivium/core'
+import { checkEndpointNames } from '@trivium/core/internal'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { registerFlows } from './flow-endpoints.js'
 import { type AuthFlows, createAuthFlows } from './flows.js'
-import { MemoryTokenLedger } from './ledger.js'
+import { MemoryTokenLedger, type TokenLedger } from './ledger.js'
 import { type AuthMode, createAuthMiddleware } from './middleware.js'
 import { checkNames, checkSecretStrength, checkStore, type TriviumAuthOptions } from './plugin-options.js'
 import { MemoryRevocationStore } from './revocation.js'
@@ -55,10 +55,10 @@ const triviumAuth: FastifyPluginAsync<TriviumAuthOptions> = async (fastify: Fast
       `${PLUGIN}: flows.sql is gone: pass users: new SqlUserStore(sql) and ledger: new SqlTokenLedger(sql) from '@trivium/auth/sql'`,
     )
   }
-  const ledger = options.ledger ?? new MemoryTokenLedger()
+  const ledger: TokenLedger = options.ledger ?? new MemoryTokenLedger()
   // Stores with tables of their own (SqlUserStore, SqlTokenLedger) create them before serving.
   await flows?.users?.migrate?.()
-  await (ledger as { migrate?: () => Promise<void> }).migrate?.()
+  await ledger.migrate?.()
   const service = new AuthService({
     tokens,
     revocation,

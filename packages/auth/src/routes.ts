@@ -1,11 +1,12 @@
 // Existing Fastify routes under Trivium's rules (README "Protecting existing routes"): a route with
 // `config: { triviumRoute: { auth, permissions, roles, rateLimit } }` runs the app's Trivium middleware
-// chain (auth, RBAC, rate limit, …) in a preHandler, exactly as an endpoint would, and gets the caller as
-// `request.user`. Refusals are the one error body of PROTOCOL.md.
+// chain (auth, RBAC, rate limit, …) around the route (from a preValidation hook), as around an endpoint's
+// handler, and gets the caller as `request.user`. Refusals are the one error body of PROTOCOL.md.
 import {
-  type EndpointDefinition,
+  type GuardedRoute,
   httpCredential,
   normalizeError,
+  type RouteOutcome,
   TriviumCall,
   type TriviumEndpointConfig,
   type TriviumIdentity,
@@ -29,7 +30,13 @@ export interface TriviumRouteRules extends TriviumEndpointConfig {
 // biome-ignore lint/suspicious/noEmptyInterface: the application augments it
 export interface TriviumRequestUser {}
 
+/** Where the guard keeps the caller of a protected route (`triviumUser(request)`). */
+const CALLER: unique symbol = Symbol('trivium.auth.caller')
+
 declare module 'fastify' {
+  interface FastifyRequest {
+    [CALLER]?: TriviumIdentity | undefined
+  }
   interface FastifyContextConfig {
     /** Run this plain route through the Trivium middleware (auth, RBAC, rate limit) like an endpoint. */
     triviumRoute?: TriviumRouteRules
@@ -39,69 +46,99 @@ declare module 'fastify' {
 
 /** The authenticated caller of a `config.triviumRoute` route (undefined when anonymous or unprotected). */
 export function triviumUser(request: FastifyRequest): TriviumIdentity | undefined {
-  return (request as { user?: TriviumIdentity }).user
+  return request[CALLER]
 }
 
 const AUTH_MODES: readonly string[] = ['public', 'optional', 'required']
 
-function definitionOf(rules: TriviumRouteRules, method: string, url: string): EndpointDefinition {
+/** Checks a route's `config.triviumRoute` (typed for the application, any value at run time). */
+function guardedRoute(rules: unknown, method: string, url: string): GuardedRoute {
   if (typeof rules !== 'object' || rules === null || Array.isArray(rules)) {
     throw new TypeError(`@trivium/auth: route ${method} ${url}: config.triviumRoute must be an object`)
   }
-  const name = rules.name ?? `${method} ${url}`
+  const name = ('name' in rules ? rules.name : undefined) ?? `${method} ${url}`
   if (typeof name !== 'string' || name.length === 0) {
     throw new TypeError(`@trivium/auth: route ${method} ${url}: config.triviumRoute.name must be a string`)
   }
-  if (rules.auth !== undefined && !AUTH_MODES.includes(rules.auth)) {
+  const auth = 'auth' in rules ? rules.auth : undefined
+  if (auth !== undefined && (typeof auth !== 'string' || !AUTH_MODES.includes(auth))) {
     throw new TypeError(
-      `@trivium/auth: route ${method} ${url}: config.triviumRoute.auth must be one of ${AUTH_MODES.join(', ')}, got ${JSON.stringify(rules.auth)}`,
+      `@trivium/auth: route ${method} ${url}: config.triviumRoute.auth must be one of ${AUTH_MODES.join(', ')}, got ${JSON.stringify(auth)}`,
     )
   }
-  // Middleware read name, config and timeoutMs of a definition; a plain route has no models or handler.
-  return {
-    name,
-    method,
-    url,
-    config: rules,
-    timeoutMs: undefined,
-    streaming: false,
-  } as unknown as EndpointDefinition
+  return { kind: 'route', name, method, url, config: rules, timeoutMs: undefined, streaming: false }
 }
 
-/** Runs the middleware chain for a protected route; resolves true when it answered (a refusal). */
-async function runGuard(
-  fastify: FastifyInstance,
-  definition: EndpointDefinition,
+/** Answers a refusal (an error thrown by the chain before the route went on) with the one error body. */
+function refuse(
+  err: unknown,
+  call: TriviumCall<unknown, GuardedRoute>,
   request: FastifyRequest,
   reply: FastifyReply,
 ) {
-  const call = new TriviumCall({
-    definition,
+  const { error, internal } = normalizeError(err)
+  if (internal) request.log.error({ err, requestId: request.id }, 'unhandled error in route middleware')
+  if (call.responseHeaders) reply.headers(call.responseHeaders)
+  const body = toErrorBody(error, request.id)
+  if (body.retryAfter !== undefined) reply.header('retry-after', String(body.retryAfter))
+  reply.code(error.statusCode).type('application/json; charset=utf-8').send(JSON.stringify(body))
+}
+
+/**
+ * Runs the middleware chain around a protected route, as around an endpoint's handler: the route goes on
+ * (`done()`) when the chain calls `next()`, and that `next()` resolves once Fastify has sent the route's
+ * response, with its status (RouteOutcome), so observers (tracing, metrics, access logs) see the answer.
+ */
+function runGuard(
+  fastify: FastifyInstance,
+  route: GuardedRoute,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  done: (err?: Error) => void,
+): void {
+  const query = request.query as Record<string, unknown>
+  const call = new TriviumCall<unknown, GuardedRoute>({
+    definition: route,
     protocol: 'http',
     requestId: request.id,
     log: request.log,
     headers: request.headers,
     method: request.method,
-    query: request.query as Record<string, unknown>,
+    query,
     clientIp: request.ip,
     raw: request,
     decodeBody: () => request.body,
-    credential: () => httpCredential(request.headers, request.query as Record<string, unknown>),
+    credential: () => httpCredential(request.headers, query),
   })
-  try {
-    await fastify.trivium.pipeline.run(call, () => undefined)
-  } catch (err) {
-    const { error, internal } = normalizeError(err)
-    if (internal) request.log.error({ err, requestId: request.id }, 'unhandled error in route middleware')
+  let wentOn = false
+  const goOn = (): Promise<RouteOutcome> => {
+    wentOn = true
     if (call.responseHeaders) reply.headers(call.responseHeaders)
-    const body = toErrorBody(error, request.id)
-    if (body.retryAfter !== undefined) reply.header('retry-after', String(body.retryAfter))
-    reply.code(error.statusCode).type('application/json; charset=utf-8').send(JSON.stringify(body))
-    return true
+    request[CALLER] = call.identity
+    // `request.user` is typed by the application (TriviumRequestUser), so it is set as an own property.
+    Object.assign(request, { user: call.identity })
+    // 'close' is the response's last event, whether it finished or the connection went away.
+    const sent = new Promise<RouteOutcome>((resolve) => {
+      reply.raw.once('close', () => resolve({ statusCode: reply.statusCode }))
+    })
+    done()
+    return sent
   }
-  if (call.responseHeaders) reply.headers(call.responseHeaders)
-  ;(request as { user?: TriviumIdentity | undefined }).user = call.identity
-  return false
+  // A chain that returns without calling `next()` (a short-circuit) lets the route answer as before.
+  const ended = () => {
+    if (!wentOn) done()
+  }
+  const failed = (err: unknown) => {
+    // After the route went on its answer is Fastify's; a step failing after it is only logged.
+    if (wentOn)
+      request.log.error({ err, requestId: request.id }, 'error in route middleware after the response')
+    else refuse(err, call, request, reply)
+  }
+  try {
+    Promise.resolve(fastify.trivium.pipeline.run(call, goOn)).then(ended, failed)
+  } catch (err) {
+    failed(err)
+  }
 }
 
 /**
@@ -115,31 +152,27 @@ export function installRouteGuard(fastify: FastifyInstance): void {
     const rules = route.config?.triviumRoute
     if (rules === undefined) return
     const method = Array.isArray(route.method) ? route.method.join(',') : String(route.method)
-    const definition = definitionOf(rules, method, route.url)
+    const target = guardedRoute(rules, method, route.url)
     // Middleware scoped to a child context (child.trivium.use) applies to that context's routes too.
-    fastify.trivium.pipeline.setContext(definition, this)
-    fastify.trivium.guardRoute(rules, definition)
+    fastify.trivium.pipeline.setContext(target, this)
+    fastify.trivium.guardRoute(rules, target)
     const guard = (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
-      runGuard(fastify, definition, request, reply).then((answered) => {
-        if (!answered) done()
-      }, done)
+      runGuard(fastify, target, request, reply, done)
     }
     const own = route.preValidation
     route.preValidation = own === undefined ? [guard] : [guard, ...(Array.isArray(own) ? own : [own])]
   })
   // Routes added before @trivium/core: core's app-wide fallback calls this (app-wide middleware only,
   // since their context was never seen).
-  const early = new WeakMap<object, EndpointDefinition>()
+  const early = new WeakMap<object, GuardedRoute>()
   fastify.trivium.setEarlyRouteGuard((rules, request, reply, done) => {
-    let definition = early.get(rules)
-    if (definition === undefined) {
+    let target = early.get(rules)
+    if (target === undefined) {
       const options = request.routeOptions
       const method = Array.isArray(options.method) ? options.method.join(',') : String(options.method)
-      definition = definitionOf(rules as TriviumRouteRules, method, options.url ?? request.url)
-      early.set(rules, definition)
+      target = guardedRoute(rules, method, options.url ?? request.url)
+      early.set(rules, target)
     }
-    runGuard(fastify, definition, request, reply).then((answered) => {
-      if (!answered) done()
-    }, done)
+    runGuard(fastify, target, request, reply, done)
   })
 }

@@ -289,25 +289,26 @@ export class TokenService {
    * Never throws. Revocation is not checked here (see the middleware / AuthService.authenticate).
    */
   validate(token: unknown): ValidationResult {
-    const key = this.cacheSize > 0 && typeof token === 'string' ? cacheKey(token) : undefined
-    if (key !== undefined) {
+    const text = this.cacheSize > 0 && typeof token === 'string' ? token : undefined
+    const key = text === undefined ? undefined : cacheKey(text)
+    if (key !== undefined && text !== undefined) {
       const hit = this.cache.get(key)
-      if (hit !== undefined && sameToken(hit.token, token as string, hit.signatureStart)) {
+      if (hit !== undefined && sameToken(hit.token, text, hit.signatureStart)) {
         const now = Math.floor(this.clock() / 1000)
         if (now < hit.exp && (hit.nbf === undefined || now >= hit.nbf)) return hit.result
         this.cache.delete(key)
       }
     }
     const outcome = this.run(token, parseAccessClaims)
-    if (outcome.isValid && key !== undefined) {
+    if (outcome.isValid && key !== undefined && text !== undefined) {
       const payload = outcome.payload
       if (this.cache.size >= this.cacheSize && !this.cache.has(key)) {
         const oldest = this.cache.keys().next().value
         if (oldest !== undefined) this.cache.delete(oldest)
       }
       this.cache.set(key, {
-        token: token as string,
-        signatureStart: (token as string).lastIndexOf('.') + 1,
+        token: text,
+        signatureStart: text.lastIndexOf('.') + 1,
         result: outcome.result,
         exp: payload.exp as number,
         nbf: typeof payload.nbf === 'number' ? payload.nbf : undefined,

@@ -2,7 +2,8 @@
 // handlers get cannot move a token's expiry.
 import { randomBytes } from 'node:crypto'
 import triviumAuth, { createAuthMiddleware, MemoryRevocationStore, TokenService } from '@trivium/auth'
-import trivium, { enforcesSettings, jsonFormat, TriviumCall } from '@trivium/core'
+import trivium, { TriviumCall } from '@trivium/core'
+import { enforcesSettings, jsonFormat } from '@trivium/core/internal'
 import { triviumRbac } from '@trivium/rbac'
 import { connectPostgres } from '@trivium/sql'
 import Fastify, { type FastifyInstance } from 'fastify'

@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto'
 import triviumAuth, { type TriviumAuthOptions } from '@trivium/auth'
-import trivium, { jsonFormat, type Protocol } from '@trivium/core'
+import trivium, { type Protocol } from '@trivium/core'
+import { jsonFormat } from '@trivium/core/internal'
 import Fastify, { type FastifyInstance } from 'fastify'
 
 export const SECRET = 'test-secret-0123456789-abcdefghijklmnop'

@@ -9,12 +9,8 @@ import triviumAuth, {
   type RevocationNotice,
   type TriviumAuthOptions,
 } from '@trivium/auth'
-import trivium, {
-  type Protocol,
-  REPEATED_CREDENTIAL,
-  type TriviumCall,
-  websocketCredential,
-} from '@trivium/core'
+import trivium, { type Protocol, type TriviumCall, websocketCredential } from '@trivium/core'
+import { REPEATED_CREDENTIAL } from '@trivium/core/internal'
 import Fastify from 'fastify'
 import t from 'tap'
 import { alice, authApp, ISSUER, invokeMe, manualClock, SECRET } from './helpers.js'

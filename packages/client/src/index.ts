@@ -5,7 +5,35 @@ import { HttpClient, type HttpClientOptions } from './http.js'
 import type { TriviumClient } from './types.js'
 import { WebSocketClient, type WebSocketClientOptions } from './websocket.js'
 
-export * from './errors.js'
+export {
+  type CodedErrorClass,
+  ConflictException,
+  codedError,
+  ERROR_KINDS,
+  type ErrorBody,
+  type ErrorKind,
+  type FieldError,
+  ForbiddenException,
+  fromErrorBody,
+  INTERNAL_ERROR_MESSAGE,
+  InternalErrorException,
+  isTriviumError,
+  NetworkException,
+  NotFoundException,
+  PayloadTooLargeException,
+  RateLimitExceededException,
+  ServiceUnavailableException,
+  TimeoutException,
+  TokenExpiredException,
+  TriviumError,
+  type TriviumErrorOptions,
+  toClientError,
+  toErrorBody,
+  UnauthorizedException,
+  UnprocessableContentException,
+  UnsupportedMediaTypeException,
+  ValidationException,
+} from './errors.js'
 export type { FrameCodec, FrameCompressionOptions } from './frame-compression.js'
 export {
   BINARY_CONTENT_TYPE,
@@ -15,7 +43,21 @@ export {
   JSON_CONTENT_TYPE,
 } from './http.js'
 export { type HttpRequestParts, toHttp } from './http-mapping.js'
-export * from './types.js'
+export type {
+  CallOptions,
+  ClientEvents,
+  ClientModel,
+  CommonClientOptions,
+  ConnectionState,
+  EndpointSpec,
+  EndpointTable,
+  HttpMethod,
+  PayloadFormat,
+  ReconnectOptions,
+  StreamOptions,
+  TokenProvider,
+  TriviumClient,
+} from './types.js'
 export {
   DEFAULT_CLIENT_MAX_FRAME_BYTES,
   WebSocketClient,

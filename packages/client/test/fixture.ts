@@ -3,7 +3,6 @@
 
 import type { EndpointSpec } from '@trivium/client'
 import {
-  BINARY_CONTENT_TYPE,
   ForbiddenException,
   jsonSchemaModel,
   type Model,
@@ -14,6 +13,7 @@ import {
   UnauthorizedException,
   ValidationException,
 } from '@trivium/core'
+import { BINARY_CONTENT_TYPE } from '@trivium/core/internal'
 import { triviumTcpPlugin } from '@trivium/tcp'
 import { triviumWebSocketPlugin } from '@trivium/websocket'
 import Fastify, { type FastifyInstance } from 'fastify'

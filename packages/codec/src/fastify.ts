@@ -1,12 +1,12 @@
 // Fastify integration: the binary WireFormat and a plugin that adds it to @trivium/core. This is the
 // server-side layer, so it turns the runtime's DecodeError into core's ValidationException.
 import {
-  BINARY_CONTENT_TYPE,
   type Model,
   UnsupportedMediaTypeException,
   ValidationException,
   type WireFormat,
 } from '@trivium/core'
+import { BINARY_CONTENT_TYPE } from '@trivium/core/internal'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { DecodeError, setValidationErrorFactory } from './runtime/index.js'

@@ -3,7 +3,8 @@
 // `fromJSON`, this package's binaryFormat) return or throw ValidationException — never another error.
 // The long run (10 million inputs per decoder) is bench/codec/fuzz.mjs.
 import { binaryFormat, DecodeError } from '@trivium/codec'
-import { jsonFormat, ValidationException } from '@trivium/core'
+import { ValidationException } from '@trivium/core'
+import { jsonFormat } from '@trivium/core/internal'
 import fc from 'fast-check'
 import t from 'tap'
 // @ts-expect-error: a plain .mjs module shared with the long-run fuzzer

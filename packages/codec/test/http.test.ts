@@ -1,5 +1,6 @@
 import { binaryFormat, triviumCodec } from '@trivium/codec'
-import trivium, { enforcesSettings, ValidationException } from '@trivium/core'
+import trivium, { ValidationException } from '@trivium/core'
+import { enforcesSettings } from '@trivium/core/internal'
 import Fastify from 'fastify'
 import t from 'tap'
 import { CreateTask, Tag, Task, TaskEvent } from './generated/tasks/models.js'

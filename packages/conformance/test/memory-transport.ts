@@ -3,7 +3,8 @@
 // come from @trivium/frame-session, exactly as for WebSocket and TCP. The client side is a
 // WebSocket-like object, so the ordinary @trivium/client WebSocket client runs over it unchanged.
 import { CLIENT_STREAM_WINDOW_BYTES } from '@trivium/conformance'
-import { jsonFormat, websocketCredential } from '@trivium/core'
+import { websocketCredential } from '@trivium/core'
+import { jsonFormat } from '@trivium/core/internal'
 import {
   type CloseKind,
   type FrameCarrier,

@@ -3,7 +3,7 @@
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import { httpCredential, metadataCredential, websocketCredential } from './credential.js'
 import type { CallDeadline } from './deadline.js'
-import type { EndpointDefinition } from './registry.js'
+import type { CallTarget, EndpointDefinition } from './registry.js'
 
 export type Protocol = 'http' | 'websocket' | 'tcp'
 
@@ -25,8 +25,8 @@ export interface TriviumIdentity {
   expiresAt?: number
 }
 
-export interface CallInit<Req = unknown> {
-  definition: EndpointDefinition<Req>
+export interface CallInit<Req = unknown, Target extends CallTarget = EndpointDefinition<Req>> {
+  definition: Target
   protocol: Protocol
   requestId: string
   log: FastifyBaseLogger
@@ -39,7 +39,7 @@ export interface CallInit<Req = unknown> {
    * Decodes the request model; called at most once, on first access of `call.body`, with the call as
    * `this` (so that one function per route can serve every request).
    */
-  decodeBody: (this: TriviumCall<Req>) => Req
+  decodeBody: (this: TriviumCall<Req, Target>) => Req
   /** The transport's cancellation signal, or a function that makes one on first use. */
   signal?: AbortSignal | (() => AbortSignal)
   /** The Fastify request, on HTTP (and on TCP frames bridged through inject). */
@@ -69,7 +69,8 @@ function defaultCredential(
 
 const UNSET = Symbol('unset')
 
-export class TriviumCall<Req = unknown> {
+/** A call to an endpoint, or (`TriviumCall<unknown, CallTarget>`, what middleware sees) to a guarded plain route. */
+export class TriviumCall<Req = unknown, Target extends CallTarget = EndpointDefinition<Req>> {
   /** Endpoint name. */
   readonly endpoint: string
   readonly protocol: Protocol
@@ -86,7 +87,7 @@ export class TriviumCall<Req = unknown> {
   readonly clientIp: string | undefined
   readonly requestId: string
   readonly log: FastifyBaseLogger
-  readonly definition: EndpointDefinition<Req>
+  readonly definition: Target
   readonly raw: FastifyRequest | undefined
   readonly connection: Record<string, unknown> | undefined
   /** Headers to add to an HTTP response; other transports ignore them. */
@@ -100,14 +101,15 @@ export class TriviumCall<Req = unknown> {
   readonly requests: AsyncIterable<Req> | undefined
 
   private bodyValue: Req | typeof UNSET = UNSET
-  private readonly decodeBody: (this: TriviumCall<Req>) => Req
+  // Not typed by Target: a call to an endpoint is also a call that middleware sees (`TriviumCall<any, CallTarget>`).
+  private readonly decodeBody: (this: TriviumCall<Req, any>) => Req
   private signalValue: AbortSignal | undefined
   private readonly signalSource: AbortSignal | (() => AbortSignal) | undefined
   private credentialValue: string | undefined | typeof UNSET = UNSET
   private readonly credentialSource: string | (() => string | undefined) | undefined
   private readonly deadlineState: CallDeadline | undefined
 
-  constructor(init: CallInit<Req>) {
+  constructor(init: CallInit<Req, Target>) {
     this.definition = init.definition
     this.endpoint = init.definition.name
     this.protocol = init.protocol

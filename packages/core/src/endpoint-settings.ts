@@ -6,20 +6,21 @@
 import { closestName } from './endpoint-names.js'
 import type { Middleware } from './middleware.js'
 
-const ENFORCES = Symbol('trivium.enforces')
+/** The settings each marked middleware enforces. */
+const ENFORCES = new WeakMap<Middleware, readonly string[]>()
 
 /**
  * Marks a middleware as the enforcer of endpoint settings (e.g. `['permissions', 'roles']`). Wherever
  * it is used (`trivium.use`), those settings are known, and satisfied for the endpoints its chain covers.
  */
 export function enforcesSettings<T extends Middleware>(settings: readonly string[], fn: T): T {
-  Object.defineProperty(fn, ENFORCES, { value: Object.freeze([...settings]) })
+  ENFORCES.set(fn, Object.freeze([...settings]))
   return fn
 }
 
 /** The settings a middleware was marked as enforcing (`enforcesSettings`). */
 export function enforcedSettings(fn: Middleware): readonly string[] {
-  return (fn as unknown as { [ENFORCES]?: readonly string[] })[ENFORCES] ?? []
+  return ENFORCES.get(fn) ?? []
 }
 
 /** Core's own endpoint options. */
@@ -96,7 +97,7 @@ export function checkSettings(
     key in TRIVIUM_SETTINGS ||
     DESCRIPTIVE_SETTINGS.has(key) ||
     knownAnywhere.has(key)
-  const declared = { ...target.defaults, ...target.settings } as Record<string, unknown>
+  const declared = { ...target.defaults, ...target.settings }
   for (const key of Object.keys(declared)) {
     if (!known(key)) {
       const candidates = [...CORE_SETTINGS, ...own, ...Object.keys(TRIVIUM_SETTINGS), ...knownAnywhere]

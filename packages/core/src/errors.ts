@@ -12,15 +12,40 @@ import {
   ValidationException,
 } from '@trivium/wire/errors'
 
-export * from '@trivium/wire/errors'
+export {
+  type CodedErrorClass,
+  ConflictException,
+  codedError,
+  ERROR_KINDS,
+  type ErrorBody,
+  type ErrorKind,
+  type FieldError,
+  ForbiddenException,
+  fromErrorBody,
+  INTERNAL_ERROR_MESSAGE,
+  InternalErrorException,
+  isTriviumError,
+  NetworkException,
+  NotFoundException,
+  PayloadTooLargeException,
+  RateLimitExceededException,
+  ServiceUnavailableException,
+  TimeoutException,
+  TokenExpiredException,
+  TriviumError,
+  type TriviumErrorOptions,
+  toErrorBody,
+  UnauthorizedException,
+  UnprocessableContentException,
+  UnsupportedMediaTypeException,
+  ValidationException,
+} from '@trivium/wire/errors'
 
 // Fastify's own errors that are the client's fault, mapped onto our kinds so the body shape never varies.
-function fromFastifyError(err: {
-  code?: string
-  statusCode?: number
-  message?: string
-}): TriviumError | null {
-  switch (err.code) {
+function fromFastifyError(err: object): TriviumError | null {
+  const code = 'code' in err ? err.code : undefined
+  const statusCode = 'statusCode' in err ? err.statusCode : undefined
+  switch (code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new UnsupportedMediaTypeException('Unsupported Content-Type')
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
@@ -38,11 +63,11 @@ function fromFastifyError(err: {
       break
   }
   // secure-json-parse and JSON.parse raise SyntaxError with statusCode 400 set by Fastify.
-  if (err instanceof SyntaxError || (err.statusCode === 400 && !err.code)) {
+  if (err instanceof SyntaxError || (statusCode === 400 && !code)) {
     return new ValidationException('Request body is not valid JSON')
   }
-  if (err.statusCode === 413) return new PayloadTooLargeException('Request body is too large')
-  if (err.statusCode === 415) return new UnsupportedMediaTypeException('Unsupported Content-Type')
+  if (statusCode === 413) return new PayloadTooLargeException('Request body is too large')
+  if (statusCode === 415) return new UnsupportedMediaTypeException('Unsupported Content-Type')
   return null
 }
 
@@ -53,7 +78,7 @@ function fromFastifyError(err: {
 export function normalizeError(err: unknown): { error: TriviumError; internal: boolean } {
   if (isTriviumError(err)) return { error: err, internal: false }
   if (typeof err === 'object' && err !== null) {
-    const mapped = fromFastifyError(err as { code?: string; statusCode?: number })
+    const mapped = fromFastifyError(err)
     if (mapped) return { error: mapped, internal: false }
   }
   return { error: new InternalErrorException(INTERNAL_ERROR_MESSAGE), internal: true }

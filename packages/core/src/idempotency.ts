@@ -8,6 +8,7 @@ import type { TriviumCall } from './call.js'
 import { enforcesSettings } from './endpoint-settings.js'
 import { ConflictException, UnprocessableContentException, ValidationException } from './errors.js'
 import { directMiddleware, type Middleware } from './middleware.js'
+import { isEndpointCall } from './registry.js'
 
 export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key'
 export const IDEMPOTENCY_KEY_METADATA = 'idempotency_key'
@@ -61,11 +62,10 @@ export interface IdempotencyOptions {
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`
   if (value !== null && typeof value === 'object') {
-    const keys = Object.keys(value).sort()
-    return `{${keys
-      .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
-      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
-      .join(',')}}`
+    const entries = Object.entries(value)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`
   }
   return JSON.stringify(value) ?? 'null'
 }
@@ -159,8 +159,13 @@ export function idempotency(options: IdempotencyOptions): Middleware {
     ['idempotencyKey'],
     directMiddleware((call, next) => {
       // A stream (of responses or of requests) has no one answer to replay: keys do not apply.
-      const { config, streaming, requestStream } = call.definition
-      if (config.idempotencyKey !== true || streaming || requestStream) return next()
+      if (
+        !isEndpointCall(call) ||
+        call.definition.config.idempotencyKey !== true ||
+        call.definition.streaming ||
+        call.definition.requestStream
+      )
+        return next()
       const key = idempotencyKeyOf(call)
       return key === undefined ? next() : run(call, key, next)
     }),

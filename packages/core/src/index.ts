@@ -26,45 +26,101 @@ import {
   type EndpointDefinition,
   type EndpointOptions,
   EndpointRegistry,
-  type EndpointShape,
+  type GuardedRoute,
   type StreamDefinition,
   type StreamHandler,
   type UnaryDefinition,
   type UnaryHandler,
 } from './registry.js'
+import type { EarlyRouteGuard } from './route-guard.js'
 
-export * from './call.js'
+export { type Protocol, TriviumCall, type TriviumIdentity } from './call.js'
 export { type FrameRejectReason, TRIVIUM_CHANNELS } from './channels.js'
-export * from './credential.js'
-export { handlerSettled } from './deadline.js'
-export { checkEndpointNames, closestEndpointName, closestName } from './endpoint-names.js'
-export { EndpointSettingsError, enforcedSettings, enforcesSettings } from './endpoint-settings.js'
-export * from './errors.js'
-export * from './formats.js'
-export { HTTP_CODINGS, type HttpCompressionOptions, ZSTD_AVAILABLE } from './http/compression.js'
+// The public API: what a service needs to declare endpoints, middleware, models and errors. Building
+// blocks of the sibling packages and tests are in `@trivium/core/internal` (src/internal.ts).
 export {
-  type ErrorHeaders,
-  hostMissing,
-  MISSING_FACTORY_OPTIONS,
-  MISSING_HOST,
-  type TriviumFactoryOptions,
-  triviumFactoryOptions,
-} from './http/framework-errors.js'
-export { SHUTDOWN_MESSAGE } from './http/sse.js'
-export { CALL, TRANSPORT_OVERRIDE, type TransportOverride } from './http/symbols.js'
-export { HttpMapping, type HttpRequestParts } from './http-mapping.js'
-export * from './idempotency.js'
-export { encodePayload, type InvokeInit, type InvokeResult, type StartedCall } from './invoke.js'
-export * from './log-redaction.js'
-export * from './middleware.js'
-export * from './model.js'
-export * from './registry.js'
-export { isThenable } from './thenable.js'
+  httpCredential,
+  metadataCredential,
+  websocketCredential,
+} from './credential.js'
+export { EndpointSettingsError } from './endpoint-settings.js'
+export {
+  ConflictException,
+  type ErrorBody,
+  type FieldError,
+  ForbiddenException,
+  InternalErrorException,
+  isTriviumError,
+  NetworkException,
+  NotFoundException,
+  normalizeError,
+  PayloadTooLargeException,
+  RateLimitExceededException,
+  ServiceUnavailableException,
+  TimeoutException,
+  TokenExpiredException,
+  TriviumError,
+  type TriviumErrorOptions,
+  toErrorBody,
+  UnauthorizedException,
+  UnprocessableContentException,
+  UnsupportedMediaTypeException,
+  ValidationException,
+} from './errors.js'
+export type { WireFormat } from './formats.js'
+export { HTTP_CODINGS, type HttpCompressionOptions, ZSTD_AVAILABLE } from './http/compression.js'
+export { type TriviumFactoryOptions, triviumFactoryOptions } from './http/framework-errors.js'
+export {
+  IDEMPOTENCY_TABLE_SQL,
+  type IdempotencyOptions,
+  type IdempotencyRecord,
+  type IdempotencyScope,
+  type IdempotencySqlClient,
+  type IdempotencyStore,
+  idempotency,
+  MemoryIdempotencyStore,
+  SqlIdempotencyStore,
+} from './idempotency.js'
+export { redactingRequestSerializer } from './log-redaction.js'
+export {
+  directMiddleware,
+  type Middleware,
+  type MiddlewareOptions,
+  MiddlewareOrderError,
+  type Next,
+} from './middleware.js'
+export {
+  anyModel,
+  emptyModel,
+  type JsonSchema,
+  jsonSchemaModel,
+  type Model,
+  type ModelType,
+} from './model.js'
+export {
+  type BidiStreamDefinition,
+  type BidiStreamHandler,
+  type CallTarget,
+  type ClientStreamDefinition,
+  type ClientStreamHandler,
+  type EndpointDefinition,
+  type EndpointOptions,
+  type GuardedRoute,
+  type HttpMethod,
+  isEndpointCall,
+  RegistrationError,
+  type RouteOutcome,
+  type StreamDefinition,
+  type StreamHandler,
+  type TriviumEndpointConfig,
+  type UnaryDefinition,
+  type UnaryHandler,
+} from './registry.js'
 
-const UNARY: EndpointShape = { streaming: false, requestStream: false }
-const SERVER_STREAM: EndpointShape = { streaming: true, requestStream: false }
-const CLIENT_STREAM: EndpointShape = { streaming: false, requestStream: true }
-const BIDI_STREAM: EndpointShape = { streaming: true, requestStream: true }
+const UNARY = { streaming: false, requestStream: false } as const
+const SERVER_STREAM = { streaming: true, requestStream: false } as const
+const CLIENT_STREAM = { streaming: false, requestStream: true } as const
+const BIDI_STREAM = { streaming: true, requestStream: true } as const
 
 export interface TriviumCoreOptions {
   /**
@@ -134,10 +190,10 @@ export interface Trivium {
   start(init: InvokeInit): StartedCall
   /**
    * Called by a route guard (@trivium/auth) for a plain route whose `config.triviumRoute` (`rules`) it
-   * enforces by running the pipeline for `definition`. At `ready()` a plain route with the option that
-   * no guard claimed refuses to start.
+   * enforces by running the pipeline for `route`. At `ready()` a plain route with the option that no
+   * guard claimed refuses to start.
    */
-  guardRoute(rules: object, definition: EndpointDefinition): void
+  guardRoute(rules: object, route: GuardedRoute): void
   /**
    * Set by a route guard (@trivium/auth): runs the guard for a request to a route added before
    * @trivium/core, which no onRoute hook saw (the app-wide fallback; see `guardRoute`).
@@ -161,21 +217,13 @@ export interface Trivium {
   sessionHub: SessionHub | undefined
 }
 
-/** Guards one request to a route added before @trivium/core: `done()` to go on, or answer the reply. */
-export type EarlyRouteGuard = (
-  rules: object,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  done: (err?: Error) => void,
-) => void
-
 declare module 'fastify' {
   interface FastifyInstance {
     trivium: Trivium
   }
 }
 
-export const DEFAULT_BODY_LIMIT = 1024 * 1024
+const DEFAULT_BODY_LIMIT = 1024 * 1024
 /** How often a shutting-down server closes the keep-alive connections that have become idle. */
 const IDLE_SWEEP_MS = 20
 
@@ -236,7 +284,7 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
   const errorHeaders: ErrorHeaders = {}
   // Plain routes with `config.triviumRoute` seen after this plugin, and the guard's definition of each.
   const plainRoutes: { label: string; rules: unknown }[] = []
-  const guarded = new Map<unknown, EndpointDefinition>()
+  const guarded = new Map<unknown, GuardedRoute>()
   // Routes added before this plugin cannot be seen by onRoute, and Fastify lists no route's config. When
   // there are any, an app-wide preHandler reads each request's route config and guards (or refuses) those
   // with the option; an app whose routes all come after Trivium's plugins pays nothing per request.
@@ -279,38 +327,49 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
 
   // One registry (names are one namespace on every transport), but routes belong to the context that
   // registers them: `child.trivium.endpoint()` gets the child's prefix, hooks and decorators over HTTP.
-  function register(
+  function register<D extends EndpointDefinition>(
     instance: FastifyInstance,
-    name: string,
     endpointOptions: EndpointOptions,
-    handler: unknown,
-    shape: EndpointShape,
-  ) {
+    add: (options: EndpointOptions) => D,
+  ): D {
     const url = endpointOptions?.url
-    const full = typeof url === 'string' ? withPrefix(instance.prefix, url) : url
-    const definition = registry.add(
-      name,
-      { ...endpointOptions, url: full } as EndpointOptions,
-      handler as UnaryHandler<unknown, unknown>,
-      shape,
-    )
+    const definition = add({
+      ...endpointOptions,
+      url: typeof url === 'string' ? withPrefix(instance.prefix, url) : url,
+    })
     pipeline.setContext(definition, instance)
-    registerHttpRoute(instance, definition, routeContext, url as string)
+    registerHttpRoute(instance, definition, routeContext, url)
     return definition
   }
+  const unary = (instance: FastifyInstance, name: string, o: EndpointOptions, h: UnaryHandler<any, any>) =>
+    register(instance, o, (options) => registry.add(name, options, h, UNARY))
+  const stream = (instance: FastifyInstance, name: string, o: EndpointOptions, h: StreamHandler<any, any>) =>
+    register(instance, o, (options) => registry.add(name, options, h, SERVER_STREAM))
+  const clientStream = (
+    instance: FastifyInstance,
+    name: string,
+    o: EndpointOptions,
+    h: ClientStreamHandler<any, any>,
+  ) => register(instance, o, (options) => registry.add(name, options, h, CLIENT_STREAM))
+  const bidiStream = (
+    instance: FastifyInstance,
+    name: string,
+    o: EndpointOptions,
+    h: BidiStreamHandler<any, any>,
+  ) => register(instance, o, (options) => registry.add(name, options, h, BIDI_STREAM))
 
   const trivium: Trivium = {
     endpoint(name, endpointOptions, handler) {
-      return register(fastify, name, endpointOptions, handler, UNARY) as UnaryDefinition
+      return unary(fastify, name, endpointOptions, handler)
     },
     stream(name, endpointOptions, handler) {
-      return register(fastify, name, endpointOptions, handler, SERVER_STREAM) as StreamDefinition
+      return stream(fastify, name, endpointOptions, handler)
     },
     clientStream(name, endpointOptions, handler) {
-      return register(fastify, name, endpointOptions, handler, CLIENT_STREAM) as ClientStreamDefinition
+      return clientStream(fastify, name, endpointOptions, handler)
     },
     bidiStream(name, endpointOptions, handler) {
-      return register(fastify, name, endpointOptions, handler, BIDI_STREAM) as BidiStreamDefinition
+      return bidiStream(fastify, name, endpointOptions, handler)
     },
     use(middleware, middlewareOptions) {
       pipeline.use(middleware, middlewareOptions)
@@ -353,19 +412,19 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
           value: (middleware: Middleware, o?: MiddlewareOptions) => pipeline.use(middleware, o, instance),
         },
         endpoint: {
-          value: (name: string, o: EndpointOptions, h: unknown) => register(instance, name, o, h, UNARY),
+          value: (name: string, o: EndpointOptions, h: UnaryHandler<any, any>) => unary(instance, name, o, h),
         },
         stream: {
-          value: (name: string, o: EndpointOptions, h: unknown) =>
-            register(instance, name, o, h, SERVER_STREAM),
+          value: (name: string, o: EndpointOptions, h: StreamHandler<any, any>) =>
+            stream(instance, name, o, h),
         },
         clientStream: {
-          value: (name: string, o: EndpointOptions, h: unknown) =>
-            register(instance, name, o, h, CLIENT_STREAM),
+          value: (name: string, o: EndpointOptions, h: ClientStreamHandler<any, any>) =>
+            clientStream(instance, name, o, h),
         },
         bidiStream: {
-          value: (name: string, o: EndpointOptions, h: unknown) =>
-            register(instance, name, o, h, BIDI_STREAM),
+          value: (name: string, o: EndpointOptions, h: BidiStreamHandler<any, any>) =>
+            bidiStream(instance, name, o, h),
         },
       }) as Trivium
       scoped.set(instance, view)
@@ -446,6 +505,3 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
 
 export const triviumCorePlugin = fp(triviumCore, { fastify: '5.x', name: '@trivium/core' })
 export default triviumCorePlugin
-
-/** Helper for typed definitions outside a plugin body. */
-export type { EndpointDefinition }

@@ -5,12 +5,18 @@
 // stream opens, and `next()` resolves to the AsyncIterable of items.
 import type { TriviumCall } from './call.js'
 import { enforcedSettings } from './endpoint-settings.js'
-import type { EndpointDefinition } from './registry.js'
+import type { CallTarget } from './registry.js'
 
 export type Next = () => Promise<unknown>
-export type Middleware = (call: TriviumCall<any>, next: Next) => Promise<unknown> | unknown
+/**
+ * A step of the chain. It sees endpoint calls and, where @trivium/auth guards plain routes, calls to
+ * those routes (`call.definition.kind === 'route'`: no models or status; `next()` resolves once Fastify
+ * has sent the route's response, with its RouteOutcome).
+ */
+export type Middleware = (call: TriviumCall<any, CallTarget>, next: Next) => Promise<unknown> | unknown
 
-const DIRECT = Symbol('trivium.directMiddleware')
+/** The middleware marked with `directMiddleware`. */
+const DIRECT = new WeakSet<Middleware>()
 
 /**
  * Marks a middleware that hands on what `next()` returns without awaiting it or calling `.then` on it
@@ -20,7 +26,7 @@ const DIRECT = Symbol('trivium.directMiddleware')
  * middleware gets a promise from `next()`, as the `Next` type says.
  */
 export function directMiddleware<T extends Middleware>(fn: T): T {
-  Object.defineProperty(fn, DIRECT, { value: true })
+  DIRECT.add(fn)
   return fn
 }
 
@@ -33,7 +39,7 @@ interface Chain {
 function chainOf(entries: readonly Entry[]): Chain {
   return {
     fns: entries.map((e) => e.fn),
-    direct: entries.map((e) => (e.fn as unknown as Record<symbol, unknown>)[DIRECT] === true),
+    direct: entries.map((e) => DIRECT.has(e.fn)),
   }
 }
 
@@ -73,8 +79,8 @@ export class Pipeline {
   private readonly entries: Entry[] = []
   private chain: Chain = chainOf([])
   private scoped = false
-  private readonly contexts = new WeakMap<EndpointDefinition, object>()
-  private chains = new WeakMap<EndpointDefinition, Chain>()
+  private readonly contexts = new WeakMap<CallTarget, object>()
+  private chains = new WeakMap<CallTarget, Chain>()
 
   /**
    * Adds a middleware. With `scope` (a Fastify instance), it runs only for the endpoints registered in
@@ -95,16 +101,16 @@ export class Pipeline {
   }
 
   /** Records the Fastify context an endpoint was registered in (for scoped middleware). */
-  setContext(definition: EndpointDefinition, context: object): void {
+  setContext(definition: CallTarget, context: object): void {
     this.contexts.set(definition, context)
   }
 
-  private entriesFor(definition: EndpointDefinition): Entry[] {
+  private entriesFor(definition: CallTarget): Entry[] {
     const context = this.contexts.get(definition)
     return this.entries.filter((e) => e.scope === undefined || within(e.scope, context))
   }
 
-  private chainFor(definition: EndpointDefinition): Chain {
+  private chainFor(definition: CallTarget): Chain {
     let chain = this.chains.get(definition)
     if (!chain) {
       chain = chainOf(this.entriesFor(definition))
@@ -114,7 +120,7 @@ export class Pipeline {
   }
 
   /** The endpoint settings the chain of `definition` enforces (`enforcesSettings`). */
-  enforcedFor(definition: EndpointDefinition): Set<string> {
+  enforcedFor(definition: CallTarget): Set<string> {
     return new Set(this.entriesFor(definition).flatMap((e) => enforcedSettings(e.fn)))
   }
 
@@ -146,7 +152,7 @@ export class Pipeline {
    * before anything asynchronous happened may throw here. One `next` closure per call, not one per
    * middleware: the position lives in a local counter.
    */
-  run(call: TriviumCall<any>, terminal: (call: TriviumCall<any>) => unknown): unknown {
+  run<C extends TriviumCall<any, CallTarget>>(call: C, terminal: (call: C) => unknown): unknown {
     const chain = this.scoped ? this.chainFor(call.definition) : this.chain
     const fns = chain.fns
     // No middleware: the router directly (its value or promise; callers handle both).

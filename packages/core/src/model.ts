@@ -45,7 +45,8 @@ function schemaCompiler(): Ajv {
 function fieldOf(e: ErrorObject): string {
   const base = e.instancePath.replace(/^\//, '').replace(/\//g, '.')
   if (e.keyword === 'required') {
-    const missing = (e.params as { missingProperty: string }).missingProperty
+    // ajv's `required` error names the missing property in params.missingProperty
+    const missing = String(e.params.missingProperty)
     return base ? `${base}.${missing}` : missing
   }
   return base || '(body)'
@@ -53,12 +54,12 @@ function fieldOf(e: ErrorObject): string {
 
 /** A model whose JSON form is checked against a JSON Schema (no binary form). */
 export function jsonSchemaModel<T = unknown>(name: string, schema: JsonSchema): Model<T> {
-  const validate = schemaCompiler().compile(schema)
+  const validate = schemaCompiler().compile<T>(schema)
   return {
     name,
     jsonSchema: schema,
     fromJSON(json: unknown): T {
-      if (validate(json)) return json as T
+      if (validate(json)) return json
       const details: FieldError[] = (validate.errors ?? []).map((e) => ({
         field: fieldOf(e),
         message: e.keyword === 'required' ? 'is required' : (e.message ?? 'is invalid'),

@@ -51,6 +51,7 @@ export type BidiStreamHandler<Req, Item> = (
 ) => AsyncIterable<Item>
 
 interface DefinitionBase<Req, Res> {
+  readonly kind: 'endpoint'
   readonly name: string
   readonly method: HttpMethod
   readonly url: string
@@ -101,6 +102,39 @@ export interface EndpointShape {
   requestStream: boolean
 }
 
+/**
+ * A plain Fastify route that a route guard (@trivium/auth's `config.triviumRoute`) runs through the
+ * middleware chain: the target of a call that is not an endpoint's. It has no models, status or handler:
+ * its `next()` lets the route go on and resolves once Fastify has sent the route's response, with a
+ * RouteOutcome.
+ */
+export interface GuardedRoute {
+  readonly kind: 'route'
+  /** `config.triviumRoute.name`, by default `<METHOD> <url>` (e.g. `GET /legacy`). */
+  readonly name: string
+  readonly method: string
+  readonly url: string
+  /** The route's `config.triviumRoute`: the settings of the registered plugins, as on an endpoint. */
+  readonly config: TriviumEndpointConfig
+  readonly timeoutMs: undefined
+  readonly streaming: false
+}
+
+/** What a call runs: an endpoint, or a guarded plain route. Middleware sees both (`definition.kind`). */
+export type CallTarget = EndpointDefinition | GuardedRoute
+
+/** True for a call to an endpoint (models, status, handler); false for a guarded plain route's. */
+export function isEndpointCall<Req>(
+  call: TriviumCall<Req, CallTarget>,
+): call is TriviumCall<Req, EndpointDefinition<Req>> {
+  return call.definition.kind === 'endpoint'
+}
+
+/** What `next()` resolves to on a guarded plain route: the response Fastify sent for it. */
+export interface RouteOutcome {
+  readonly statusCode: number
+}
+
 /** Endpoint names: dot-separated segments of letters, digits, `_` and `-`, each starting with a letter. */
 export const ENDPOINT_NAME_PATTERN = /^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)*$/
 export const MAX_ENDPOINT_NAME_BYTES = 255
@@ -129,7 +163,35 @@ export class EndpointRegistry {
   add<Req, Res>(
     name: string,
     options: EndpointOptions<Req, Res>,
-    handler: UnaryHandler<Req, Res> | StreamHandler<Req, Res> | ClientStreamHandler<Req, Res>,
+    handler: UnaryHandler<Req, Res>,
+    shape: false | { streaming: false; requestStream: false },
+  ): UnaryDefinition<Req, Res>
+  add<Req, Res>(
+    name: string,
+    options: EndpointOptions<Req, Res>,
+    handler: StreamHandler<Req, Res>,
+    shape: true | { streaming: true; requestStream: false },
+  ): StreamDefinition<Req, Res>
+  add<Req, Res>(
+    name: string,
+    options: EndpointOptions<Req, Res>,
+    handler: ClientStreamHandler<Req, Res>,
+    shape: { streaming: false; requestStream: true },
+  ): ClientStreamDefinition<Req, Res>
+  add<Req, Res>(
+    name: string,
+    options: EndpointOptions<Req, Res>,
+    handler: BidiStreamHandler<Req, Res>,
+    shape: { streaming: true; requestStream: true },
+  ): BidiStreamDefinition<Req, Res>
+  add<Req, Res>(
+    name: string,
+    options: EndpointOptions<Req, Res>,
+    handler:
+      | UnaryHandler<Req, Res>
+      | StreamHandler<Req, Res>
+      | ClientStreamHandler<Req, Res>
+      | BidiStreamHandler<Req, Res>,
     shape: EndpointShape | boolean,
   ): EndpointDefinition<Req, Res> {
     const { streaming, requestStream } =
@@ -186,13 +248,15 @@ export class EndpointRegistry {
     if (options.bodyLimit !== undefined && (!Number.isInteger(options.bodyLimit) || options.bodyLimit <= 0)) {
       throw new RegistrationError(`endpoint "${name}": bodyLimit must be a positive integer (bytes)`)
     }
-    const request = (options.request ?? anyModel) as Model<Req>
+    const request: Model<Req> = options.request ?? anyModel
+    const response: Model<Res> = options.response ?? anyModel
     const definition = {
+      kind: 'endpoint',
       name,
       method: options.method,
       url: options.url,
       request,
-      response: (options.response ?? anyModel) as Model<Res>,
+      response,
       status,
       timeoutMs: options.timeoutMs,
       config: options,

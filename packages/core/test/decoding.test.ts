@@ -1,13 +1,13 @@
 // Issue 16 items 1–3: the decoding rules of PROTOCOL.md "Decoding rules", one place for every transport.
 import trivium, {
   emptyModel,
-  jsonFormat,
   jsonSchemaModel,
   type Model,
   triviumFactoryOptions,
   ValidationException,
   type WireFormat,
 } from '@trivium/core'
+import { jsonFormat } from '@trivium/core/internal'
 import Fastify from 'fastify'
 import t from 'tap'
 

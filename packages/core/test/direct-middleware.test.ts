@@ -3,11 +3,10 @@
 import trivium, {
   directMiddleware,
   ForbiddenException,
-  jsonFormat,
   type Middleware,
-  Pipeline,
   type TriviumCall,
 } from '@trivium/core'
+import { jsonFormat, Pipeline } from '@trivium/core/internal'
 import Fastify from 'fastify'
 import t from 'tap'
 

@@ -1,7 +1,6 @@
 import { Writable } from 'node:stream'
 import trivium, {
   ForbiddenException,
-  fromErrorBody,
   InternalErrorException,
   isTriviumError,
   jsonSchemaModel,
@@ -12,6 +11,7 @@ import trivium, {
   UnauthorizedException,
   ValidationException,
 } from '@trivium/core'
+import { fromErrorBody } from '@trivium/core/internal'
 import Fastify from 'fastify'
 import t from 'tap'
 

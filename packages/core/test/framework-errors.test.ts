@@ -2,7 +2,8 @@
 // `requestId`) and the headers of `fastify.trivium.errorHeaders`.
 import net from 'node:net'
 import { Writable } from 'node:stream'
-import trivium, { MISSING_FACTORY_OPTIONS, triviumFactoryOptions } from '@trivium/core'
+import trivium, { triviumFactoryOptions } from '@trivium/core'
+import { MISSING_FACTORY_OPTIONS } from '@trivium/core/internal'
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify'
 import type { Test } from 'tap'
 import t from 'tap'

@@ -1,12 +1,8 @@
 // The HTTP sender: a synchronous answer is sent in the handler's turn, an asynchronous one when the
 // pipeline settles; either way exactly one response, with the same bytes.
 import { Writable } from 'node:stream'
-import trivium, {
-  jsonSchemaModel,
-  REPEATED_CREDENTIAL,
-  triviumFactoryOptions,
-  ValidationException,
-} from '@trivium/core'
+import trivium, { jsonSchemaModel, triviumFactoryOptions, ValidationException } from '@trivium/core'
+import { REPEATED_CREDENTIAL } from '@trivium/core/internal'
 import Fastify from 'fastify'
 import t from 'tap'
 

@@ -1,5 +1,6 @@
 import { once } from 'node:events'
-import trivium, { jsonFormat, jsonSchemaModel } from '@trivium/core'
+import trivium, { jsonSchemaModel } from '@trivium/core'
+import { jsonFormat } from '@trivium/core/internal'
 import Fastify from 'fastify'
 import t from 'tap'
 

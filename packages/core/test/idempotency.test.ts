@@ -4,10 +4,10 @@
 import trivium, {
   type IdempotencyScope,
   idempotency,
-  jsonFormat,
   MemoryIdempotencyStore,
   ValidationException,
 } from '@trivium/core'
+import { jsonFormat } from '@trivium/core/internal'
 import Fastify from 'fastify'
 import t from 'tap'
 

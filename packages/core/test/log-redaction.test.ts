@@ -1,4 +1,5 @@
-import { REDACTED, redactingRequestSerializer, redactUrl, SECRET_QUERY_PARAMETERS } from '@trivium/core'
+import { redactingRequestSerializer } from '@trivium/core'
+import { REDACTED, redactUrl, SECRET_QUERY_PARAMETERS } from '@trivium/core/internal'
 import Fastify from 'fastify'
 import t from 'tap'
 

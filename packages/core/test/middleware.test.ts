@@ -1,4 +1,5 @@
-import trivium, { ForbiddenException, jsonFormat, type Middleware, MiddlewareOrderError } from '@trivium/core'
+import trivium, { ForbiddenException, type Middleware, MiddlewareOrderError } from '@trivium/core'
+import { jsonFormat } from '@trivium/core/internal'
 import Fastify from 'fastify'
 import t from 'tap'
 

@@ -1,4 +1,5 @@
-import trivium, { ENDPOINT_NAME_PATTERN, RegistrationError } from '@trivium/core'
+import trivium, { RegistrationError } from '@trivium/core'
+import { ENDPOINT_NAME_PATTERN } from '@trivium/core/internal'
 import Fastify from 'fastify'
 import t from 'tap'
 

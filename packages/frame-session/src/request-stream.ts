@@ -2,12 +2,8 @@
 // client sends are held up to the credit window (bytes) and handed to the handler's `for await` as it asks;
 // credit goes back as it takes them, so a slow handler makes the client's `send` wait and memory stays
 // bounded (the window plus one frame per stream).
-import {
-  decodePayload,
-  type EndpointDefinition,
-  UnsupportedMediaTypeException,
-  type WireFormat,
-} from '@trivium/core'
+import { type EndpointDefinition, UnsupportedMediaTypeException, type WireFormat } from '@trivium/core'
+import { decodePayload } from '@trivium/core/internal'
 import { type Cancellation, encodeCredit, FrameType } from '@trivium/wire'
 
 const EMPTY = new Uint8Array(0)

@@ -5,22 +5,14 @@ import { channel } from 'node:diagnostics_channel'
 import { deflateRawSync, inflateRawSync } from 'node:zlib'
 import {
   type EndpointDefinition,
-  encodePayload,
   ForbiddenException,
   type FrameRejectReason,
-  type HeaderMap,
-  handlerSettled,
-  isThenable,
-  jsonFormat,
   normalizeError,
   PayloadTooLargeException,
   RateLimitExceededException,
   ServiceUnavailableException,
-  SHUTDOWN_MESSAGE,
-  type StartedCall,
   TokenExpiredException,
   TRIVIUM_CHANNELS,
-  type TransportOverride,
   type Trivium,
   type TriviumCall,
   type TriviumError,
@@ -31,6 +23,16 @@ import {
   ValidationException,
   type WireFormat,
 } from '@trivium/core'
+import {
+  encodePayload,
+  type HeaderMap,
+  handlerSettled,
+  isThenable,
+  jsonFormat,
+  SHUTDOWN_MESSAGE,
+  type StartedCall,
+  type TransportOverride,
+} from '@trivium/core/internal'
 import {
   Cancellation,
   DEFAULT_MAX_FRAME_BYTES,

@@ -1,6 +1,7 @@
 // Idle timeout at tick precision: activity (a frame received, a call ended) sets a flag, and the next
 // tick stamps lastActivity with its own clock reading. Driven with explicit tick times.
-import triviumCore, { jsonFormat } from '@trivium/core'
+import triviumCore from '@trivium/core'
+import { jsonFormat } from '@trivium/core/internal'
 import {
   type CloseKind,
   type FrameCarrier,

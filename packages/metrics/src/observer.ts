@@ -2,7 +2,7 @@
 // including the ones auth, rbac or the rate limit refuse. Per (endpoint, transport) it keeps plain
 // counts, made into series at scrape time; only the latency histogram is updated per call.
 
-import type { Middleware, TriviumCall } from '@trivium/core'
+import type { CallTarget, Middleware, TriviumCall } from '@trivium/core'
 import type { Gauge, Histogram } from 'prom-client'
 import { TRANSPORTS } from './channels.js'
 import type { Instruments } from './instruments.js'
@@ -28,14 +28,14 @@ export interface CallSeries {
 
 /** `OK`, a Trivium error code (`TRV_*`), or `TRV_INTERNAL` for anything else (bounded). */
 export function codeOf(err: unknown): string {
-  const code = (err as { code?: unknown } | null)?.code
+  const code = typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined
   return typeof code === 'string' && /^TRV_[A-Z_]{1,40}$/.test(code) ? code : 'TRV_INTERNAL'
 }
 
 export function callObserver(m: Instruments, known: (endpoint: string) => boolean): Middleware {
   // By protocol, then endpoint name: no key string to build per call.
   const cache = new Map<string, Map<string, CallSeries>>()
-  const seriesFor = (call: TriviumCall<any>): CallSeries => {
+  const seriesFor = (call: TriviumCall<any, CallTarget>): CallSeries => {
     let byName = cache.get(call.protocol)
     if (byName === undefined) {
       byName = new Map()
@@ -77,7 +77,9 @@ export function callObserver(m: Instruments, known: (endpoint: string) => boolea
 }
 
 function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
-  return typeof (value as AsyncIterable<unknown> | null)?.[Symbol.asyncIterator] === 'function'
+  return typeof value === 'object' && value !== null && Symbol.asyncIterator in value
+    ? typeof value[Symbol.asyncIterator] === 'function'
+    : false
 }
 
 /** Counts the stream open until its iterator ends, throws or is returned (client cancel, close). */

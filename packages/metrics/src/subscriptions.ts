@@ -17,36 +17,40 @@ type Message = Record<string, unknown>
 /** Subscribes every channel; returns the function that unsubscribes them. */
 export function subscribeChannels(m: Instruments): () => void {
   const busChannels = new Set<string>()
-  const handlers: Record<string, (message: unknown) => void> = {
-    [CHANNELS.connection]: (raw) => {
-      const msg = raw as Message
+  const handlers: Record<string, (message: Message) => void> = {
+    [CHANNELS.connection]: (msg) => {
       const transport = bounded(msg.transport, TRANSPORTS)
       if (msg.event === 'open') m.connections.labels(transport).inc()
       else if (msg.event === 'close') m.connections.labels(transport).dec()
     },
-    [CHANNELS.frameRejected]: (raw) => {
-      const msg = raw as Message
+    [CHANNELS.frameRejected]: (msg) => {
       m.framesRejected.labels(bounded(msg.transport, TRANSPORTS), bounded(msg.reason, REJECT_REASONS)).inc()
     },
-    [CHANNELS.push]: (raw) => {
-      const msg = raw as Message
+    [CHANNELS.push]: (msg) => {
       m.push.labels(bounded(msg.transport, TRANSPORTS), bounded(msg.event, PUSH_EVENTS)).inc()
     },
-    [CHANNELS.authRevoked]: (raw) => {
-      const count = (raw as Message).count
+    [CHANNELS.authRevoked]: (msg) => {
+      const count = msg.count
       if (typeof count === 'number' && Number.isFinite(count) && count > 0) m.revocations.inc(count)
     },
-    [CHANNELS.authFailure]: (raw) => {
-      m.authFailures.labels(bounded((raw as Message).reason, AUTH_FAILURE_REASONS)).inc()
+    [CHANNELS.authFailure]: (msg) => {
+      m.authFailures.labels(bounded(msg.reason, AUTH_FAILURE_REASONS)).inc()
     },
-    [CHANNELS.busMessage]: (raw) => {
-      const { channel, lagSeconds } = raw as Message
+    [CHANNELS.busMessage]: (msg) => {
+      const { channel, lagSeconds } = msg
       if (typeof lagSeconds !== 'number' || !Number.isFinite(lagSeconds)) return
       m.busLag.labels(boundedChannel(busChannels, channel)).observe(lagSeconds)
     },
   }
-  for (const [name, fn] of Object.entries(handlers)) subscribe(name, fn)
+  // Channel messages are `unknown`; a message that is not an object is not one of ours.
+  const listeners = Object.entries(handlers).map(([name, fn]) => {
+    const listener = (message: unknown) => {
+      if (typeof message === 'object' && message !== null) fn({ ...message })
+    }
+    return [name, listener] as const
+  })
+  for (const [name, listener] of listeners) subscribe(name, listener)
   return () => {
-    for (const [name, fn] of Object.entries(handlers)) unsubscribe(name, fn)
+    for (const [name, listener] of listeners) unsubscribe(name, listener)
   }
 }

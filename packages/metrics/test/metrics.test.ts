@@ -1,7 +1,8 @@
 // @trivium/metrics: every metric of issue 18 moves when its event happens, on every transport.
 import { channel } from 'node:diagnostics_channel'
 import { EventEmitter } from 'node:events'
-import trivium, { jsonFormat, RateLimitExceededException, ValidationException } from '@trivium/core'
+import trivium, { RateLimitExceededException, ValidationException } from '@trivium/core'
+import { jsonFormat } from '@trivium/core/internal'
 import triviumMetrics, { CHANNELS } from '@trivium/metrics'
 import Fastify from 'fastify'
 import t from 'tap'

@@ -118,7 +118,8 @@ function renderRights(op: OpenApiOperation): string {
   const limit = op['x-trivium-rate-limit']
   if (limit === false) rows.push('<dt>rate limit</dt><dd>none</dd>')
   else if (typeof limit === 'object' && limit !== null) {
-    const { requests, windowMs } = limit as { requests?: unknown; windowMs?: unknown }
+    const requests = 'requests' in limit ? limit.requests : undefined
+    const windowMs = 'windowMs' in limit ? limit.windowMs : undefined
     rows.push(`<dt>rate limit</dt><dd>${escapeHtml(requests)} requests per ${escapeHtml(windowMs)} ms</dd>`)
   }
   return rows.join('')

@@ -249,7 +249,8 @@ function nonEmptyStrings(value: unknown): string[] | undefined {
 }
 
 function tagOf(name: string): string {
-  return name.split('.')[0] as string
+  const dot = name.indexOf('.')
+  return dot === -1 ? name : name.slice(0, dot)
 }
 
 function hasBinaryForm(model: Model, direction: 'request' | 'response'): boolean {
@@ -272,9 +273,7 @@ export function buildOpenApi(
   info: OpenApiInfo,
   options: BuildOptions = {},
 ): OpenApiDocument {
-  const endpoints = Array.isArray(registry)
-    ? (registry as readonly EndpointDefinition[])
-    : (registry as { list(): readonly EndpointDefinition[] }).list()
+  const endpoints = 'list' in registry ? registry.list() : registry
   const auth = options.auth ?? true
   const binary = options.binary ?? true
   const schemes = options.tokenQuery ? ['bearerAuth', 'tokenQuery'] : ['bearerAuth']
@@ -289,7 +288,8 @@ export function buildOpenApi(
     // A stream of requests has no HTTP operation (its route only refuses, PROTOCOL.md "Client and
     // bidirectional streams"): it is reachable over WebSocket and TCP only, so it is not an HTTP path here.
     if (endpoint.requestStream) continue
-    const config = endpoint.config as unknown as Record<string, unknown>
+    // Read as plain data: settings of packages this one does not import (auth, permissions, …) included.
+    const config: Readonly<Record<string, unknown>> = { ...endpoint.config }
     const request = components.add(endpoint.request)
     const response = components.add(endpoint.response)
     const pathParams = endpoint.http.pathParams
@@ -410,8 +410,9 @@ export function buildOpenApi(
     if (config.rateLimit !== undefined) operation['x-trivium-rate-limit'] = config.rateLimit
 
     const path = toOpenApiPath(endpoint.url)
-    paths[path] ??= {}
-    ;(paths[path] as Record<string, OpenApiOperation>)[endpoint.method.toLowerCase()] = operation
+    const operations = paths[path] ?? {}
+    operations[endpoint.method.toLowerCase()] = operation
+    paths[path] = operations
   }
 
   const responses: Record<string, Schema> = {}

@@ -1,13 +1,27 @@
 // @trivium/openapi — builds the OpenAPI 3.1 document of `fastify.trivium.registry` at ready time and
 // serves it, with a self-contained HTML docs page (no script, nothing loaded from elsewhere).
-import { BINARY_CONTENT_TYPE } from '@trivium/core'
+import { BINARY_CONTENT_TYPE } from '@trivium/core/internal'
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { DOCS_CSP, renderDocsPage } from './docs-page.js'
 import { buildOpenApi, type OpenApiDocument, type OpenApiInfo, type OpenApiServer } from './document.js'
 
 export { DOCS_CSP, type DocsPageOptions, escapeHtml, renderDocsPage } from './docs-page.js'
-export * from './document.js'
+export {
+  BINARY_MEDIA_TYPE,
+  type BuildOptions,
+  buildOpenApi,
+  ERROR_BODY_SCHEMA,
+  ERROR_RESPONSES,
+  JSON_MEDIA_TYPE,
+  type OpenApiDocument,
+  type OpenApiInfo,
+  type OpenApiOperation,
+  type OpenApiServer,
+  SECURITY_SCHEMES,
+  SSE_MEDIA_TYPE,
+  toOpenApiPath,
+} from './document.js'
 export { componentName, type RegisteredModel, SchemaComponents } from './schemas.js'
 
 export interface TriviumOpenApiOptions {

@@ -138,8 +138,9 @@ export class SchemaComponents {
         if (ref === '#') return COMPONENT_PREFIX + names.get(SELF)
         if (!ref.startsWith('#/')) return ref // external: left as is
         const tokens = ref.slice(2).split('/')
-        if (tokens.length >= 2 && (DEFINITION_KEYWORDS as readonly string[]).includes(tokens[0] as string)) {
-          const key = defKey(tokens[0] as string, decodePointerToken(tokens[1] as string))
+        const [keyword, token] = tokens
+        if (keyword !== undefined && token !== undefined && DEFINITION_KEYWORDS.some((k) => k === keyword)) {
+          const key = defKey(keyword, decodePointerToken(token))
           const target = aliases.get(key) ?? (entries.has(key) ? key : undefined)
           if (target !== undefined) {
             const rest = tokens.slice(2)

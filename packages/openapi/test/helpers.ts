@@ -1,6 +1,7 @@
 // Shared by the tests: a small set of endpoints and a structural check of a document.
 import { Validator } from '@seriousme/openapi-schema-validator'
-import trivium, { emptyModel, enforcesSettings, jsonSchemaModel, type Model } from '@trivium/core'
+import trivium, { emptyModel, jsonSchemaModel, type Model } from '@trivium/core'
+import { enforcesSettings } from '@trivium/core/internal'
 import Fastify, { type FastifyInstance } from 'fastify'
 
 export const Task = jsonSchemaModel<{ id: number; title: string; done: boolean }>('Task', {

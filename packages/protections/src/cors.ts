@@ -56,10 +56,8 @@ export function originMatcher(allowedOrigins: readonly string[]): (origin: strin
       suffixes.push(entry.slice(1)) // keeps the leading dot
     else exact.add(entry)
   }
-  const suffixCount = suffixes.length
   function bySuffix(origin: string): boolean {
-    for (let i = 0; i < suffixCount; i++) {
-      const suffix = suffixes[i] as string
+    for (const suffix of suffixes) {
       if (origin.length > suffix.length && origin.endsWith(suffix)) return true
     }
     return false

@@ -1,19 +1,50 @@
 // @trivium/protections: rate limiting (all transports), security headers and CORS (HTTP), one plugin per
 // concern plus `triviumProtections`, which registers all three with the documented defaults.
-import { enforcesSettings } from '@trivium/core'
+import { enforcesSettings } from '@trivium/core/internal'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { type CorsOptions, cors } from './cors.js'
 import { type RateLimitPluginOptions, rateLimit } from './rate-limit.js'
 import { type SecurityHeadersOptions, securityHeaders } from './security-headers.js'
 
-export * from './cors.js'
-export * from './limiter.js'
-export * from './memory-store.js'
-export * from './rate-limit.js'
-export * from './redis-store.js'
-export * from './security-headers.js'
-export * from './window.js'
+export { CORS_DEFAULTS, type CorsOptions, cors, ORIGIN_NOT_ALLOWED, originMatcher } from './cors.js'
+export {
+  RateLimiter,
+  type RateLimiterOptions,
+  STORE_UNAVAILABLE_MESSAGE,
+  type WhenStoreDown,
+} from './limiter.js'
+export {
+  DEFAULT_SWEEP_INTERVAL_MS,
+  MemoryStore,
+  type MemoryStoreOptions,
+  type RateLimitStore,
+} from './memory-store.js'
+export {
+  clientId,
+  RATE_LIMIT_MIDDLEWARE_NAME,
+  type RateLimitPluginOptions,
+  rateLimit,
+  type TriviumRateLimit,
+} from './rate-limit.js'
+export {
+  type RedisClientLike,
+  RedisStore,
+  type RedisStoreOptions,
+  StoreUnavailableError,
+} from './redis-store.js'
+export {
+  DEFAULT_SECURITY_HEADERS,
+  type SecurityHeadersOptions,
+  securityHeaders,
+} from './security-headers.js'
+export {
+  DEFAULT_LIMIT,
+  evaluateWindow,
+  type RateLimit,
+  type RateLimitResult,
+  type WindowState,
+} from './window.js'
 
 export interface TriviumProtectionsOptions {
   /**

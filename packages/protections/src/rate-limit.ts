@@ -2,14 +2,13 @@
 // against the same (client, endpoint) key. HTTP responses of counted calls (allowed or 429) get the X-RateLimit-* headers.
 
 import {
-  checkEndpointNames,
+  type CallTarget,
   directMiddleware,
-  type EndpointDefinition,
-  enforcesSettings,
   type Middleware,
   RateLimitExceededException,
   type TriviumCall,
 } from '@trivium/core'
+import { checkEndpointNames, enforcesSettings } from '@trivium/core/internal'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { RateLimiter, type WhenStoreDown } from './limiter.js'
@@ -52,9 +51,9 @@ export interface TriviumRateLimit {
   /** Counts one request for `key` (e.g. `user:7:tasks.create`) against `limit`. */
   check(key: string, limit: RateLimit): Promise<RateLimitResult>
   /** The documented client identifier for a call: `user:<user_id>`, `ip:<client_ip>` or `ip:unknown`. */
-  clientId(call: TriviumCall<any>): string
+  clientId(call: TriviumCall<any, CallTarget>): string
   /** The limit applied to an endpoint (or a protected plain route), or false when it is not limited. */
-  limitFor(endpoint: string, definition?: EndpointDefinition): RateLimit | false
+  limitFor(endpoint: string, definition?: CallTarget): RateLimit | false
   readonly limiter: RateLimiter
 }
 
@@ -66,7 +65,7 @@ declare module 'fastify' {
 
 export const RATE_LIMIT_MIDDLEWARE_NAME = 'rate-limit'
 
-export function clientId(call: TriviumCall<any>): string {
+export function clientId(call: TriviumCall<any, CallTarget>): string {
   const identity = call.identity
   if (identity !== undefined) return `user:${String(identity.userId)}`
   return call.clientIp ? `ip:${call.clientIp}` : 'ip:unknown'
@@ -82,7 +81,7 @@ export interface EndpointKeys {
 }
 
 /** The key of `call` (whose endpoint `caches` belong to), from the cache or built and cached. */
-function keyIn(caches: EndpointKeys, call: TriviumCall<any>): string {
+function keyIn(caches: EndpointKeys, call: TriviumCall<any, CallTarget>): string {
   const identity = call.identity
   const cache = identity !== undefined ? caches.users : caches.ips
   const client = identity !== undefined ? identity.userId : call.clientIp
@@ -105,7 +104,7 @@ function keyIn(caches: EndpointKeys, call: TriviumCall<any>): string {
 export class KeyCache {
   private readonly endpoints = new Map<string, EndpointKeys>()
 
-  keyOf(call: TriviumCall<any>): string {
+  keyOf(call: TriviumCall<any, CallTarget>): string {
     return keyIn(this.forEndpoint(call.endpoint), call)
   }
 
@@ -172,7 +171,7 @@ const rateLimitPlugin: FastifyPluginAsync<RateLimitPluginOptions> = async (
 
   // Resolved once per endpoint (the registry is sealed at ready, so the cache cannot go stale).
   const resolved = new Map<string, RateLimit | false>()
-  function limitFor(endpoint: string, definition?: EndpointDefinition): RateLimit | false {
+  function limitFor(endpoint: string, definition?: CallTarget): RateLimit | false {
     let limit = resolved.get(endpoint)
     if (limit !== undefined) return limit
     limit = limits.get(endpoint)
@@ -198,7 +197,7 @@ const rateLimitPlugin: FastifyPluginAsync<RateLimitPluginOptions> = async (
   }
   const states = new Map<string, EndpointState>()
   const keys = new KeyCache()
-  function stateOf(call: TriviumCall<any>): EndpointState {
+  function stateOf(call: TriviumCall<any, CallTarget>): EndpointState {
     let state = states.get(call.endpoint)
     if (state === undefined) {
       const limit = limitFor(call.endpoint, call.definition)
@@ -216,7 +215,7 @@ const rateLimitPlugin: FastifyPluginAsync<RateLimitPluginOptions> = async (
   let lastResetText = ''
 
   function apply(
-    call: TriviumCall<any>,
+    call: TriviumCall<any, CallTarget>,
     limit: RateLimit,
     limitText: string,
     result: RateLimitResult,

@@ -75,16 +75,19 @@ export function retryAfterSeconds(resetTime: number, now: number): number {
   return Math.max(1, Math.ceil((resetTime - now) / 1000))
 }
 
+function isPositiveInteger(value: unknown): value is number {
+  return Number.isSafeInteger(value) && Number(value) >= 1
+}
+
 /** Throws a TypeError naming `where` unless `limit` is a valid RateLimit. */
 export function assertRateLimit(limit: unknown, where: string): asserts limit is RateLimit {
-  const l = limit as Partial<RateLimit> | null
-  if (typeof l !== 'object' || l === null) {
+  if (typeof limit !== 'object' || limit === null) {
     throw new TypeError(`@trivium/protections: ${where} must be { requests, windowMs } or false`)
   }
-  if (!Number.isSafeInteger(l.requests) || (l.requests as number) < 1) {
+  if (!('requests' in limit) || !isPositiveInteger(limit.requests)) {
     throw new TypeError(`@trivium/protections: ${where}.requests must be a positive integer`)
   }
-  if (!Number.isSafeInteger(l.windowMs) || (l.windowMs as number) < 1) {
+  if (!('windowMs' in limit) || !isPositiveInteger(limit.windowMs)) {
     throw new TypeError(`@trivium/protections: ${where}.windowMs must be a positive integer (milliseconds)`)
   }
 }

@@ -1,6 +1,7 @@
 // Rate limiting through the core pipeline over HTTP (inject), plus WebSocket/TCP calls via trivium.invoke.
 
-import trivium, { jsonFormat, MiddlewareOrderError, type Protocol } from '@trivium/core'
+import trivium, { MiddlewareOrderError, type Protocol } from '@trivium/core'
+import { jsonFormat } from '@trivium/core/internal'
 import {
   MemoryStore,
   type RateLimitPluginOptions,

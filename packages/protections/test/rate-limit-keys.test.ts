@@ -1,7 +1,8 @@
 // The rate-limit middleware's store keys: `<clientId>:<endpoint>`, built once per (client, endpoint) and
 // reused (KeyCache), with a bounded cache.
 import type { TriviumCall, TriviumIdentity } from '@trivium/core'
-import { clientId, KEY_CACHE_LIMIT, KeyCache } from '@trivium/protections'
+import { clientId } from '@trivium/protections'
+import { KEY_CACHE_LIMIT, KeyCache } from '@trivium/protections/internal'
 import t from 'tap'
 
 function call(endpoint: string, identity: TriviumIdentity | undefined, clientIp?: string) {

@@ -5,7 +5,6 @@ import { createServer } from 'node:net'
 import { Writable } from 'node:stream'
 import trivium from '@trivium/core'
 import {
-  FIXED_WINDOW_LUA,
   RateLimiter,
   type RateLimitPluginOptions,
   type RateLimitResult,
@@ -13,6 +12,7 @@ import {
   RedisStore,
   rateLimit,
 } from '@trivium/protections'
+import { FIXED_WINDOW_LUA } from '@trivium/protections/internal'
 import Fastify from 'fastify'
 import { Redis } from 'ioredis'
 import t, { type Test } from 'tap'

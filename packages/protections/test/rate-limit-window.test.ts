@@ -1,6 +1,7 @@
 // The spec's fixed-window rule on the memory store, with a controlled clock, and the periodic sweep.
 
-import { evaluateWindow, MemoryStore, type RateLimit, retryAfterSeconds } from '@trivium/protections'
+import { evaluateWindow, MemoryStore, type RateLimit } from '@trivium/protections'
+import { retryAfterSeconds } from '@trivium/protections/internal'
 import t from 'tap'
 
 const limit: RateLimit = { requests: 3, windowMs: 10_000 }

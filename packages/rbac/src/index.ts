@@ -1,6 +1,6 @@
 // @trivium/rbac — the Fastify plugin. Runs the RBAC migrations, decorates `fastify.rbac` (the
 // service) and adds the authorization middleware to the app-wide chain as `rbac`, after `auth`.
-import { checkEndpointNames } from '@trivium/core'
+import { checkEndpointNames } from '@trivium/core/internal'
 import type { SqlClient } from '@trivium/sql'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
@@ -12,10 +12,27 @@ import {
 } from './middleware.js'
 import { migrateRbac, RbacService, type RbacServiceOptions, referenceUsers } from './service.js'
 
-export * from './errors.js'
-export * from './middleware.js'
-export * from './migrations.js'
-export * from './service.js'
+export { MAX_DESCRIPTION_LENGTH, MAX_NAME_LENGTH } from './errors.js'
+export {
+  createRbacMiddleware,
+  type RbacMiddlewareOptions,
+  REQUIRED_SEPARATOR,
+  type RequirementMap,
+  type Requirements,
+} from './middleware.js'
+export { RBAC_COMPONENT, RBAC_MIGRATIONS } from './migrations.js'
+export {
+  DEFAULT_LIVE_CACHE_MAX,
+  DEFAULT_LIVE_CACHE_TTL_MS,
+  migrateRbac,
+  type Permission,
+  RbacService,
+  type RbacServiceOptions,
+  type Role,
+  referenceUsers,
+  type UserRights,
+  type UserRoleAssignment,
+} from './service.js'
 
 export interface TriviumRbacOptions extends RbacServiceOptions {
   /** The database (from `connectPostgres` or `connectPglite`); the plugin does not close it. */

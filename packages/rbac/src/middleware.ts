@@ -7,12 +7,13 @@
 // Requirements come from the endpoint's registration (`permissions`, `roles`) unless the plugin's
 // option maps name the endpoint, which then replace the declaration.
 import {
+  type CallTarget,
   directMiddleware,
-  enforcesSettings,
   ForbiddenException,
   type Middleware,
   type TriviumCall,
 } from '@trivium/core'
+import { enforcesSettings } from '@trivium/core/internal'
 import type { RbacService } from './service.js'
 
 declare module '@trivium/core' {
@@ -74,12 +75,19 @@ export function checkRequirementMap(value: unknown, option: string): Requirement
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new TypeError(`@trivium/rbac: ${option} must be an object mapping endpoint names to lists of names`)
   }
-  for (const [endpoint, list] of Object.entries(value)) {
-    if (!Array.isArray(list) || list.some((n) => typeof n !== 'string' || n === '')) {
-      throw new TypeError(`@trivium/rbac: ${option}["${endpoint}"] must be a list of non-empty strings`)
-    }
-  }
-  return value as RequirementMap
+  // A copy with own entries only (fromEntries defines even a `__proto__` key as an own entry).
+  return Object.fromEntries(
+    Object.entries(value).map(([endpoint, list]) => {
+      if (!isNameList(list)) {
+        throw new TypeError(`@trivium/rbac: ${option}["${endpoint}"] must be a list of non-empty strings`)
+      }
+      return [endpoint, list]
+    }),
+  )
+}
+
+function isNameList(list: unknown): list is string[] {
+  return Array.isArray(list) && list.every((n) => typeof n === 'string' && n !== '')
 }
 
 export function checkEndpointConfig(
@@ -97,7 +105,7 @@ export function checkEndpointConfig(
   }
 }
 
-function userIdOf(call: TriviumCall<unknown>): number | undefined {
+function userIdOf(call: TriviumCall<unknown, CallTarget>): number | undefined {
   const raw = call.identity?.userId
   const id = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : raw
   return typeof id === 'number' && Number.isInteger(id) && id > 0 && id <= 2147483647 ? id : undefined
@@ -111,7 +119,7 @@ export function createRbacMiddleware(options: RbacMiddlewareOptions = {}): Middl
   // Requirements per endpoint, computed on first use (definitions are immutable after start).
   const cache = new Map<string, Requirements>()
 
-  function requirementsOf(call: TriviumCall<unknown>): Requirements {
+  function requirementsOf(call: TriviumCall<unknown, CallTarget>): Requirements {
     let req = cache.get(call.endpoint)
     if (req === undefined) {
       const config = call.definition.config
@@ -128,7 +136,7 @@ export function createRbacMiddleware(options: RbacMiddlewareOptions = {}): Middl
   // Not an async function: the token-snapshot check is synchronous, so an allowed call goes on without
   // an extra promise and microtask. Errors still come back as a rejected promise.
   return enforcesSettings(['permissions', 'roles', 'liveRbac'], directMiddleware(rbac))
-  function rbac(call: TriviumCall<any>, next: () => Promise<unknown>): Promise<unknown> {
+  function rbac(call: TriviumCall<any, CallTarget>, next: () => Promise<unknown>): Promise<unknown> {
     try {
       const identity = call.identity
       if (identity === undefined) return next()

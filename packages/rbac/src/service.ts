@@ -399,7 +399,7 @@ export class RbacService {
           'INSERT INTO roles (name, description) VALUES ($1, $2) RETURNING id, name, description, created_at',
           [name, desc],
         )
-        role = rows[0] as Role
+        role = returned(rows)
         if (ids.length > 0) {
           await tx.query(
             'INSERT INTO role_permissions (role_id, permission_id) SELECT $1, unnest($2::integer[])',
@@ -432,7 +432,7 @@ export class RbacService {
          RETURNING id, name, description, resource, action, created_at`,
         [name, desc, resource, action],
       )
-      return rows[0] as Permission
+      return returned(rows)
     } catch (err) {
       if (isUniqueViolation(err)) throw nameTaken('Permission', name)
       throw err
@@ -443,4 +443,11 @@ export class RbacService {
     const { rows } = await this.sql.query('SELECT 1 FROM roles WHERE id = $1', [roleId])
     return rows.length > 0
   }
+}
+
+/** The row of an INSERT … RETURNING of one row (PostgreSQL returns it or raises). */
+function returned<T>(rows: readonly T[]): T {
+  const row = rows[0]
+  if (row === undefined) throw new Error('@trivium/rbac: INSERT … RETURNING returned no row')
+  return row
 }

@@ -3,7 +3,8 @@
 // endpoint's Fastify route). What frames mean is @trivium/frame-session's; bytes are carrier.ts's.
 import { createServer as createNetServer, type Server, type Socket } from 'node:net'
 import { createServer as createTlsServer } from 'node:tls'
-import { jsonFormat, metadataCredential } from '@trivium/core'
+import { metadataCredential } from '@trivium/core'
+import { jsonFormat } from '@trivium/core/internal'
 import { FrameServer, FrameSession } from '@trivium/frame-session'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'

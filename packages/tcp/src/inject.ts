@@ -20,15 +20,12 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 import { createServer, type IncomingMessage, type Server, ServerResponse } from 'node:http'
 import { Duplex } from 'node:stream'
 import {
-  decodePayload,
   type EndpointDefinition,
-  jsonFormat,
-  TRANSPORT_OVERRIDE,
-  type TransportOverride,
   type TriviumCall,
   UnsupportedMediaTypeException,
   type WireFormat,
 } from '@trivium/core'
+import { decodePayload, jsonFormat, TRANSPORT_OVERRIDE, type TransportOverride } from '@trivium/core/internal'
 import type { Cancellation } from '@trivium/wire'
 import type {
   FastifyInstance,

@@ -5,7 +5,8 @@
 // IncomingMessage (not light-my-request's emulation), and a CANCEL
 // aborts the handler like a client leaving an HTTP request.
 import { IncomingMessage } from 'node:http'
-import triviumCore, { ForbiddenException, jsonFormat } from '@trivium/core'
+import triviumCore, { ForbiddenException } from '@trivium/core'
+import { jsonFormat } from '@trivium/core/internal'
 import triviumTcp from '@trivium/tcp'
 import { Cancellation, FrameType } from '@trivium/wire'
 import Fastify, { type FastifyInstance } from 'fastify'

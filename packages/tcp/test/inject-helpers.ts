@@ -1,6 +1,7 @@
 // Shared by the inject-mode tests: one app whose Fastify hooks record what they see, the inject bridge
 // called directly (lean path and forced app.inject() path), and a normalised outcome to compare paths.
-import { type EndpointDefinition, jsonFormat, type TransportOverride } from '@trivium/core'
+import type { EndpointDefinition } from '@trivium/core'
+import { jsonFormat, type TransportOverride } from '@trivium/core/internal'
 import { Cancellation } from '@trivium/wire'
 import type { FastifyInstance } from 'fastify'
 import { InjectBridge, type InjectOutcome } from '../dist/inject.js'

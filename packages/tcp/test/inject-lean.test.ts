@@ -3,7 +3,8 @@
 // the TCP marker no HTTP client can forge. Its source uses no private field of Fastify, Node or ws.
 import { once } from 'node:events'
 import { Readable } from 'node:stream'
-import triviumCore, { jsonFormat } from '@trivium/core'
+import triviumCore from '@trivium/core'
+import { jsonFormat } from '@trivium/core/internal'
 import triviumTcp from '@trivium/tcp'
 import { FrameType } from '@trivium/wire'
 import Fastify, { type FastifyServerOptions } from 'fastify'

@@ -9,6 +9,7 @@ import {
   type ReadableSpan,
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base'
+import triviumAuth from '@trivium/auth'
 import { createClient, type EndpointSpec } from '@trivium/client/node'
 import { anyModel, triviumCorePlugin, UnauthorizedException } from '@trivium/core'
 import { triviumTcpPlugin } from '@trivium/tcp'
@@ -66,6 +67,15 @@ const echo: EndpointSpec = {
   request: anyModel,
   response: anyModel,
   streaming: false,
+}
+
+/** Polls `cond` until it holds; the deadline is generous so that a loaded machine only makes it slower. */
+async function until(cond: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
 }
 
 function serverSpans(): ReadableSpan[] {
@@ -149,6 +159,58 @@ t.test('a refused call is an error span with its code; without traceparent a new
   t.equal(span!.attributes['trivium.status_code'], 401)
   t.equal(span!.attributes['enduser.id'], undefined)
   t.equal(span!.parentSpanContext, undefined)
+})
+
+// Issue 31: a plain route guarded by @trivium/auth (`config.triviumRoute`) is traced around the route, and
+// its span carries the status Fastify sent (it was undefined: the guard's target had no status).
+t.test('a guarded plain route: the span has the status of the response that was sent', async (t) => {
+  const app = Fastify()
+  t.teardown(() => app.close())
+  await app.register(triviumCorePlugin)
+  await app.register(triviumTracing)
+  await app.register(triviumAuth, {
+    secret: 'tracing-test-secret-0123456789-abcdefgh',
+    issuer: 'trivium-test',
+  })
+  const open = { config: { triviumRoute: { auth: 'public' as const } } }
+  app.get('/legacy/ok', open, async () => ({ ok: true }))
+  app.post('/legacy/created', open, async (_request, reply) => reply.code(201).send({ created: true }))
+  app.get('/legacy/forbidden', open, async (_request, reply) => reply.code(403).send({ allowed: false }))
+  app.get('/legacy/broken', open, async () => {
+    throw new Error('the route failed')
+  })
+  app.get('/legacy/private', { config: { triviumRoute: { name: 'legacy.private' } } }, async () => ({}))
+  const address = await app.listen({ port: 0, host: '127.0.0.1' })
+  const cases = [
+    { method: 'GET', url: '/legacy/ok', status: 200, code: 'OK' },
+    { method: 'POST', url: '/legacy/created', status: 201, code: 'OK' },
+    { method: 'GET', url: '/legacy/forbidden', status: 403, code: undefined },
+    { method: 'GET', url: '/legacy/broken', status: 500, code: undefined },
+    // Refused by the auth middleware before the route runs: the error's code and status.
+    { method: 'GET', url: '/legacy/private', status: 401, code: 'TRV_UNAUTHORIZED' },
+  ]
+  for (const via of ['inject', 'socket'] as const) {
+    for (const c of cases) {
+      exporter.reset()
+      const status =
+        via === 'inject'
+          ? (await app.inject({ method: c.method as 'GET', url: c.url })).statusCode
+          : (await fetch(`${address}${c.url}`, { method: c.method })).status
+      t.equal(status, c.status, `${via} ${c.method} ${c.url}: answered ${c.status}`)
+      // The span ends when the response has been sent (its 'close'), after the client has it.
+      await until(() => serverSpans().length === 1, `the span of ${c.url}`)
+      const span = serverSpans()[0]!
+      t.equal(span.name, c.url === '/legacy/private' ? 'legacy.private' : `${c.method} ${c.url}`)
+      t.equal(span.attributes['trivium.status_code'], c.status, `${via} ${c.url}: status_code ${c.status}`)
+      t.equal(span.attributes['trivium.code'], c.code, `${via} ${c.url}: code ${c.code}`)
+      t.equal(span.attributes['trivium.transport'], 'http')
+      t.equal(
+        span.status.code,
+        c.status >= 500 || c.code === 'TRV_UNAUTHORIZED' ? SpanStatusCode.ERROR : SpanStatusCode.UNSET,
+        `${via} ${c.url}: span status`,
+      )
+    }
+  }
 })
 
 t.test('the client refuses a traceparent that is not a string or function', async (t) => {

@@ -4,17 +4,50 @@ import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { checkDeclaration, validationMiddleware } from './middleware.js'
 
-export * from './messages.js'
+export {
+  ALLOWED_FILE_EXTENSIONS,
+  EMAIL_MESSAGE,
+  FILE_CONTENT_MESSAGE,
+  FILE_CONTENT_SCAN_BYTES,
+  FILE_SIZE_INVALID_MESSAGE,
+  FILE_SIZE_MESSAGE,
+  FILE_TYPE_MESSAGE,
+  MAX_FILE_SIZE,
+  MIN_PASSWORD_LENGTH,
+  PASSWORD_DIGIT_MESSAGE,
+  PASSWORD_LOWERCASE_MESSAGE,
+  PASSWORD_SPECIAL_CHARACTERS,
+  PASSWORD_SPECIAL_MESSAGE,
+  PASSWORD_UPPERCASE_MESSAGE,
+  passwordLengthMessage,
+  REQUIRED_MESSAGE,
+  USERNAME_MAX_LENGTH,
+  USERNAME_MESSAGE,
+  USERNAME_MIN_LENGTH,
+} from './messages.js'
 export {
   type CustomRule,
   checkCall,
-  checkDeclaration,
   type FieldRule,
   type RuleName,
   type RuleSpec,
   validationMiddleware,
 } from './middleware.js'
-export * from './validators.js'
+export {
+  encodeHtml,
+  isEmail,
+  type PasswordOptions,
+  passwordProblems,
+  sanitize,
+  stripScriptPatterns,
+  stripSqlKeywords,
+  validateEmail,
+  validateFileContent,
+  validateFileExtension,
+  validateFileSize,
+  validatePassword,
+  validateUsername,
+} from './validators.js'
 
 export interface TriviumValidationOptions {
   /** Middleware names that must run first (e.g. `['auth']`, so unauthenticated calls never see field errors). */

@@ -7,13 +7,14 @@
 //     sanitize: ['bio'],
 //   }, handler)
 import {
+  type CallTarget,
   directMiddleware,
-  enforcesSettings,
   type FieldError,
   type Middleware,
   type TriviumCall,
   ValidationException,
 } from '@trivium/core'
+import { enforcesSettings } from '@trivium/core/internal'
 import { REQUIRED_MESSAGE } from './messages.js'
 import {
   sanitize,
@@ -83,12 +84,14 @@ function toSpec(rule: FieldRule): RuleSpec {
 }
 
 function isValidationError(err: unknown): err is ValidationException {
-  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 'TRV_VALIDATION'
+  return typeof err === 'object' && err !== null && 'code' in err && err.code === 'TRV_VALIDATION'
 }
 
 function fieldValue(body: unknown, field: string): unknown {
-  if (typeof body !== 'object' || body === null || !Object.hasOwn(body, field)) return undefined
-  return (body as Record<string, unknown>)[field]
+  if (typeof body !== 'object' || body === null) return undefined
+  // An own property only (never one inherited from Object.prototype, e.g. `constructor`).
+  const own: PropertyDescriptor | undefined = Object.getOwnPropertyDescriptor(body, field)
+  return own?.value
 }
 
 /**
@@ -96,7 +99,7 @@ function fieldValue(body: unknown, field: string): unknown {
  * the thrown ValidationException's message is the first failure's and `details` lists every failure,
  * each naming its field.
  */
-export function checkCall(call: TriviumCall<any>): void {
+export function checkCall(call: TriviumCall<any, CallTarget>): void {
   const config = call.definition.config
   const rules = config.validate
   const toSanitize = config.sanitize
@@ -129,10 +132,9 @@ export function checkCall(call: TriviumCall<any>): void {
     if (message !== undefined) throw new ValidationException(message, details)
   }
   if (toSanitize && typeof body === 'object' && body !== null) {
-    const record = body as Record<string, unknown>
     for (const field of toSanitize) {
       const value = fieldValue(body, field)
-      if (typeof value === 'string') record[field] = sanitize(value)
+      if (typeof value === 'string') Reflect.set(body, field, sanitize(value))
     }
   }
 }

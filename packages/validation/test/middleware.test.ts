@@ -1,4 +1,5 @@
-import trivium, { jsonFormat, ValidationException } from '@trivium/core'
+import trivium, { ValidationException } from '@trivium/core'
+import { jsonFormat } from '@trivium/core/internal'
 import triviumValidation, { validationMiddleware } from '@trivium/validation'
 import Fastify from 'fastify'
 import t from 'tap'

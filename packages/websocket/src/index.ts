@@ -3,7 +3,8 @@
 // @trivium/frame-session's, what bytes look like is carrier.ts's.
 import type { Duplex } from 'node:stream'
 import websocket from '@fastify/websocket'
-import { jsonFormat, ValidationException, websocketCredential } from '@trivium/core'
+import { ValidationException, websocketCredential } from '@trivium/core'
+import { jsonFormat } from '@trivium/core/internal'
 import { FrameServer, FrameSession } from '@trivium/frame-session'
 import { decodeMetadata } from '@trivium/wire'
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify'

@@ -2,15 +2,13 @@
 // documented order, before the socket is handed to ws.
 import {
   ForbiddenException,
-  hostMissing,
-  jsonFormat,
-  MISSING_HOST,
   normalizeError,
   toErrorBody,
   UnsupportedMediaTypeException,
   ValidationException,
   type WireFormat,
 } from '@trivium/core'
+import { hostMissing, jsonFormat, MISSING_HOST } from '@trivium/core/internal'
 import type { ConnectionIdentity, FrameServer } from '@trivium/frame-session'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { ResolvedOptions } from './options.js'

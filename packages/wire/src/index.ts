@@ -12,7 +12,34 @@ export {
   TIMEOUT_METADATA_KEY,
 } from './deadline.js'
 export { FrameError, FrameErrorCode, type FrameErrorCodeValue } from './errors.js'
-export * from './errors-vocabulary.js'
+export {
+  type CodedErrorClass,
+  ConflictException,
+  codedError,
+  ERROR_KINDS,
+  type ErrorBody,
+  type ErrorKind,
+  type FieldError,
+  ForbiddenException,
+  fromErrorBody,
+  INTERNAL_ERROR_MESSAGE,
+  InternalErrorException,
+  isTriviumError,
+  NetworkException,
+  NotFoundException,
+  PayloadTooLargeException,
+  RateLimitExceededException,
+  ServiceUnavailableException,
+  TimeoutException,
+  TokenExpiredException,
+  TriviumError,
+  type TriviumErrorOptions,
+  toErrorBody,
+  UnauthorizedException,
+  UnprocessableContentException,
+  UnsupportedMediaTypeException,
+  ValidationException,
+} from './errors-vocabulary.js'
 export {
   CREDIT_BYTES,
   DEFAULT_MAX_FRAME_BYTES,

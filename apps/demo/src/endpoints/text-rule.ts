@@ -49,6 +49,7 @@ export function refuseNulIn(model: string | undefined, value: unknown): void {
  * (A stream of requests has no body here: its handler checks each item with `refuseNulIn`.)
  */
 export const refuseNulText: Middleware = (call, next) => {
-  refuseNulIn(call.definition.request.name, call.body)
+  // A guarded plain route has no request model: its body is named as such.
+  refuseNulIn(call.definition.kind === 'endpoint' ? call.definition.request.name : 'request body', call.body)
   return next()
 }

@@ -304,7 +304,7 @@ export function parseTypeExpression(
         ws()
         const keyAt = i
         const key = type()
-        if (key.kind !== 'prim' || !(MAP_KEYS as readonly string[]).includes(key.name)) {
+        if (key.kind !== 'prim' || !oneOf(MAP_KEYS, key.name)) {
           throw new ExprError(
             `map key type must be one of ${MAP_KEYS.join(', ')}, got "${expr.slice(keyAt, i).trim()}"`,
           )
@@ -312,11 +312,11 @@ export function parseTypeExpression(
         expect(',')
         const value = type()
         expect('>')
-        node = { kind: 'map', key: key.name as MapKey, value }
+        node = { kind: 'map', key: key.name, value }
       } else if (name === 'any') {
         node = { kind: 'any' }
-      } else if ((PRIMITIVES as readonly string[]).includes(name)) {
-        node = { kind: 'prim', name: name as Primitive }
+      } else if (oneOf(PRIMITIVES, name)) {
+        node = { kind: 'prim', name }
       } else if (isCustom(name)) {
         node = { kind: 'custom', name }
       } else if (isModel(name)) {
@@ -391,6 +391,15 @@ const RESERVED_FIELD_NAMES = new Set(
 export const ENDPOINT_NAME = /^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)*$/
 const HTTP_METHODS: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'DELETE']
 
+/** `v` is one of `list`'s values (a type guard, where `list.includes(v)` would not narrow). */
+function oneOf<T extends string>(list: readonly T[], v: unknown): v is T {
+  return list.some((x) => x === v)
+}
+
+function isInteger(v: unknown): v is number {
+  return Number.isInteger(v)
+}
+
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
@@ -423,7 +432,7 @@ export function checkSchema(input: unknown): SchemaDef {
         problems.push({
           reason: `custom type "${name}": invalid name (letters, digits and _, starting with a letter; not a reserved word)`,
         })
-      } else if ((PRIMITIVES as readonly string[]).includes(name)) {
+      } else if (oneOf(PRIMITIVES, name)) {
         problems.push({ reason: `custom type "${name}": a primitive type cannot be redefined` })
       } else if (Object.hasOwn(rawModels, name)) {
         problems.push({ reason: `custom type "${name}": a model has the same name` })
@@ -435,7 +444,7 @@ export function checkSchema(input: unknown): SchemaDef {
       ) {
         problems.push({ reason: `custom type "${name}": "export" must be an identifier` })
       } else {
-        types.push({ name, from: def.import, export: (def.export as string | undefined) ?? name })
+        types.push({ name, from: def.import, export: def.export ?? name })
       }
     }
   }
@@ -565,20 +574,15 @@ export function checkSchema(input: unknown): SchemaDef {
       let status = 200
       if (!isPlainObject(http)) bad('"http" must be an object { method, url, status? }')
       else {
-        if (!HTTP_METHODS.includes(http.method as HttpMethod))
-          bad(`"http.method" must be one of ${HTTP_METHODS.join(', ')}`)
-        else method = http.method as HttpMethod
+        if (!oneOf(HTTP_METHODS, http.method)) bad(`"http.method" must be one of ${HTTP_METHODS.join(', ')}`)
+        else method = http.method
         if (typeof http.url !== 'string' || !http.url.startsWith('/'))
           bad('"http.url" must be a path starting with "/"')
         else url = http.url
         if (http.status !== undefined) {
-          if (
-            !Number.isInteger(http.status) ||
-            (http.status as number) < 200 ||
-            (http.status as number) > 299
-          ) {
+          if (!isInteger(http.status) || http.status < 200 || http.status > 299) {
             bad('"http.status" must be a 2xx code')
-          } else status = http.status as number
+          } else status = http.status
         }
         for (const key of Object.keys(http)) {
           if (!['method', 'url', 'status'].includes(key)) bad(`unknown key "http.${key}"`)
@@ -594,7 +598,7 @@ export function checkSchema(input: unknown): SchemaDef {
           bad(`invalid setting name "${key}"`)
           continue
         }
-        if (key === 'auth' && !['public', 'optional', 'required'].includes(v as string)) {
+        if (key === 'auth' && !oneOf(['public', 'optional', 'required'], v)) {
           bad('"auth" must be "public", "optional" or "required"')
         } else if (
           (key === 'permissions' || key === 'roles') &&
@@ -606,10 +610,10 @@ export function checkSchema(input: unknown): SchemaDef {
           v !== false &&
           !(
             isPlainObject(v) &&
-            Number.isInteger(v.requests) &&
-            (v.requests as number) > 0 &&
-            Number.isInteger(v.windowMs) &&
-            (v.windowMs as number) > 0 &&
+            isInteger(v.requests) &&
+            v.requests > 0 &&
+            isInteger(v.windowMs) &&
+            v.windowMs > 0 &&
             Object.keys(v).every((k) => k === 'requests' || k === 'windowMs')
           )
         ) {
@@ -618,7 +622,7 @@ export function checkSchema(input: unknown): SchemaDef {
           )
         } else if (key === 'summary' && typeof v !== 'string') {
           bad('"summary" must be a string')
-        } else if (key === 'timeoutMs' && !(Number.isInteger(v) && (v as number) > 0)) {
+        } else if (key === 'timeoutMs' && !(isInteger(v) && v > 0)) {
           bad('"timeoutMs" must be a positive integer')
         } else config[key] = v
       }

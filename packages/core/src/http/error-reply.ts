@@ -29,7 +29,7 @@ export function sendError(err: unknown, request: FastifyRequest, reply: FastifyR
     internal = false
   } else if (internal) {
     request.log.error({ err, requestId: request.id }, 'unhandled error in endpoint')
-  } else if (!(request as unknown as Record<symbol, unknown>)[CALL]) {
+  } else if (!request[CALL]) {
     // Refused before the endpoint ran (URL, framing, body): no access log saw it. Inside an endpoint,
     // refusals are the application's to log (the demo's access log).
     request.log.info(

@@ -11,6 +11,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The call of an endpoint request (set by @trivium/core's HTTP route). */
     [CALL]?: TriviumCall
+    /** Set by a bridge that replays a frame through `app.inject()` (see TRANSPORT_OVERRIDE). */
+    [TRANSPORT_OVERRIDE]?: TransportOverride
   }
 }
 
@@ -19,7 +21,7 @@ declare module 'fastify' {
  * the HTTP route then builds the call with this protocol, metadata and client address. A property
  * keyed by a module-private Symbol cannot be set by an HTTP client (no header or body reaches it).
  */
-export const TRANSPORT_OVERRIDE = Symbol('trivium.transportOverride')
+export const TRANSPORT_OVERRIDE: unique symbol = Symbol('trivium.transportOverride')
 
 export interface TransportOverride {
   protocol: 'websocket' | 'tcp'

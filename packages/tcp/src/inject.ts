@@ -70,6 +70,10 @@ function abortError(reason: unknown): Error {
   return err
 }
 
+function emitClose(res: ServerResponse): void {
+  res.emit('close')
+}
+
 function toBuffer(chunk: unknown, encoding: unknown): Buffer | undefined {
   if (typeof chunk === 'string')
     return Buffer.from(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8')
@@ -335,9 +339,12 @@ export class InjectBridge {
           resolve({ ok: false, body: EMPTY, call, path: 'lean' })
           return
         }
+        // As Node's HTTP server does on `finish`: the socket is released, then the response emits
+        // `close` in the next tick (listeners that clean up on `close`, as for any HTTP response).
         res.once('finish', () => {
           res.detachSocket(socket as unknown as Socket)
           this.#release(socket)
+          process.nextTick(emitClose, res)
         })
         resolve({ ok: res.statusCode < 400, body, call, path: 'lean' })
       })

@@ -72,6 +72,35 @@ t.test('a preParsing hook can read the body as a stream and replace it', async (
   t.same(dec(out.body), { b: 1 })
 })
 
+t.test(
+  "the response emits 'close' after 'finish', as an HTTP response does (cleanup listeners run)",
+  async (t) => {
+    const { app, bridge } = await withBridge(t)
+    const events: string[][] = []
+    app.addHook('onRequest', (_request, reply, done) => {
+      const seen: string[] = []
+      events.push(seen)
+      reply.raw.once('finish', () => seen.push('finish'))
+      reply.raw.once('close', () => seen.push(`close (finished: ${reply.raw.writableFinished})`))
+      done()
+    })
+    app.trivium.endpoint('plain', { method: 'GET', url: '/plain' }, () => ({ plain: true }))
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const port = (app.server.address() as { port: number }).port
+    await fetch(`http://127.0.0.1:${port}/plain`).then((r) => r.text())
+    for (let i = 0; i < 2; i++) t.equal((await bridgeCall(bridge, app, 'plain')).ok, true)
+    await until(
+      () => events.length === 3 && events.every((seen) => seen.length === 2),
+      "every response's close",
+    )
+    t.same(
+      events,
+      Array(3).fill(['finish', 'close (finished: true)']),
+      'HTTP, then two calls on the lean path',
+    )
+  },
+)
+
 t.test('the request logger sees method, url and the TCP peer address', async (t) => {
   const lines: Record<string, unknown>[] = []
   const stream = { write: (line: string) => lines.push(JSON.parse(line)) }

@@ -7,14 +7,14 @@
 // their public constructors, as Node's HTTP server does after parsing: `new IncomingMessage(socket)`
 // with its documented fields set (`method`, `url`, `headers`, `rawHeaders`, `httpVersion`, `complete`)
 // and the body pushed through the Readable API; `new FrameResponse(req)` (a `ServerResponse` subclass
-// recording what `write`/`end` are given before calling Node's own) bound to the in-memory socket with
-// `assignSocket`/`detachSocket` (public methods of `ServerResponse`, in Node's typings; Node's server and
-// light-my-request bind theirs the same way); then `fastify.routing(req, res)` (documented). No socket,
-// no kernel, no HTTP bytes parsed: the earlier version wrote the request as HTTP/1.1 bytes into a
-// private `http.Server` and cost 2–2.5× the CPU per call (packages/tcp/README.md). One in-memory socket
-// serves one call at a time (pooled). `options.lean: false` serves frames through `app.inject()`
-// instead (tests and bench/transports compare the two), the call identified through an
-// `AsyncLocalStorage`.
+// recording what `write`/`end` are given before calling Node's own) bound to an in-memory socket with
+// `assignSocket`/`detachSocket` (public methods of `ServerResponse`, declared in Node's typings; Node's
+// server, light-my-request and @fastify/websocket bind theirs the same way); then `fastify.routing(req,
+// res)` (documented). No socket, no kernel, no HTTP bytes written or parsed: the previous version wrote
+// the request as HTTP/1.1 bytes into a private `http.Server` and cost 2–3× the CPU per call
+// (packages/tcp/README.md). One in-memory socket serves one call at a time (pooled).
+// `options.lean: false` serves frames through `app.inject()` instead (tests and bench/transports compare
+// the two), the call identified through an `AsyncLocalStorage`.
 //
 // Marking the request as TCP: a callback-style onRequest hook copies the frame's transport (protocol
 // `tcp`, metadata, socket address) into core's TRANSPORT_OVERRIDE when `request.raw.socket` is one of
@@ -54,7 +54,7 @@ export interface InjectOutcome {
   body: Uint8Array
   /** The call the route built (for the connection's identity), when the route ran. */
   call: TriviumCall | undefined
-  /** Which path served the frame: `lean` (Node's HTTP server in memory) or `inject` (`app.inject()`). */
+  /** Which path served the frame: `lean` (Node's request/response built in memory) or `inject` (`app.inject()`). */
   path: 'lean' | 'inject'
 }
 
@@ -257,7 +257,7 @@ export class InjectBridge {
     })
   }
 
-  /** Whether frames are served by `app.inject()` rather than the in-memory HTTP server. */
+  /** Whether frames are served by `app.inject()` rather than by Node's objects built in memory. */
   usesFallback(_definition?: EndpointDefinition): boolean {
     return this.#marker !== undefined
   }

@@ -1,4 +1,4 @@
-// Issue 17, issue 31: the lean inject path (Node's HTTP server in memory, `fastify.routing`): what it
+// Issue 17, issue 31: the lean inject path (Node's request and response built in memory, `fastify.routing`): what it
 // honours (body streams for preParsing hooks, stream replies, a hijacked reply, the request logger), and
 // the TCP marker no HTTP client can forge. Its source uses no private field of Fastify, Node or ws.
 import { once } from 'node:events'

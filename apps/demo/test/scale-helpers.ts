@@ -206,9 +206,12 @@ export async function startOnPostgres(
   env: Record<string, string> = {},
 ): Promise<Instance> {
   const backend = newBackend()
-  t.teardown(() => dropBackend(backend))
-  const instance = await startProcess(name, { ...backendEnv(backend), ...env })
-  t.teardown(() => instance.stop()) // runs before the drop (teardowns run last-added first)
+  let instance: Instance | undefined
+  t.teardown(async () => {
+    await instance?.stop()
+    await dropBackend(backend)
+  })
+  instance = await startProcess(name, { ...backendEnv(backend), ...env })
   return instance
 }
 

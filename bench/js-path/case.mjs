@@ -1,10 +1,9 @@
 // One case of bench/js-path, in a process of its own (module evaluation order moves a process's speed,
 // bench/README.md): builds the same app as the side-by-side server, then drives `fastify.routing` the
-// way @trivium/tcp's inject mode does since issue 31 (HTTP/1.1 bytes pushed into in-memory Duplex
-// streams handed to an unlistened `http.Server` through its documented 'connection' event: Node's own
-// parser, IncomingMessage and ServerResponse; no socket, no kernel) for a few hundred thousand requests,
-// 50 in flight, and prints `US <µs per request>` for each of five rounds.
-import { createServer } from 'node:http'
+// way @trivium/tcp's inject mode does since 2026-11-26 (Node's own IncomingMessage and ServerResponse
+// made with their public constructors on an in-memory Duplex; no parser, no socket, no kernel) for a few
+// hundred thousand requests, 50 in flight, and prints `US <µs per request>` for each of five rounds.
+import { IncomingMessage, ServerResponse } from 'node:http'
 import { Duplex } from 'node:stream'
 
 // usage: case.mjs <bare|ceiling|core|deadline|async|async-deadline|public|secure> [requests per round]
@@ -53,7 +52,6 @@ await app.ready()
 
 /** One in-memory connection per request in flight; what the server writes back is dropped. */
 class MemorySocket extends Duplex {
-  resolve = undefined
   remoteAddress = '127.0.0.1'
   _read() {}
   _write(_chunk, _encoding, callback) {
@@ -63,26 +61,31 @@ class MemorySocket extends Duplex {
     callback()
   }
 }
-const server = createServer(
-  { requireHostHeader: false, keepAliveTimeout: 0, requestTimeout: 0 },
-  (req, res) => {
-    res.once('finish', () => req.socket.resolve(res.statusCode))
-    app.routing(req, res)
-  },
-)
-const sockets = Array.from({ length: IN_FLIGHT }, () => {
-  const socket = new MemorySocket()
-  server.emit('connection', socket)
-  return socket
-})
-// Node's parser makes a fresh header object and token string per request.
-let head = `GET ${path} HTTP/1.1\r\n`
-for (const [name, value] of Object.entries(headers)) head += `${name}: ${value}\r\n`
-head += '\r\n'
+const sockets = Array.from({ length: IN_FLIGHT }, () => new MemorySocket())
+// As TCP inject mode builds them: Node's request and response made with their public constructors, a
+// fresh header object and token string per request (as Node's parser makes them).
+const authorization = headers.authorization
 function request(socket) {
   return new Promise((resolve) => {
-    socket.resolve = resolve
-    socket.push(Buffer.from(head, 'latin1'))
+    const req = new IncomingMessage(socket)
+    req.method = 'GET'
+    req.url = path
+    req.httpVersion = '1.1'
+    req.httpVersionMajor = 1
+    req.httpVersionMinor = 1
+    const h = { ...headers }
+    if (authorization !== undefined) h.authorization = Buffer.from(authorization).toString('latin1')
+    req.rawHeaders = Object.entries(h).flat()
+    req.headers = h
+    req.push(null)
+    req.complete = true
+    const res = new ServerResponse(req)
+    res.assignSocket(socket)
+    res.once('finish', () => {
+      res.detachSocket(socket)
+      resolve(res.statusCode)
+    })
+    app.routing(req, res)
   })
 }
 async function batch() {
@@ -98,6 +101,11 @@ async function batch() {
 for (let i = 0; i < 2000; i++) await batch() // warm-up
 for (let r = 0; r < 5; r++) {
   const t0 = process.hrtime.bigint()
+  const cpu0 = process.cpuUsage()
   for (let i = 0; i < N / IN_FLIGHT; i++) await batch()
+  const cpu = process.cpuUsage(cpu0)
   console.log(`US ${Number(process.hrtime.bigint() - t0) / 1000 / N}`)
+  // The process's CPU time (all its threads, pinned to one core): what other load on the machine
+  // leaves of the figure when the wall clock is shared with it (bench/README.md, js-path).
+  console.log(`CPU ${(cpu.user + cpu.system) / N}`)
 }

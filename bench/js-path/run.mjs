@@ -10,6 +10,9 @@ import { spawnSync } from 'node:child_process'
 import { median } from '../lib/harness.mjs'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
+// BENCH_METRIC=CPU: each process's CPU time per request instead of the wall clock (on a machine other
+// work shares, the wall clock counts their time too; bench/README.md, js-path).
+const METRIC = process.env.BENCH_METRIC === 'CPU' ? 'CPU' : 'US'
 const REQUESTS = process.env.BENCH_REQUESTS ?? '200000'
 const here = new URL('.', import.meta.url).pathname
 const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0
@@ -25,37 +28,59 @@ const cases = [
 ]
 const only = process.env.BENCH_CASES?.split(',').filter(Boolean)
 if (only) for (let i = cases.length - 1; i >= 0; i--) if (!only.includes(cases[i][0])) cases.splice(i, 1)
-const samples = Object.fromEntries(cases.map(([k]) => [k, []]))
+// BENCH_BEFORE=<another built checkout>: its own bench/js-path/case.mjs (its harness and its build) runs
+// each case too, interleaved, and the over-ceiling figures of both are printed side by side.
+const before = process.env.BENCH_BEFORE
+const trees = before
+  ? [
+      ['', here],
+      [' (before)', `${before}/bench/js-path/`],
+    ]
+  : [['', here]]
+const samples = {}
 for (let r = 0; r < ROUNDS; r++) {
   for (const [k] of cases) {
-    const args = [process.execPath, `${here}case.mjs`, k, REQUESTS]
-    const out = hasTaskset
-      ? spawnSync('taskset', ['-c', '0', ...args], { encoding: 'utf8' })
-      : spawnSync(args[0], args.slice(1), { encoding: 'utf8' })
-    if (out.status !== 0) throw new Error(`${k}: ${out.stderr}`)
-    const us = out.stdout
-      .split('\n')
-      .filter((l) => l.startsWith('US '))
-      .map((l) => Number(l.slice(3)))
-    samples[k].push(Math.min(...us))
+    for (const [suffix, dir] of trees) {
+      const args = [process.execPath, `${dir}case.mjs`, k, REQUESTS]
+      const out = hasTaskset
+        ? spawnSync('taskset', ['-c', '0', ...args], { encoding: 'utf8' })
+        : spawnSync(args[0], args.slice(1), { encoding: 'utf8' })
+      if (out.status !== 0) throw new Error(`${k}: ${out.stderr}`)
+      const us = out.stdout
+        .split('\n')
+        .filter((l) => l.startsWith(`${METRIC} `))
+        .map((l) => Number(l.slice(METRIC.length + 1)))
+      samples[k + suffix] = [...(samples[k + suffix] ?? []), Math.min(...us)]
+    }
   }
 }
-const m = Object.fromEntries(cases.map(([k]) => [k, median(samples[k])]))
-console.log(
-  `\njs-path: JavaScript µs per request through fastify.routing, no socket (${ROUNDS} processes per case, fastest of 5 rounds each, medians)`,
-)
-console.log(
-  `${'case'.padEnd(40)} ${'µs/req'.padStart(7)} ${'vs bare'.padStart(8)} ${'vs ceiling'.padStart(11)}  each process`,
-)
-for (const [k, name] of cases) {
-  console.log(
-    `${name.padEnd(40)} ${m[k].toFixed(2).padStart(7)} ${(m.bare / m[k] || 0).toFixed(2).padStart(8)} ${(m.ceiling / m[k] || 0).toFixed(2).padStart(11)}  ${samples[k].map((x) => x.toFixed(2)).join(' ')}`,
-  )
+for (const [suffix] of trees) report(suffix)
+if (before) {
+  const over = (suffix, k) => median(samples[k + suffix]) - median(samples[`ceiling${suffix}`])
+  for (const k of ['public', 'secure'].filter((k) => samples[k]))
+    console.log(
+      `${k} over the ceiling: ${over('', k).toFixed(2)} µs, before ${over(' (before)', k).toFixed(2)} µs (Δ ${(over('', k) - over(' (before)', k)).toFixed(2)})`,
+    )
 }
-if (m.deadline && m.core)
+
+function report(suffix) {
+  const m = Object.fromEntries(cases.map(([k]) => [k, median(samples[k + suffix])]))
   console.log(
-    `\nDeadline per call (PROTOCOL.md "Deadlines"): sync handler ${(m.deadline / m.core).toFixed(3)}x (+${(m.deadline - m.core).toFixed(2)} µs), async handler (timer + race) ${(m['async-deadline'] / m.async).toFixed(3)}x (+${(m['async-deadline'] - m.async).toFixed(2)} µs)`,
+    `\njs-path${suffix}: JavaScript µs per request through fastify.routing, no socket (${ROUNDS} processes per case, fastest of 5 rounds each, medians)`,
   )
-console.log(
-  `\nTrivium's own JavaScript over the ceiling: public ${(m.public - m.ceiling).toFixed(2)} µs, auth + permission ${(m.secure - m.ceiling).toFixed(2)} µs per request; endpoint over bare ${(m.core - m.bare).toFixed(2)} µs`,
-)
+  console.log(
+    `${'case'.padEnd(40)} ${'µs/req'.padStart(7)} ${'vs bare'.padStart(8)} ${'vs ceiling'.padStart(11)}  each process`,
+  )
+  for (const [k, name] of cases) {
+    console.log(
+      `${name.padEnd(40)} ${m[k].toFixed(2).padStart(7)} ${(m.bare / m[k] || 0).toFixed(2).padStart(8)} ${(m.ceiling / m[k] || 0).toFixed(2).padStart(11)}  ${samples[k + suffix].map((x) => x.toFixed(2)).join(' ')}`,
+    )
+  }
+  console.log(
+    `\nTrivium's own JavaScript over the ceiling: public ${(m.public - m.ceiling).toFixed(2)} µs, auth + permission ${(m.secure - m.ceiling).toFixed(2)} µs per request; endpoint over bare ${(m.core - m.bare).toFixed(2)} µs`,
+  )
+  if (m.deadline && m.core)
+    console.log(
+      `Deadline per call (PROTOCOL.md "Deadlines"): sync handler ${(m.deadline / m.core).toFixed(3)}x (+${(m.deadline - m.core).toFixed(2)} µs), async handler (timer + race) ${(m['async-deadline'] / m.async).toFixed(3)}x (+${(m['async-deadline'] - m.async).toFixed(2)} µs)`,
+    )
+}

@@ -22,7 +22,7 @@ export async function createStackApp(options) {
 }
 
 /** Registers the stack on `fastify`, then its two endpoints (stack/endpoints.mjs). */
-export async function registerStack(fastify, { metrics = false } = {}) {
+export async function registerStack(fastify, { metrics = false, securityHeaders } = {}) {
   await fastify.register(trivium)
   await fastify.register(triviumCodec)
   // metrics: the same stack with @trivium/metrics observing every call (issue 18: within 3%).
@@ -35,6 +35,8 @@ export async function registerStack(fastify, { metrics = false } = {}) {
   // A limit the load cannot reach: the counter is still checked and updated on every request.
   await fastify.register(triviumProtections, {
     rateLimit: { defaultLimit: { requests: 1e9, windowMs: 60_000 } },
+    // `false`: js-path/headers-fallback.mjs sets them itself, to measure the plugin's fallback.
+    ...(securityHeaders === undefined ? {} : { securityHeaders }),
   })
   registerEndpoints(fastify)
 }

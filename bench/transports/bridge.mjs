@@ -1,6 +1,10 @@
-// The TCP inject bridge alone, in one process (no socket, no frame codec): calls/s of `hello` through
-// the lean path (Node's HTTP server in memory, `fastify.routing`; issue 31) and through the app.inject()
-// fallback, interleaved. `node bench/transports/bridge.mjs` (env BRIDGE_CALLS, default 50 000 per round).
+// The TCP inject bridge alone, in one process (no socket, no frame codec): `hello` through each path of
+// @trivium/tcp's InjectBridge, interleaved round by round, medians: `direct` (the default since
+// 2026-11-26: Node's own IncomingMessage/ServerResponse built with their constructors, fastify.routing),
+// `before` (BENCH_BEFORE=<another built checkout>: its bridge on the same app), and `app.inject()`
+// (BRIDGE_INJECT=1; last, as its AsyncLocalStorage slows every promise of the process once used). Prints calls/s and the process's CPU µs per call (user + system) for each path, and the
+// ratios. `node bench/transports/bridge.mjs` (env BRIDGE_CALLS per round, default 50 000; BRIDGE_ROUNDS,
+// default 7; BRIDGE_APP=stack for the full stack's public endpoint instead of core alone).
 import { createRequire } from 'node:module'
 
 const pkg = (name) => new URL(`../../packages/${name}/dist/index.js`, import.meta.url).href
@@ -9,33 +13,77 @@ const { default: core, jsonFormat, triviumFactoryOptions } = await import(pkg('c
 const { Cancellation } = await import(pkg('wire'))
 const { InjectBridge } = await import(new URL('../../packages/tcp/dist/inject.js', import.meta.url).href)
 
-const app = Fastify({ ...triviumFactoryOptions(), logger: false })
-await app.register(core)
-const paths = { lean: new InjectBridge(app), 'app.inject()': new InjectBridge(app, { lean: false }) }
-app.trivium.endpoint('hello', { method: 'GET', url: '/hello', auth: 'public' }, () => ({ hello: 'world' }))
+let app
+let name = 'hello'
+if (process.env.BRIDGE_APP === 'stack') {
+  const { createStackApp } = await import('../stack/app.mjs')
+  app = await createStackApp()
+  name = 'public.hello'
+} else {
+  app = Fastify({ ...triviumFactoryOptions(), logger: false })
+  await app.register(core)
+  app.trivium.endpoint('hello', { method: 'GET', url: '/hello', auth: 'public' }, () => ({ hello: 'world' }))
+}
+const paths = { direct: new InjectBridge(app) }
+if (process.env.BENCH_BEFORE) {
+  // Another built checkout's bridge on the same app, interleaved (e.g. the commit before a change).
+  const before = new URL(`file://${process.env.BENCH_BEFORE}/packages/tcp/dist/inject.js`).href
+  paths.before = new (await import(before).then((m) => m.InjectBridge))(app)
+}
+const late =
+  process.env.BRIDGE_INJECT === '1' ? { 'app.inject()': new InjectBridge(app, { lean: false }) } : {}
 await app.ready()
-const definition = app.trivium.registry.get('hello')
+const definition = app.trivium.registry.get(name)
 const override = { protocol: 'tcp', metadata: { format: 'json' }, clientIp: '127.0.0.1', connection: {} }
 const payload = new Uint8Array(0)
 const calls = Number(process.env.BRIDGE_CALLS ?? 50_000)
-const results = { lean: [], 'app.inject()': [] }
-for (let round = 0; round < 4; round++) {
-  for (const [name, bridge] of Object.entries(paths)) {
-    const started = performance.now()
-    for (let i = 0; i < calls; i += 100) {
-      const batch = []
-      for (let j = 0; j < 100; j++)
-        batch.push(
-          bridge.call(definition, jsonFormat, jsonFormat, payload, override, new Cancellation(false)),
-        )
-      const outcomes = await Promise.all(batch)
-      if (!outcomes[0].ok) throw new Error(`${name}: ${Buffer.from(outcomes[0].body)}`)
+const rounds = Number(process.env.BRIDGE_ROUNDS ?? 7)
+const results = {}
+const cpu = {}
+
+async function run(label, bridge) {
+  const started = performance.now()
+  const used = process.cpuUsage()
+  for (let i = 0; i < calls; i += 100) {
+    const batch = []
+    for (let j = 0; j < 100; j++)
+      batch.push(bridge.call(definition, jsonFormat, jsonFormat, payload, override, new Cancellation(false)))
+    const outcomes = await Promise.all(batch)
+    if (!outcomes[0].ok) throw new Error(`${label}: ${Buffer.from(outcomes[0].body)}`)
+    // A new turn of the event loop, as a server's next read is (bench/README.md, js-path).
+    await new Promise(setImmediate)
+  }
+  const spent = process.cpuUsage(used)
+  return [calls / ((performance.now() - started) / 1000), (spent.user + spent.system) / calls]
+}
+
+async function measure(set) {
+  for (let round = 0; round <= rounds; round++) {
+    for (const [label, bridge] of Object.entries(set)) {
+      const [rate, us] = await run(label, bridge)
+      if (round === 0) continue // warm-up
+      results[label] = [...(results[label] ?? []), rate]
+      cpu[label] = [...(cpu[label] ?? []), us]
     }
-    if (round > 0) results[name].push(calls / ((performance.now() - started) / 1000)) // round 0: warm-up
   }
 }
-const median = (xs) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]
-for (const [name, xs] of Object.entries(results))
-  console.log(name.padEnd(14), Math.round(median(xs)), 'calls/s')
-console.log('lean / app.inject()', (median(results.lean) / median(results['app.inject()'])).toFixed(1))
+await measure(paths)
+await measure(late)
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+for (const label of Object.keys(results))
+  console.log(
+    label.padEnd(14),
+    String(Math.round(median(results[label]))).padStart(8),
+    'calls/s',
+    median(cpu[label]).toFixed(2).padStart(7),
+    'CPU µs/call',
+  )
+for (const other of Object.keys(results).filter((label) => label !== 'direct'))
+  console.log(
+    `direct / ${other}: calls/s`,
+    (median(results.direct) / median(results[other])).toFixed(2),
+    '×, CPU per call',
+    (median(cpu.direct) / median(cpu[other])).toFixed(2),
+    '×',
+  )
 await app.close()

@@ -14,7 +14,21 @@ export const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgre
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 
 export type Backend = 'embedded' | 'postgres+redis'
-export const BACKENDS: Backend[] = ['embedded', 'postgres+redis']
+/**
+ * The backends the running test file covers. A suite file runs on both, unless it has a sibling
+ * `<name>.postgres.test.ts` (which only imports it): then `<name>.test.ts` runs on the embedded backend
+ * and the sibling on PostgreSQL + Redis, each in its own process under the runner's per-file time limit
+ * (both in one file took over 300 s at load 23–26 on the shared 2-core machine: bcrypt logins, two demo
+ * starts).
+ */
+export const BACKENDS: Backend[] = backendsOfEntry(process.argv[1] ?? '')
+
+function backendsOfEntry(entry: string): Backend[] {
+  if (entry.endsWith('.postgres.test.ts')) return ['postgres+redis']
+  if (entry.endsWith('.test.ts') && existsSync(entry.replace(/\.test\.ts$/, '.postgres.test.ts')))
+    return ['embedded']
+  return ['embedded', 'postgres+redis']
+}
 
 /** Config for a backend: PGlite + memory, or PostgreSQL (own schema) + Redis (own prefix). */
 export function backendConfig(backend: Backend): Partial<DemoConfig> & { cleanup?: () => Promise<void> } {

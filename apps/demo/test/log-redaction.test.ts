@@ -5,11 +5,10 @@ import { once } from 'node:events'
 import { createClient } from '@trivium/client/node'
 import t from 'tap'
 import { endpoints } from '../dist/generated/endpoints.js'
-import { api, registerAndLogin, sleep, startProcess, until, WebSocket } from './scale-helpers.js'
+import { api, registerAndLogin, startOnPostgres, until, WebSocket } from './scale-helpers.js'
 
 t.test('query-string secrets are redacted in every log line, on every transport', async (t) => {
-  const server = await startProcess('logs', { LOG_LEVEL: 'info', TCP_MODE: 'inject' }, { timeoutMs: 90_000 })
-  t.teardown(() => server.stop())
+  const server = await startOnPostgres(t, 'logs', { LOG_LEVEL: 'info', TCP_MODE: 'inject' })
   const { tokens } = await registerAndLogin(server.base, 'logged')
   const secrets = [tokens.accessToken, tokens.refreshToken]
   const access = encodeURIComponent(tokens.accessToken)
@@ -41,10 +40,24 @@ t.test('query-string secrets are redacted in every log line, on every transport'
       .slice(0, -1) // complete lines only: the last may be half written
       .filter((l) => l.startsWith('{'))
       .flatMap((l) => (JSON.parse(l) as { req?: { url?: string } }).req?.url ?? [])
-  // The child's stdout arrives when it arrives: wait for the upgrade line, then give the TCP call's lines a
-  // window to be written (a leaked token in them must be seen).
-  await until(async () => urlsLogged().includes('/ws?token=[REDACTED]&format=json'), 30_000)
-  await sleep(300)
+  const tcpCallLogged = () =>
+    server
+      .output()
+      .split('\n')
+      .slice(0, -1)
+      .filter((l) => l.startsWith('{'))
+      .some((l) => {
+        const line = JSON.parse(l) as { endpoint?: string; transport?: string }
+        return line.endpoint === 'auth.me' && line.transport === 'tcp'
+      })
+  // The child's stdout arrives when it arrives: wait for the upgrade's line and the TCP call's access-log
+  // line (written once the last call ended, after every earlier line: a leaked token in the TCP call's
+  // lines must be seen).
+  await until(
+    async () => urlsLogged().includes('/ws?token=[REDACTED]&format=json') && tcpCallLogged(),
+    30_000,
+  )
+  t.ok(tcpCallLogged(), "the TCP call's access-log line (the last call's lines are in)")
   const urls = urlsLogged()
   t.ok(urls.includes('/auth/me?token=[REDACTED]'), 'the HTTP request line, redacted')
   t.ok(

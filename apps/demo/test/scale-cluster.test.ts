@@ -60,7 +60,7 @@ t.test('start:cluster with 2 workers: one port, both workers answer', async (t) 
   const cluster = await startProcess(
     'cluster',
     { ...backendEnv(backend), WORKERS: '2', INSTANCE_NAME: 'node' },
-    { script: 'cluster', timeoutMs: 40000 },
+    { script: 'cluster' },
   )
   t.teardown(async () => {
     await cluster.stop()

@@ -3,12 +3,16 @@
 // same decoder as direct mode); the HTTP request is then built from the decoded model through the
 // registry's HTTP mapping, never from the frame's text.
 //
-// Documented surfaces only (issue 31). The default path: the request is written as HTTP/1.1 bytes into
-// an in-memory `stream.Duplex` handed to a private `http.Server` through its `'connection'` event ("any
-// Duplex stream can be passed", Node's docs); Node's parser builds a real `IncomingMessage`, the server
-// a real `ServerResponse` (a subclass passed as the documented `ServerResponse` option, which records
-// what `write`/`end` are given before calling Node's own), and the server's request listener is
-// `fastify.routing` (documented). No socket, no kernel; one Duplex serves one call at a time (pooled).
+// Documented surfaces only (issue 31). The default path builds Node's own request and response with
+// their public constructors, as Node's HTTP server does after parsing: `new IncomingMessage(socket)`
+// with its documented fields set (`method`, `url`, `headers`, `rawHeaders`, `httpVersion`, `complete`)
+// and the body pushed through the Readable API; `new FrameResponse(req)` (a `ServerResponse` subclass
+// recording what `write`/`end` are given before calling Node's own) bound to an in-memory socket with
+// `assignSocket`/`detachSocket` (public methods of `ServerResponse`, declared in Node's typings; Node's
+// server, light-my-request and @fastify/websocket bind theirs the same way); then `fastify.routing(req,
+// res)` (documented). No socket, no kernel, no HTTP bytes written or parsed: the previous version wrote
+// the request as HTTP/1.1 bytes into a private `http.Server` and cost 2–3× the CPU per call
+// (packages/tcp/README.md). One in-memory socket serves one call at a time (pooled).
 // `options.lean: false` serves frames through `app.inject()` instead (tests and bench/transports compare
 // the two), the call identified through an `AsyncLocalStorage`.
 //
@@ -17,7 +21,8 @@
 // this module's FrameSockets (no HTTP client's socket can be), or the async context is a bridged
 // `app.inject()` call's.
 import { AsyncLocalStorage } from 'node:async_hooks'
-import { createServer, type IncomingMessage, type Server, ServerResponse } from 'node:http'
+import { IncomingMessage, ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
 import { Duplex } from 'node:stream'
 import {
   type EndpointDefinition,
@@ -46,7 +51,7 @@ export interface InjectOutcome {
   body: Uint8Array
   /** The call the route built (for the connection's identity), when the route ran. */
   call: TriviumCall | undefined
-  /** Which path served the frame: `lean` (Node's HTTP server in memory) or `inject` (`app.inject()`). */
+  /** Which path served the frame: `lean` (Node's request/response built in memory) or `inject` (`app.inject()`). */
   path: 'lean' | 'inject'
 }
 
@@ -62,6 +67,10 @@ function abortError(reason: unknown): Error {
   return err
 }
 
+function emitClose(res: ServerResponse): void {
+  res.emit('close')
+}
+
 function toBuffer(chunk: unknown, encoding: unknown): Buffer | undefined {
   if (typeof chunk === 'string')
     return Buffer.from(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8')
@@ -71,8 +80,9 @@ function toBuffer(chunk: unknown, encoding: unknown): Buffer | undefined {
 
 /**
  * The response: Node's own, recording the body it is given. `write` and `end` are Node's public
- * methods, overridden as the `ServerResponse` option of `http.createServer` invites ("useful for
- * extending the original ServerResponse"); everything else (headers, `finish`/`close`, hijack) is Node's.
+ * methods, overridden as a subclass (Node's `ServerResponse` option of `http.createServer` invites
+ * subclasses: "useful for extending the original ServerResponse"); everything else (headers,
+ * `finish`/`close`, hijack) is Node's. What Node formats and writes to the socket is dropped there.
  */
 class FrameResponse extends ServerResponse {
   #chunks: Buffer[] = []
@@ -105,8 +115,8 @@ class FrameResponse extends ServerResponse {
 type Settle = (res: FrameResponse | undefined, body: Buffer | undefined) => void
 
 /**
- * The in-memory connection: the request bytes are pushed to its readable side, what Node writes to it
- * (the formatted response) is dropped (FrameResponse kept the body). One call at a time.
+ * The in-memory connection (`request.raw.socket`): what Node writes to it (the formatted response) is
+ * dropped (FrameResponse kept the body). One call at a time.
  */
 class FrameSocket extends Duplex {
   /** `request.socket.remoteAddress` (the request logger, `request.ip`): the TCP peer of the call. */
@@ -120,12 +130,11 @@ class FrameSocket extends Duplex {
     this.on('close', () => this.#finish(undefined, undefined))
   }
 
-  start(bytes: Buffer, override: TransportOverride, settle: Settle): void {
+  start(override: TransportOverride, settle: Settle): void {
     this.remoteAddress = override.clientIp
     this.override = override
     this.reply = undefined
     this.#settle = settle
-    this.push(bytes)
   }
 
   ended(res: FrameResponse, body: Buffer): void {
@@ -159,8 +168,9 @@ interface HttpForm {
 
 /**
  * The frame's payload decoded by the frame rules (as direct mode does: core's `decodePayload`, where
- * zero bytes are the empty model, and the same refusal of a format the endpoint has no codec for), then the HTTP request carrying it: the
- * original bytes when they are the whole body, else the URL/body `toHttp` builds from the model.
+ * zero bytes are the empty model, and the same refusal of a format the endpoint has no codec for), then
+ * the HTTP request carrying it: the original bytes when they are the whole body, else the URL/body
+ * `toHttp` builds from the model.
  */
 export function httpFormOf(
   definition: EndpointDefinition,
@@ -205,7 +215,6 @@ function isEmptyObject(json: unknown): boolean {
 }
 
 export class InjectBridge {
-  readonly #server: Server<typeof IncomingMessage, typeof FrameResponse>
   readonly #idle: FrameSocket[] = []
   /** Only on the app.inject() path (an AsyncLocalStorage costs every promise of the process once used). */
   readonly #marker: AsyncLocalStorage<InjectMarker> | undefined
@@ -219,19 +228,6 @@ export class InjectBridge {
     options: { lean?: boolean } = {},
   ) {
     this.#marker = options.lean === false ? new AsyncLocalStorage() : undefined
-    this.#server = createServer(
-      {
-        ServerResponse: FrameResponse,
-        // The request line and headers are built here from a frame the TCP server already bounded:
-        // no header limit beyond it, no Host (as app.inject() sends none by default… and a frame has
-        // no host), no timeouts (a frame call ends when its handler does, or with CANCEL).
-        maxHeaderSize: 2 ** 31 - 1,
-        requireHostHeader: false,
-        requestTimeout: 0,
-        keepAliveTimeout: 0,
-      },
-      (req, res) => fastify.routing(req, res),
-    )
     const marker = this.#marker
     // Callback style: no promise per request (the hook runs for every HTTP request too).
     fastify.addHook(
@@ -254,12 +250,11 @@ export class InjectBridge {
     )
     fastify.addHook('onClose', (_instance, done) => {
       for (const socket of this.#idle.splice(0)) socket.destroy()
-      this.#server.closeAllConnections()
-      this.#server.close(() => done())
+      done()
     })
   }
 
-  /** Whether frames are served by `app.inject()` rather than the in-memory HTTP server. */
+  /** Whether frames are served by `app.inject()` rather than by Node's objects built in memory. */
   usesFallback(_definition?: EndpointDefinition): boolean {
     return this.#marker !== undefined
   }
@@ -278,9 +273,9 @@ export class InjectBridge {
     } catch (err) {
       return Promise.reject(err) // a promise either way: the frame session awaits or chains it
     }
-    return this.#marker === undefined
-      ? this.#lean(definition, form, accept, override, entry)
-      : this.#inject(this.#marker, definition, form, accept, override, entry)
+    if (this.#marker !== undefined)
+      return this.#inject(this.#marker, definition, form, accept, override, entry)
+    return this.#lean(definition, form, accept, override, entry)
   }
 
   #lean(
@@ -295,38 +290,62 @@ export class InjectBridge {
         resolve({ ok: false, body: EMPTY, call: undefined, path: 'lean' })
         return
       }
-      let head = `${definition.method} ${form.url} HTTP/1.1\r\naccept: ${accept.contentType}\r\n`
-      if (form.contentType !== undefined)
-        head += `content-type: ${form.contentType}\r\ncontent-length: ${form.body?.length ?? 0}\r\n`
-      head += '\r\n'
-      const bytes =
-        form.body === undefined || form.body.length === 0
-          ? Buffer.from(head)
-          : Buffer.concat([Buffer.from(head), form.body])
-      let socket = this.#idle.pop()
-      if (socket === undefined) {
-        socket = new FrameSocket()
-        this.#server.emit('connection', socket)
+      const socket = this.#idle.pop() ?? new FrameSocket()
+      const req = new IncomingMessage(socket as unknown as Socket)
+      req.method = definition.method
+      req.url = form.url
+      req.httpVersion = '1.1'
+      req.httpVersionMajor = 1
+      req.httpVersionMinor = 1
+      if (form.contentType === undefined) {
+        req.rawHeaders = ['accept', accept.contentType]
+        req.headers = { accept: accept.contentType }
+      } else {
+        const length = String(form.body?.length ?? 0)
+        req.rawHeaders = [
+          'accept',
+          accept.contentType,
+          'content-type',
+          form.contentType,
+          'content-length',
+          length,
+        ]
+        req.headers = {
+          accept: accept.contentType,
+          'content-type': form.contentType,
+          'content-length': length,
+        }
       }
-      const used = socket
-      entry.onAbort = () => {
-        // As for an HTTP client gone away: the connection closes (core's call.signal, Fastify's
-        // handler timeout); whatever the route still writes is dropped.
-        used.destroy()
+      if (form.body !== undefined && form.body.length > 0) req.push(form.body)
+      req.push(null)
+      req.complete = true
+      const res = new FrameResponse(req)
+      res.assignSocket(socket as unknown as Socket)
+      entry.onAbort = (reason) => {
+        // As for an HTTP client gone away: the request is aborted and the connection closes (core's
+        // call.signal, Fastify's onRequestAbort and handler timeout); what the route still writes is dropped.
+        req.destroy(abortError(reason))
+        socket.destroy()
       }
-      used.start(bytes, override, (res, body) => {
+      socket.start(override, (done, body) => {
         entry.onAbort = undefined
         const call = (
-          used.reply?.request as unknown as Record<symbol, TriviumCall | undefined> | undefined
+          socket.reply?.request as unknown as Record<symbol, TriviumCall | undefined> | undefined
         )?.[CALL]
-        if (res === undefined || body === undefined) {
+        if (done === undefined || body === undefined) {
           resolve({ ok: false, body: EMPTY, call, path: 'lean' })
           return
         }
-        // Back to the pool once Node's server is done with the response (its finish listener runs first).
-        res.once('finish', () => this.#release(used))
+        // As Node's HTTP server does on `finish`: the socket is released, then the response emits
+        // `close` in the next tick (listeners that clean up on `close`, as for any HTTP response).
+        res.once('finish', () => {
+          res.detachSocket(socket as unknown as Socket)
+          this.#release(socket)
+          process.nextTick(emitClose, res)
+        })
         resolve({ ok: res.statusCode < 400, body, call, path: 'lean' })
       })
+      this.fastify.routing(req, res)
     })
   }
 

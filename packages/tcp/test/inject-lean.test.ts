@@ -1,4 +1,4 @@
-// Issue 17, issue 31: the lean inject path (Node's HTTP server in memory, `fastify.routing`): what it
+// Issue 17, issue 31: the lean inject path (Node's request and response built in memory, `fastify.routing`): what it
 // honours (body streams for preParsing hooks, stream replies, a hijacked reply, the request logger), and
 // the TCP marker no HTTP client can forge. Its source uses no private field of Fastify, Node or ws.
 import { once } from 'node:events'
@@ -72,6 +72,35 @@ t.test('a preParsing hook can read the body as a stream and replace it', async (
   t.equal(out.path, 'lean')
   t.same(dec(out.body), { b: 1 })
 })
+
+t.test(
+  "the response emits 'close' after 'finish', as an HTTP response does (cleanup listeners run)",
+  async (t) => {
+    const { app, bridge } = await withBridge(t)
+    const events: string[][] = []
+    app.addHook('onRequest', (_request, reply, done) => {
+      const seen: string[] = []
+      events.push(seen)
+      reply.raw.once('finish', () => seen.push('finish'))
+      reply.raw.once('close', () => seen.push(`close (finished: ${reply.raw.writableFinished})`))
+      done()
+    })
+    app.trivium.endpoint('plain', { method: 'GET', url: '/plain' }, () => ({ plain: true }))
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const port = (app.server.address() as { port: number }).port
+    await fetch(`http://127.0.0.1:${port}/plain`).then((r) => r.text())
+    for (let i = 0; i < 2; i++) t.equal((await bridgeCall(bridge, app, 'plain')).ok, true)
+    await until(
+      () => events.length === 3 && events.every((seen) => seen.length === 2),
+      "every response's close",
+    )
+    t.same(
+      events,
+      Array(3).fill(['finish', 'close (finished: true)']),
+      'HTTP, then two calls on the lean path',
+    )
+  },
+)
 
 t.test('the request logger sees method, url and the TCP peer address', async (t) => {
   const lines: Record<string, unknown>[] = []

@@ -42,8 +42,9 @@ function validation(message: string) {
 async function streamApp(
   mode: 'direct' | 'inject',
   clientStreamWindowBytes?: number,
-): Promise<RawApp & { stalled: () => number }> {
+): Promise<RawApp & { stalled: () => number; woken: () => string | undefined }> {
   let stalled = 0
+  let woken: string | undefined
   const server = await rawApp({
     ws: { clientStreamWindowBytes },
     tcp: { mode, clientStreamWindowBytes },
@@ -69,7 +70,8 @@ async function streamApp(
           for await (const tick of requests) yield { i: tick.i * 2 }
         },
       )
-      // Waits for an item past its deadline: the deadline wakes it (next() rejects with the signal's reason).
+      // Waits for an item past its deadline: the call is answered with the deadline error (PROTOCOL.md
+      // "Deadlines") and the handler is woken (next() rejects with the signal's reason).
       app.trivium.clientStream(
         'deadline',
         { method: 'POST', url: '/deadline', request: Tick, timeoutMs: 50 },
@@ -78,12 +80,11 @@ async function streamApp(
             for await (const _ of requests) {
               // no item comes
             }
-            return { woken: 'ended' }
+            woken = 'ended'
           } catch (err) {
-            return {
-              woken: call.signal.aborted && err === call.signal.reason ? 'by the deadline' : String(err),
-            }
+            woken = call.signal.aborted && err === call.signal.reason ? 'by the deadline' : String(err)
           }
+          return { sum: 0, count: 0 }
         },
       )
       // Reads until the half-close or one item, then holds the call open until it is aborted.
@@ -103,7 +104,7 @@ async function streamApp(
       )
     },
   })
-  return { ...server, stalled: () => stalled }
+  return { ...server, stalled: () => stalled, woken: () => woken }
 }
 
 for (const carriage of CARRIAGES) {
@@ -145,7 +146,16 @@ for (const carriage of CARRIAGES) {
     const c = await RawClient.open(carriage, server)
     c.write(open(8, 'deadline'))
     await c.until(() => c.answerTo(8) !== undefined)
-    t.same(dec(c.answerTo(8)?.payload), { woken: 'by the deadline' })
+    t.equal(c.answerTo(8)?.type, FrameType.ERROR)
+    t.same(dec(c.answerTo(8)?.payload), {
+      statusCode: 504,
+      code: 'TRV_TIMEOUT',
+      error: 'TimeoutException',
+      message: 'Deadline of 50 ms exceeded',
+      requestId: dec(c.answerTo(8)?.payload).requestId,
+    })
+    await until(() => server.woken() !== undefined, 'the handler to be woken')
+    t.equal(server.woken(), 'by the deadline', 'the handler waiting for an item is woken by the deadline')
     c.close()
   })
 

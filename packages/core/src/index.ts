@@ -68,7 +68,7 @@ export {
   ValidationException,
 } from './errors.js'
 export type { WireFormat } from './formats.js'
-export { HTTP_CODINGS, type HttpCompressionOptions, ZSTD_AVAILABLE } from './http/compression.js'
+export type { HttpCompressionOptions } from './http/compression.js'
 export { type TriviumFactoryOptions, triviumFactoryOptions } from './http/framework-errors.js'
 export {
   IDEMPOTENCY_TABLE_SQL,

@@ -25,6 +25,7 @@ export {
   parseJson,
   refuseLoneSurrogates,
 } from './formats.js'
+export { HTTP_CODINGS, ZSTD_AVAILABLE } from './http/compression.js'
 export {
   type ErrorHeaders,
   hostMissing,

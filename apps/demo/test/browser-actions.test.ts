@@ -8,7 +8,7 @@ import { ADMIN, startDemo } from './helpers.js'
 
 t.test(
   'sign-in state, busy forms, owner shown, done and delete',
-  { timeout: 120_000, skip: skipBrowser },
+  { timeout: 240_000, skip: skipBrowser },
   async (t) => {
     const { app } = await startDemo(t)
     await app.listen({ port: 0, host: '127.0.0.1' })
@@ -31,7 +31,7 @@ t.test(
     }
     const none = (page: Page) =>
       page.waitForFunction(() => document.querySelectorAll('#tasks li').length === 0, undefined, {
-        timeout: 30_000,
+        timeout: 60_000,
       })
 
     const owner = await open('owner')
@@ -44,23 +44,23 @@ t.test(
     t.equal(await owner.textContent('#login-busy'), 'Registering…')
     t.equal(await owner.isDisabled('#register-button'), true)
     t.equal(await owner.isDisabled('#login-button'), true)
-    await owner.waitForSelector('#status[data-state="connected"]', { timeout: 30_000 })
+    await owner.waitForSelector('#status[data-state="connected"]', { timeout: 60_000 })
     t.equal(await owner.getAttribute('#login-form', 'aria-busy'), null, 'busy state cleared')
 
     const other = await open('other')
     await register(other, 'other')
-    await other.waitForSelector('#status[data-state="connected"]', { timeout: 30_000 })
+    await other.waitForSelector('#status[data-state="connected"]', { timeout: 60_000 })
 
     await owner.fill('#new-title', 'Mine')
     await owner.click('#create-button')
-    await owner.waitForSelector('#tasks li', { timeout: 30_000 })
+    await owner.waitForSelector('#tasks li', { timeout: 60_000 })
     t.equal(await owner.textContent('#tasks li .owner'), 'you')
     t.equal(await owner.locator('#tasks li .delete').count(), 0, 'members hold no tasks:delete: no button')
-    await other.waitForSelector('#tasks li', { timeout: 30_000 })
+    await other.waitForSelector('#tasks li', { timeout: 60_000 })
     t.match(await other.textContent('#tasks li .owner'), /^user #\d+$/)
 
     await owner.click('#tasks li input[type=checkbox]')
-    await other.waitForSelector('#tasks li.done', { timeout: 30_000 })
+    await other.waitForSelector('#tasks li.done', { timeout: 60_000 })
     t.pass('done reached the other page')
 
     // An admin (tasks:delete) signs in with the form (busy while bcrypt runs) and deletes it.
@@ -70,7 +70,7 @@ t.test(
     await admin.click('#login-button')
     await admin.waitForSelector('#login-form[aria-busy="true"]', { timeout: 10_000 })
     t.equal(await admin.textContent('#login-busy'), 'Signing in…')
-    await admin.waitForSelector('#tasks li .delete', { timeout: 30_000 })
+    await admin.waitForSelector('#tasks li .delete', { timeout: 60_000 })
     t.match(await admin.textContent('#tasks li .owner'), /^user #\d+$/)
     await admin.click('#tasks li .delete')
     await none(admin)
@@ -83,7 +83,7 @@ t.test(
     t.same(left.json().items, [], 'deleted on the server')
 
     await owner.click('#logout-button')
-    await owner.waitForSelector('#status[data-state="signed-out"]', { timeout: 30_000 })
+    await owner.waitForSelector('#status[data-state="signed-out"]', { timeout: 60_000 })
     t.equal(await owner.textContent('#status'), 'not signed in')
     t.same(errors, [], 'no uncaught errors in the pages')
   },

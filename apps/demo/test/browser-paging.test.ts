@@ -7,7 +7,7 @@ import { startDemo } from './helpers.js'
 
 t.test(
   'the page shows the newest task first and pages through every task',
-  { timeout: 120_000, skip: skipBrowser },
+  { timeout: 240_000, skip: skipBrowser },
   async (t) => {
     const { app, sql } = await startDemo(t)
     await app.listen({ port: 0, host: '127.0.0.1' })
@@ -25,7 +25,7 @@ t.test(
     await page.fill('#password', 'Str0ng!Passw0rd')
     await page.fill('#email', 'pager@example.com')
     await page.click('#register-button')
-    await page.waitForSelector('#status[data-state="connected"]', { timeout: 30_000 })
+    await page.waitForSelector('#status[data-state="connected"]', { timeout: 60_000 })
 
     const titles = () => page.locator('#tasks li span').allTextContents()
     const first = await titles()

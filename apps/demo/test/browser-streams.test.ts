@@ -8,7 +8,7 @@ import { startDemo } from './helpers.js'
 
 t.test(
   'import over tasks.import, edits and live changes over tasks.sync',
-  { timeout: 120_000, skip: skipBrowser },
+  { timeout: 240_000, skip: skipBrowser },
   async (t) => {
     const { app } = await startDemo(t)
     await app.listen({ port: 0, host: '127.0.0.1' })
@@ -24,7 +24,7 @@ t.test(
       await page.fill('#password', 'Str0ng!Passw0rd')
       await page.fill('#email', `${username}@example.com`)
       await page.click('#register-button')
-      await page.waitForSelector('#status[data-state="connected"]', { timeout: 30_000 })
+      await page.waitForSelector('#status[data-state="connected"]', { timeout: 60_000 })
       return page
     }
     const owner = await signUp('owner')
@@ -39,27 +39,27 @@ t.test(
       () => document.getElementById('import-result')?.textContent !== '',
       undefined,
       {
-        timeout: 30_000,
+        timeout: 60_000,
       },
     )
     t.equal(await owner.textContent('#import-result'), 'Imported 2 tasks')
     await other.waitForFunction(() => document.querySelectorAll('#tasks li').length === 2, undefined, {
-      timeout: 30_000,
+      timeout: 60_000,
     })
     t.same(await titles(other), ['Beta', 'Alpha'], 'the import reached the other page live (newest first)')
 
     // Not the owner: the edit is refused on the stream, the page says why and shows the task as stored.
     await other.click('#tasks li:last-child input[type=checkbox]')
     await other.waitForFunction(() => document.getElementById('task-error')?.textContent !== '', undefined, {
-      timeout: 30_000,
+      timeout: 60_000,
     })
     t.equal(await other.textContent('#task-error'), 'Only the owner of a task or an admin can change it')
     t.equal(await other.isChecked('#tasks li:last-child input[type=checkbox]'), false)
 
     // The owner's edit is confirmed on its stream and reaches the other page as another client's change.
     await owner.click('#tasks li:last-child input[type=checkbox]')
-    await owner.waitForSelector('#tasks li.done', { timeout: 30_000 })
-    await other.waitForSelector('#tasks li.done', { timeout: 30_000 })
+    await owner.waitForSelector('#tasks li.done', { timeout: 60_000 })
+    await other.waitForSelector('#tasks li.done', { timeout: 60_000 })
     t.equal(await other.textContent('#tasks li.done span'), 'Alpha')
     t.same(errors, [], 'no uncaught errors in the pages')
   },

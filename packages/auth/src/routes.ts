@@ -12,7 +12,7 @@ import {
   type TriviumIdentity,
   toErrorBody,
 } from '@trivium/core'
-import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 
 /** The rules of a protected plain route: every endpoint setting the registered plugins declare. */
 export interface TriviumRouteRules extends TriviumEndpointConfig {

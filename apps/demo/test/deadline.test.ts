@@ -3,6 +3,7 @@
 // the server — while the lock it waited for is still held, it no longer waits in pg_locks.
 import pg from 'pg'
 import t from 'tap'
+import { waitBound } from '../../../scripts/test/waits.js'
 import { backendConfig, POSTGRES_URL, registerAndLogin, startDemo } from './helpers.ts'
 
 t.test(
@@ -46,7 +47,7 @@ t.test(
       requestId: res.json().requestId,
     })
     // The cancel is sent when the deadline passes; wait for the server to act on it (lock still held).
-    const end = Date.now() + 10_000
+    const end = Date.now() + waitBound(10_000)
     while ((await waiting()) > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 20))
     t.equal(await waiting(), 0, 'the SELECT no longer waits for the lock: cancelled')
 

@@ -4,11 +4,12 @@
 // delete a task, change another user's task or administer roles, on HTTP, WebSocket and TCP. The refusal
 // arrives within the live cache's 5 s (polled with a deadline), not at the token's expiry an hour later.
 import t from 'tap'
+import { waitBound } from '../../../scripts/test/waits.js'
 import { registerAndLogin, startDemo } from './helpers.js'
 import { failure, transportClients } from './transports.js'
 
 const until = async (check: () => Promise<boolean>, ms: number): Promise<boolean> => {
-  const deadline = Date.now() + ms
+  const deadline = Date.now() + waitBound(ms)
   while (Date.now() < deadline) {
     if (await check()) return true
     await new Promise((resolve) => setTimeout(resolve, 100))

@@ -3,6 +3,7 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
+import { waitBound } from '../../../scripts/test/waits.js'
 import { startOnPostgres } from './scale-helpers.js'
 
 t.test('OTEL_EXPORTER_OTLP_ENDPOINT: spans of the caller trace reach the collector', async (t) => {
@@ -28,7 +29,7 @@ t.test('OTEL_EXPORTER_OTLP_ENDPOINT: spans of the caller trace reach the collect
   // OTLP/HTTP protobuf carries the trace id as 16 bytes (JSON would carry the hex text).
   const hasTrace = () => exported().includes(Buffer.from(traceId, 'hex')) || exported().includes(traceId)
   // The exporter sends its batch within seconds; the wait only bounds a collector that never hears.
-  const deadline = Date.now() + 60_000
+  const deadline = Date.now() + waitBound(60_000)
   while (!hasTrace() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
   t.ok(hasTrace(), 'a span of the caller trace was exported')
   t.ok(exported().includes(Buffer.from('trivium.transport')), 'with the transport attribute')

@@ -8,6 +8,7 @@ import { connect, createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import ts from 'typescript'
+import { waitBound } from '../../../scripts/test/waits.js'
 
 const root = fileURLToPath(new URL('../../../', import.meta.url))
 const demo = fileURLToPath(new URL('../', import.meta.url))
@@ -83,7 +84,7 @@ t.test('the 30-second example runs as written and answers its curl lines as prin
       await once(child, 'exit')
     }
   })
-  const deadline = Date.now() + 60_000
+  const deadline = Date.now() + waitBound(60_000)
   // Waited for by connecting, not by requests: the printed request ids count from the first request.
   while (!(await accepts(port))) {
     t.equal(child.exitCode, null, 'the example is running')

@@ -19,6 +19,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Test } from 'tap'
+import { waitBound } from '../../../scripts/test/waits.js'
 
 export const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
@@ -313,7 +314,7 @@ export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
 /** Polls `fn` until it returns a truthy value or `timeoutMs` passes (then returns the last value). */
 export async function until<T>(fn: () => Promise<T>, timeoutMs: number, everyMs = 20): Promise<T> {
-  const end = Date.now() + timeoutMs
+  const end = Date.now() + waitBound(timeoutMs)
   for (;;) {
     const value = await fn()
     if (value || Date.now() >= end) return value

@@ -12,12 +12,13 @@ import { connectPostgres } from '@trivium/sql'
 import { Cluster } from 'ioredis'
 import t from 'tap'
 import { ownerOf, startCluster } from '../../../scripts/redis-cluster.mjs'
+import { waitBound } from '../../../scripts/test/waits.js'
 
 const PORTS = [17440, 17441, 17442, 17443, 17444, 17445]
 const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 
 async function within(timeoutMs: number, check: () => Promise<boolean> | boolean, what: string) {
-  const end = Date.now() + timeoutMs
+  const end = Date.now() + waitBound(timeoutMs)
   while (
     !(await Promise.resolve()
       .then(check)

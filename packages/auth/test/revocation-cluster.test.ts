@@ -12,6 +12,7 @@ import { connectPostgres } from '@trivium/sql'
 import { Cluster } from 'ioredis'
 import t from 'tap'
 import { migrateSlot, ownerOf, startCluster } from '../../../scripts/redis-cluster.mjs'
+import { waitBound } from '../../../scripts/test/waits.js'
 
 const PORTS = [17420, 17421, 17422]
 const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
@@ -19,7 +20,7 @@ const redis = await startCluster({ ports: PORTS })
 t.teardown(() => redis.stop())
 
 async function within(timeoutMs: number, check: () => Promise<boolean> | boolean, what: string) {
-  const end = Date.now() + timeoutMs
+  const end = Date.now() + waitBound(timeoutMs)
   while (!(await check())) {
     if (Date.now() > end) throw new Error(`not within ${timeoutMs} ms: ${what}`)
     await new Promise((r) => setTimeout(r, 10))

@@ -8,13 +8,14 @@ import { RedisChannel, RedisPubSub } from '@trivium/redis-bus'
 import { connectPostgres } from '@trivium/sql'
 import { Redis } from 'ioredis'
 import t, { type Test } from 'tap'
+import { waitBound } from '../../../scripts/test/waits.js'
 import { freePort, holdingProxy, startRedis } from './redis-process.js'
 
 const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 const PREFIX = 'durable:blacklist:token:'
 
 async function within(timeoutMs: number, check: () => Promise<boolean> | boolean, what: string) {
-  const end = Date.now() + timeoutMs
+  const end = Date.now() + waitBound(timeoutMs)
   while (!(await check())) {
     if (Date.now() > end) throw new Error(`not within ${timeoutMs} ms: ${what}`)
     await new Promise((r) => setTimeout(r, 10))
@@ -105,7 +106,7 @@ t.test('durable source: the database keeps the list, Redis and the mirrors are c
     t.equal(await direct.exists(`${PREFIX}r1`), 0, 'Redis came back empty')
     // Every lookup meanwhile: listed, or 503 — never "not listed".
     const seen = new Set<string>()
-    const end = Date.now() + 10_000
+    const end = Date.now() + waitBound(10_000)
     while (Date.now() < end && b.store.mirrorState !== 'on') {
       seen.add(String(await b.store.contains('r1').catch((err) => err.statusCode)))
       await new Promise((r) => setTimeout(r, 5))

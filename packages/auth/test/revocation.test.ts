@@ -13,6 +13,7 @@ import { RedisChannel, RedisPubSub } from '@trivium/redis-bus'
 import { connectPglite, connectPostgres, type SqlClient } from '@trivium/sql'
 import { Redis } from 'ioredis'
 import t, { type Test } from 'tap'
+import { waitBound } from '../../../scripts/test/waits.js'
 import { ISSUER, manualClock, SECRET } from './helpers.js'
 
 const PG_URL = process.env.TRIVIUM_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/test'
@@ -253,7 +254,7 @@ t.test('redis unreachable: fail closed with 503, recover by itself', async (t) =
   )
   const again = await startProxy(proxy.port)
   t.teardown(() => again.stop())
-  const deadline = Date.now() + 5000
+  const deadline = Date.now() + waitBound(5000)
   let recovered = false
   while (Date.now() < deadline) {
     try {

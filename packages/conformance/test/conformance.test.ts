@@ -19,6 +19,7 @@ import {
   unaryCases,
 } from '@trivium/conformance'
 import t from 'tap'
+import { waitBound } from '../../../scripts/test/waits.js'
 import { type MemoryWebSocket, registerMemoryTransport } from './memory-transport.ts'
 
 interface Features {
@@ -149,7 +150,7 @@ for (const target of targets) {
           if (items.length === 3) break
         }
         t.same(items, [0, 1, 2])
-        const deadline = Date.now() + 5000
+        const deadline = Date.now() + waitBound(5000)
         while (!server.tickerFinished(runId) && Date.now() < deadline)
           await new Promise((r) => setTimeout(r, 20))
         t.ok(server.tickerFinished(runId), "the server generator's finally ran")
@@ -284,13 +285,13 @@ for (const target of targets) {
         const runId = randomBytes(6).toString('hex')
         const gated = createTypedClient(clientFor('member')).gated()
         await gated.send({ runId, i: 0 })
-        const reached = Date.now() + 5000
+        const reached = Date.now() + waitBound(5000)
         while (server.gateReached(runId) === 0 && Date.now() < reached)
           await new Promise((r) => setTimeout(r, 5))
         t.equal(server.gateReached(runId), 1, 'the handler holds the item')
         gated.cancel(new Error('changed my mind'))
         await t.rejects(gated.response, { message: 'changed my mind' })
-        const deadline = Date.now() + 5000
+        const deadline = Date.now() + waitBound(5000)
         while (!server.tickerFinished(runId) && Date.now() < deadline)
           await new Promise((r) => setTimeout(r, 20))
         t.ok(server.tickerFinished(runId), "the server handler's finally ran")

@@ -8,6 +8,7 @@
 import { FrameType } from '@trivium/wire'
 import fc from 'fast-check'
 import t from 'tap'
+import { waitBound } from '../../../scripts/test/waits.js'
 import { type Carriage, dec, json, type RawApp, RawClient, rawApp, sleep } from './raw-frames.ts'
 
 const MAX_IN_FLIGHT = 4
@@ -172,7 +173,7 @@ async function run(carriage: Carriage, server: RawApp & { holding: () => number 
     c.close()
   }
   // Closing the connection aborts every call still held.
-  const deadline = Date.now() + 10_000
+  const deadline = Date.now() + waitBound(10_000)
   while (server.holding() > 0 && Date.now() < deadline) await sleep(5)
   if (server.holding() !== 0) throw new Error(`${server.holding()} handlers still running after the close`)
 }

@@ -17,6 +17,7 @@ import {
 } from '@trivium/wire'
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import WebSocket from 'ws'
+import { waitBound } from '../../../scripts/test/waits.js'
 
 export type Carriage = 'websocket' | 'tcp-direct' | 'tcp-inject'
 export const CARRIAGES: Carriage[] = ['websocket', 'tcp-direct', 'tcp-inject']
@@ -25,7 +26,7 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 /** Polls `cond` until it holds; the deadline is generous so that a loaded machine only makes it slower. */
 export async function until(cond: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
+  const deadline = Date.now() + waitBound(timeoutMs)
   while (!cond()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
     await sleep(5)
@@ -202,7 +203,7 @@ export class RawClient {
 
   /** Waits until `pred` holds over the frames received (or the connection ends, or 10 s pass). */
   async until(pred: (frames: Frame[]) => boolean, timeoutMs = 10_000): Promise<Frame[]> {
-    const deadline = Date.now() + timeoutMs
+    const deadline = Date.now() + waitBound(timeoutMs)
     while (!pred(this.frames) && !this.ended && Date.now() < deadline) await sleep(5)
     return this.frames
   }

@@ -7,6 +7,7 @@ import trivium, { jsonSchemaModel } from '@trivium/core'
 import Fastify from 'fastify'
 import type { Test } from 'tap'
 import t from 'tap'
+import { waitBound } from '../../../scripts/test/waits.js'
 import { byteByByte, exchange, type RawResponse } from '../../conformance/test/hostile-http.ts'
 
 const Echo = jsonSchemaModel<{ text: string }>('Echo', {
@@ -28,7 +29,7 @@ async function app(t: Test) {
   fastify.addHook('onRequest', async (request) => {
     if (request.headers['x-hold'] === undefined) return
     held.add(request.id)
-    const deadline = Date.now() + 10_000
+    const deadline = Date.now() + waitBound(10_000)
     while (!request.raw.destroyed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5))
   })
   fastify.trivium.endpoint('echo', { method: 'POST', url: '/echo', request: Echo }, (req) => req)
@@ -124,7 +125,7 @@ t.test('an upload aborted before the body reader starts: logged as aborted, noth
     'POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\nx-hold: 1\r\n\r\n{"text":"\xff',
     'latin1',
   )
-  const deadline = Date.now() + 10_000
+  const deadline = Date.now() + waitBound(10_000)
   while (held.size === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5))
   socket.resetAndDestroy()
   const [id] = held

@@ -7,6 +7,7 @@ import trivium, { jsonSchemaModel, triviumFactoryOptions, ValidationException } 
 import Fastify from 'fastify'
 import type { Test } from 'tap'
 import t from 'tap'
+import { waitBound } from '../../../scripts/test/waits.js'
 
 type Line = Record<string, unknown> & { level: number; msg: string }
 
@@ -49,7 +50,7 @@ async function app(t: Test) {
         }
         if (finish === 'reset') {
           // The server must have read the headers before the reset, or there is no request to abort.
-          const deadline = Date.now() + 10_000
+          const deadline = Date.now() + waitBound(10_000)
           while (!lines.some((l) => l.msg === 'incoming request') && Date.now() < deadline)
             await new Promise((r) => setTimeout(r, 5))
           socket.resetAndDestroy()
@@ -57,7 +58,7 @@ async function app(t: Test) {
       })
     })
     // Whatever the request logs is logged before a later request completes on a new connection.
-    const deadline = Date.now() + 10_000
+    const deadline = Date.now() + waitBound(10_000)
     let marker = false
     while (!marker && Date.now() < deadline) {
       await fetch(`http://127.0.0.1:${port}/marker`).then((r) => r.text())

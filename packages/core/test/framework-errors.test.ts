@@ -7,6 +7,7 @@ import { MISSING_FACTORY_OPTIONS } from '@trivium/core/internal'
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify'
 import type { Test } from 'tap'
 import t from 'tap'
+import { waitBound } from '../../../scripts/test/waits.js'
 
 const SECURITY = { 'x-content-type-options': 'nosniff', 'x-frame-options': 'DENY' }
 
@@ -336,7 +337,11 @@ t.test('a request arriving while the server closes: 503 with the error body and 
   })
   const ended = new Promise((resolve) => socket.on('close', resolve))
   const until = async (what: string, done: () => boolean) => {
-    for (const deadline = Date.now() + 10_000; !done(); await new Promise((r) => setTimeout(r, 10)))
+    for (
+      const deadline = Date.now() + waitBound(10_000);
+      !done();
+      await new Promise((r) => setTimeout(r, 10))
+    )
       if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
   }
   socket.write('GET /slow HTTP/1.1\r\nHost: x\r\n\r\n')

@@ -7,6 +7,7 @@ import trivium, { type TriviumCall } from '@trivium/core'
 import { SessionHub } from '@trivium/wire/sessions'
 import Fastify, { type FastifyInstance } from 'fastify'
 import t from 'tap'
+import { waitBound } from '../../../scripts/test/waits.js'
 
 /** A stream that yields nothing and waits for its call's signal (as `tasks.watch` between events). */
 function registerWatch(fastify: FastifyInstance, aborted: string[]) {
@@ -43,7 +44,7 @@ function openWatch(port: number, token: string) {
 }
 
 async function until(condition: () => boolean, ms = 10_000): Promise<boolean> {
-  const end = Date.now() + ms
+  const end = Date.now() + waitBound(ms)
   while (!condition() && Date.now() < end) await new Promise((r) => setTimeout(r, 10))
   return condition()
 }

@@ -10,6 +10,7 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import { Cluster } from 'ioredis'
 import t from 'tap'
 import { ownerOf, startCluster } from '../../../scripts/redis-cluster.mjs'
+import { waitBound } from '../../../scripts/test/waits.js'
 
 const PORTS = [17446, 17447, 17448, 17449, 17450, 17451]
 
@@ -59,7 +60,7 @@ t.test('the primary of a counter’s slot fails over: 503 meanwhile, answered ag
   const workers = Array.from({ length: 10 }, worker)
   const killedAt = Date.now()
   await redis.kill(primary)
-  const end = Date.now() + 30_000
+  const end = Date.now() + waitBound(30_000)
   while ((await ownerOf(alive, key).catch(() => ({ port: primary }))).port === primary) {
     if (Date.now() > end) throw new Error('the replica was not promoted within 30 s')
     await new Promise((resolve) => setTimeout(resolve, 50))

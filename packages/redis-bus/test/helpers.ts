@@ -2,6 +2,7 @@
 import { randomBytes } from 'node:crypto'
 import type { LoggerLike } from '@trivium/redis-bus'
 import type { Session } from '@trivium/wire/sessions'
+import { waitBound } from '../../../scripts/test/waits.js'
 
 export const REDIS_URL = 'redis://127.0.0.1:6379'
 
@@ -42,7 +43,7 @@ export function fakeSession(id: string): { session: Session; got: Array<[string,
 export async function until(cond: () => boolean, timeoutMs = 10_000, what = 'condition'): Promise<void> {
   const start = Date.now()
   while (!cond()) {
-    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`)
+    if (Date.now() - start > waitBound(timeoutMs)) throw new Error(`timed out waiting for ${what}`)
     await new Promise((r) => setTimeout(r, 5))
   }
 }

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto'
 import { connectPglite, connectPostgres } from '@trivium/sql'
 import pg from 'pg'
 import t, { type Test } from 'tap'
+import { waitBound } from '../../../scripts/test/waits.js'
 import { PG_URL } from './helpers.ts'
 
 /**
@@ -28,7 +29,7 @@ function deadline(
 }
 
 async function until(cond: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  const end = Date.now() + timeoutMs
+  const end = Date.now() + waitBound(timeoutMs)
   while (!(await cond())) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
     await new Promise((r) => setTimeout(r, 20))

@@ -3,12 +3,13 @@ import triviumCore from '@trivium/core'
 import triviumTcp, { type TriviumTcpOptions } from '@trivium/tcp'
 import { encodeMetadata, encodeTcpFrame, type Frame, FrameType, TcpFrameReader } from '@trivium/wire'
 import Fastify, { type FastifyInstance } from 'fastify'
+import { waitBound } from '../../../scripts/test/waits.js'
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 /** Polls `cond` until it holds; the deadline is generous so that a loaded machine only makes it slower. */
 export async function until(cond: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
+  const deadline = Date.now() + waitBound(timeoutMs)
   while (!cond()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
     await sleep(5)
@@ -125,7 +126,7 @@ export class TcpClient {
   }
 
   async until(pred: (fs: Frame[]) => boolean, timeoutMs = 10_000): Promise<Frame[]> {
-    const deadline = Date.now() + timeoutMs
+    const deadline = Date.now() + waitBound(timeoutMs)
     while (!pred(this.frames) && !this.ended && Date.now() < deadline) await sleep(10)
     return this.frames
   }

@@ -17,6 +17,7 @@ import triviumTracing, { formatTraceparent, parseTraceparent } from '@trivium/tr
 import { triviumWebSocketPlugin } from '@trivium/websocket'
 import Fastify from 'fastify'
 import t from 'tap'
+import { waitBound } from '../../../scripts/test/waits.js'
 
 const exporter = new InMemorySpanExporter()
 const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] })
@@ -71,7 +72,7 @@ const echo: EndpointSpec = {
 
 /** Polls `cond` until it holds; the deadline is generous so that a loaded machine only makes it slower. */
 async function until(cond: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
+  const deadline = Date.now() + waitBound(timeoutMs)
   while (!cond()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
     await new Promise((resolve) => setTimeout(resolve, 5))

@@ -12,6 +12,7 @@ import { encodeWsFrame, FrameType } from '@trivium/wire'
 import Fastify from 'fastify'
 import t from 'tap'
 import * as wsModule from 'ws'
+import { waitBound } from '../../../scripts/test/waits.js'
 
 /** ws's frame builder (exported by ws, not declared by @types/ws). */
 const { Sender } = wsModule as unknown as {
@@ -64,7 +65,7 @@ async function rawClient(
   socket.on('data', (chunk: Buffer) => {
     received = Buffer.concat([received, chunk])
   })
-  const deadline = Date.now() + 3000
+  const deadline = Date.now() + waitBound(3000)
   while (!received.includes('\r\n\r\n') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10))
   const end = received.indexOf('\r\n\r\n') + 4
   const head = received.subarray(0, end).toString()
@@ -86,7 +87,7 @@ function clientFrame(message: Uint8Array): Buffer {
 }
 
 async function until(pred: () => boolean): Promise<void> {
-  const deadline = Date.now() + 3000
+  const deadline = Date.now() + waitBound(3000)
   while (!pred() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10))
 }
 

@@ -3,12 +3,13 @@ import triviumWebSocket, { type TriviumWebSocketOptions } from '@trivium/websock
 import { decodeWsFrame, encodeWsFrame, type Frame, FrameType } from '@trivium/wire'
 import Fastify, { type FastifyInstance } from 'fastify'
 import WebSocket from 'ws'
+import { waitBound } from '../../../scripts/test/waits.js'
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 /** Polls `cond` until it holds; the deadline is generous so that a loaded machine only makes it slower. */
 export async function until(cond: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
+  const deadline = Date.now() + waitBound(timeoutMs)
   while (!cond()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
     await sleep(5)
@@ -169,7 +170,7 @@ export class Client {
 
   /** Waits until `pred` holds over the frames received so far (or the socket closes). */
   async until(pred: (frames: Frame[]) => boolean, timeoutMs = 10_000): Promise<Frame[]> {
-    const deadline = Date.now() + timeoutMs
+    const deadline = Date.now() + waitBound(timeoutMs)
     while (!pred(this.frames)) {
       if (this.closeCode !== undefined || Date.now() > deadline) break
       await new Promise<void>((resolve) => {

@@ -224,7 +224,7 @@ t.test(
       })
       const closed = new Promise<boolean>((resolve) => {
         socket.on('close', () => resolve(true))
-        setTimeout(() => resolve(false), 10_000)
+        setTimeout(() => resolve(false), 10_000).unref() // (must not keep the process alive once closed)
       })
       socket.end(
         `${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n` +

@@ -3,6 +3,7 @@ import { FrameType } from '@trivium/wire'
 import t from 'tap'
 import WebSocket from 'ws'
 import { buildApp, Client, dec, settled, sleep, until } from './helpers.ts'
+import { waitBound } from '../../../scripts/test/waits.js'
 
 t.test('request/response, out of order, errors as ERROR frames', async (t) => {
   const { app, url } = await buildApp()
@@ -387,7 +388,9 @@ t.test('shutdown completes even when clients reconnect while it drains', async (
   const closed = app.close()
   const loop = reconnectLoop()
   // Only tells a hang from a finish: draining takes ~1 s, however loaded the machine.
-  const outcome = await Promise.race([closed.then(() => 'closed'), sleep(20_000).then(() => 'stuck')])
+  // (the timer is unref'd: once close resolves, it must not keep the test process alive for 20 s)
+  const stuck = new Promise<string>((r) => setTimeout(() => r('stuck'), waitBound(20_000)).unref())
+  const outcome = await Promise.race([closed.then(() => 'closed'), stuck])
   stop = true
   await loop
   t.equal(outcome, 'closed', 'app.close() resolves')

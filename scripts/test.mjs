@@ -53,7 +53,8 @@ if (args.length === 0 || matrixOnly)
   runs.push({
     label: `[${oldest}] `,
     files: matrixFiles,
-    args: ['--node-arg=--import=./scripts/matrix/fastify-version.mjs'],
+    // (a --node-arg given here replaces the list in .taprc: tsx is named again)
+    args: ['--node-arg=--import=tsx', '--node-arg=--import=./scripts/matrix/fastify-version.mjs'],
     env: { TRIVIUM_FASTIFY: 'oldest' },
   })
 

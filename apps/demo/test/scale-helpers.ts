@@ -317,7 +317,13 @@ export async function until<T>(fn: () => Promise<T>, timeoutMs: number, everyMs 
   const end = Date.now() + waitBound(timeoutMs)
   for (;;) {
     const value = await fn()
-    if (value || Date.now() >= end) return value
+    if (value) return value
+    if (Date.now() >= end) {
+      // Said on stderr: a wait that ran out is a failure (asserted by the caller) or a test that waits in vain.
+      const at = new Error().stack?.split('\n')[2]?.trim()
+      process.stderr.write(`until: no result within ${waitBound(timeoutMs)} ms (${at})\n`)
+      return value
+    }
     await sleep(everyMs)
   }
 }

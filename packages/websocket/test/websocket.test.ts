@@ -2,8 +2,8 @@ import { CloseCode } from '@trivium/websocket'
 import { FrameType } from '@trivium/wire'
 import t from 'tap'
 import WebSocket from 'ws'
-import { buildApp, Client, dec, settled, sleep, until } from './helpers.ts'
 import { waitBound } from '../../../scripts/test/waits.js'
+import { buildApp, Client, dec, settled, sleep, until } from './helpers.ts'
 
 t.test('request/response, out of order, errors as ERROR frames', async (t) => {
   const { app, url } = await buildApp()

@@ -1,11 +1,9 @@
 // Runs a README's TypeScript example as written (its `app.listen({ port: 3000 })` moved to a random port)
 // and hands back the running app and the section's shell block, whose lines the tests check.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
-import { pathToFileURL } from 'node:url'
+import { readFileSync } from 'node:fs'
 import type { FastifyInstance } from 'fastify'
 import type { Test } from 'tap'
-import ts from 'typescript'
+import { importSnippet } from '../../../scripts/test/import-snippet.js'
 
 export async function startReadmeExample(
   t: Test,
@@ -18,15 +16,8 @@ export async function startReadmeExample(
   const shell = /```sh\n([\s\S]*?)```/.exec(section)?.[1] ?? ''
   t.match(code, /app\.listen\(\{ port: 3000 \}\)/)
   const runnable = `${code.replace('app.listen({ port: 3000 })', "app.listen({ port: 0, host: '127.0.0.1' })")}\nexport { app }\n`
-  const js = ts.transpileModule(runnable, {
-    compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
-  }).outputText
-  // Written inside this package so that `fastify` and `@trivium/core` resolve as they do for users.
-  const dir = mkdtempSync(join(new URL('.', import.meta.url).pathname, '.readme-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const file = join(dir, 'example.mjs')
-  writeFileSync(file, js)
-  const { app } = (await import(pathToFileURL(file).href)) as { app: FastifyInstance }
+  // Imported from inside this package, so that `fastify` and `@trivium/core` resolve as they do for users.
+  const { app } = await importSnippet<{ app: FastifyInstance }>(t, runnable, new URL('.', import.meta.url))
   t.teardown(() => app.close())
   const address = app.server.address()
   const port = typeof address === 'object' && address !== null ? address.port : 0

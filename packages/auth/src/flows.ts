@@ -26,8 +26,8 @@ export function createAuthFlows(auth: AuthService, options: FlowsOptions) {
     ...createAccountFlows(ctx),
     ...createSessionFlows(ctx),
     ...createTotpFlows(ctx),
-    /** Resolves once the timing-safe dummy hash is ready (the plugin waits for it before serving). */
-    ready: ctx.dummyHash.then(() => undefined),
+    /** Resolves at once (kept for callers that wait for it: the timing-safe dummy hash is now a constant). */
+    ready: Promise.resolve(),
   }
 }
 

@@ -75,8 +75,6 @@ const triviumAuth: FastifyPluginAsync<TriviumAuthOptions> = async (fastify: Fast
         ? createAuthFlows(service, flows)
         : registerFlows(fastify.trivium, service, flows)
     fastify.decorate('authFlows', authFlows)
-    // The dummy hash for timing-safe logins is computed in a worker; wait for it before serving.
-    fastify.addHook('onReady', async () => authFlows.ready)
   }
 
   const interval = options.cleanupIntervalMs ?? 600_000

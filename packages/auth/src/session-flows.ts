@@ -32,7 +32,7 @@ export function createSessionFlows(ctx: FlowsContext) {
       totpCode?: string | null
     }): Promise<TokenPair> => {
       const user = req.username.length <= 254 ? await users.findByUsername(req.username) : undefined
-      const matches = await verifyPassword(req.password, user?.passwordHash ?? (await dummyHash))
+      const matches = await verifyPassword(req.password, user?.passwordHash ?? dummyHash)
       if (!user || !matches) throw new UnauthorizedException(INVALID_CREDENTIALS)
       if (user.totpEnabled) {
         if (!req.totpCode) throw new UnauthorizedException(TOTP_REQUIRED)

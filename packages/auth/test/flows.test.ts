@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto'
 import triviumAuth from '@trivium/auth'
+import { DUMMY_HASH } from '@trivium/auth/internal'
 import { SqlRevocationStore, SqlTokenLedger, SqlUserStore } from '@trivium/auth/sql'
 import trivium from '@trivium/core'
-import { shutdownPasswordWorkers, totp } from '@trivium/crypto'
+import { BCRYPT_COST, shutdownPasswordWorkers, totp, verifyPassword } from '@trivium/crypto'
 import { connectPglite, connectPostgres, type SqlClient } from '@trivium/sql'
 import Fastify, { type FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
@@ -69,6 +70,12 @@ async function registerAndLogin(app: FastifyInstance, username = 'alice') {
     pair: login.json() as { accessToken: string; refreshToken: string; expiresIn: number },
   }
 }
+
+t.test('an unknown username is compared with a fixed hash at the cost of every stored hash', async (t) => {
+  // Same cost, same time: a wrong username and a wrong password cannot be told apart by how long they take.
+  t.match(DUMMY_HASH, new RegExp(`^\\$2b\\$${BCRYPT_COST}\\$[./A-Za-z0-9]{53}$`))
+  t.equal(await verifyPassword(PASSWORD, DUMMY_HASH), false, 'a well-formed hash the pool compares with')
+})
 
 t.test('register, login, me, refresh with reuse detection, logout (PGlite)', async (t) => {
   const sql = await pglite(t)

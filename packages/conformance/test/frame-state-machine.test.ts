@@ -131,7 +131,11 @@ async function run(carriage: Carriage, server: RawApp & { holding: () => number 
           frames.some((f) => f.type === FrameType.STREAM_END && f.requestId === id),
         ) &&
         frames.filter((f) => f.type === FrameType.ERROR).length >= want.errors.length &&
-        frames.filter((f) => f.type === FrameType.PONG).length >= want.pongs.length
+        frames.filter((f) => f.type === FrameType.PONG).length >= want.pongs.length &&
+        // (a batch of only (un)subscribes waits for their answers too: at load 15 they took over 20 ms)
+        want.subscriptionAnswers.every((id) =>
+          frames.some((f) => f.type === FrameType.RESPONSE && f.requestId === id),
+        )
       await c.until(done, 10_000)
       await sleep(20) // anything that must not come (after CANCEL) would come now
       const got = c.frames

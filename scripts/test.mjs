@@ -5,7 +5,7 @@
 // A tap test file is a Node program that prints TAP, so each runs as `node --import=tsx <file>`, three at a
 // time, rather than under tap's runner: the runner loads @tapjs/processinfo's module hooks into every test
 // process and, through NODE_OPTIONS, into every Node process a test starts (a demo instance, npm), which cost
-// ~1–2 s of CPU per test file and ~2 s per demo instance started, about a fifth of the suite's CPU time.
+// ~1–2 s of CPU per demo test file and ~2 s per demo instance started, about a sixth of the suite's CPU time.
 // `npx tap <file>` still runs a file under tap's runner (.taprc).
 import { spawn } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
@@ -19,15 +19,16 @@ import { prepare } from './environment.mjs'
 const JOBS = positive('TRIVIUM_TEST_JOBS', 3)
 /** tap ends a file after this long (TAP_TIMEOUT), naming the subtests then running. */
 const FILE_TIMEOUT_S = positive('TRIVIUM_TEST_FILE_TIMEOUT_S', 900)
+/** TypeScript through tsx (esbuild, no type check: that is `pnpm typecheck`). */
+const TSX = ['--import=tsx']
 
+/** A setting from the environment that must be a positive integer; the run stops naming it otherwise. */
 function positive(name, fallback) {
   const value = process.env[name] === undefined ? fallback : Number(process.env[name])
   if (Number.isSafeInteger(value) && value > 0) return value
   console.error(`${name} must be a positive integer (got ${process.env[name]})`)
   process.exit(2)
 }
-/** TypeScript through tsx (esbuild, no type check: that is `pnpm typecheck`). */
-const TSX = ['--import=tsx']
 
 const args = process.argv.slice(2)
 // `--matrix`: only the version matrix run (below), e.g. to try a Fastify release.

@@ -1,5 +1,5 @@
 // What every credential flow shares: the checked options, the user store, the ledger, the TOTP
-// encryptor and the timing-safe dummy hash. Built once by createAuthFlows.
+// encryptor. Built once by createAuthFlows.
 import { type TriviumCall, UnauthorizedException } from '@trivium/core'
 import { DataEncryptor } from '@trivium/crypto'
 import type { TokenLedger } from './ledger.js'
@@ -55,19 +55,9 @@ export interface FlowsContext {
   totpIssuer: string
   onRegistered: RegisteredHook | undefined
   onTheft: ((userId: number) => unknown) | undefined
-  /** DUMMY_HASH: what an unknown username's password is compared with. */
-  dummyHash: string
   /** The authenticated caller's user row; UnauthorizedException when it is gone. */
   currentUser(call: TriviumCall<any>): Promise<UserRecord>
 }
-
-/**
- * A bcrypt hash at cost 12 (BCRYPT_COST, as every stored hash) of 24 random bytes that were thrown away. An
- * unknown username's password is compared with it, so a wrong username and a wrong password cost the same
- * one compare and take the same time. Written here rather than hashed at start-up, which cost every
- * instance ~0.3 s of CPU; no password is known to match it, and a match signs nobody in (there is no user).
- */
-export const DUMMY_HASH = '$2b$12$baJMGXBP.oanLJye09cCtOXmulFJ.WHQY/FC4cGT8yfsdOGuJVF4S'
 
 /** Checks the flows' options (messages name the option) and builds the shared context. */
 export function flowsContext(auth: AuthService, options: FlowsOptions): FlowsContext {
@@ -102,7 +92,6 @@ export function flowsContext(auth: AuthService, options: FlowsOptions): FlowsCon
   const minLength = options.passwordMinLength ?? 8
   const totpIssuer = options.totpIssuer ?? auth.tokens.issuer
 
-  const dummyHash = DUMMY_HASH
   return {
     auth,
     users,
@@ -112,7 +101,6 @@ export function flowsContext(auth: AuthService, options: FlowsOptions): FlowsCon
     totpIssuer,
     onRegistered,
     onTheft,
-    dummyHash,
     async currentUser(call) {
       const user = await users.findById(Number(call.identity?.userId))
       if (!user) throw new UnauthorizedException(USER_GONE)

@@ -1,8 +1,8 @@
 // `@trivium/auth/internal`: building blocks for tests and integrations; not a stable API.
 export { ClaimError, parseAccessClaims, parseRefreshClaims } from './claims.js'
-export { DUMMY_HASH } from './flows-context.js'
 export { setUserContext } from './middleware.js'
 export { checkJti, checkTtl } from './revocation.js'
+export { DUMMY_HASH } from './session-flows.js'
 export {
   cacheKey,
   checkSecret,

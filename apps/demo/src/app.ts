@@ -137,7 +137,8 @@ async function openBackends(app: FastifyInstance, config: DemoConfig): Promise<B
 }
 
 async function registerCore(app: FastifyInstance, config: DemoConfig): Promise<void> {
-  await app.register(triviumCore, { bodyLimit: config.bodyLimit })
+  // Compression is on unless COMPRESSION=off (a proxy in front compresses): a 100-task list is ~7.8 KB of JSON.
+  await app.register(triviumCore, { bodyLimit: config.bodyLimit, compression: config.compression })
   await app.register(triviumCodec)
 }
 
@@ -271,6 +272,7 @@ async function registerTransports(app: FastifyInstance, config: DemoConfig, fano
       port: config.tcpPort,
       host: config.host,
       mode: config.tcpMode, // shares fastify.push (and so the bus) created by @trivium/websocket
+      compression: config.compression,
     })
   }
 }

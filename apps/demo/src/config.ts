@@ -54,6 +54,11 @@ export interface DemoConfig {
   metricsListen: { host: string; port: number } | undefined
   /** ACCESS_LOG: one log line per call on every transport (default true). */
   accessLog: boolean
+  /**
+   * COMPRESSION: compress HTTP responses and TCP frames for clients that accept it — `true` at the packages'
+   * threshold (1 KiB), `{ threshold }` in bytes, or false (behind a proxy that compresses).
+   */
+  compression: boolean | { threshold: number }
 }
 
 export interface RateLimitSetting {
@@ -87,6 +92,16 @@ function positiveInt(name: string, raw: string | undefined, fallback: number, un
   if (!/^\d+$/.test(raw) || !Number.isSafeInteger(value) || value <= 0)
     throw new ConfigError(`${name} must be a positive whole number of ${unit}, got ${raw}`)
   return value
+}
+
+/** COMPRESSION: `on` (the default: the packages' threshold, 1 KiB), `off`, or a threshold in bytes. */
+export function parseCompression(raw: string | undefined): boolean | { threshold: number } {
+  if (raw === undefined || raw === '' || raw === 'on' || raw === 'true') return true
+  if (raw === 'off' || raw === 'false') return false
+  const threshold = Number(raw)
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(threshold) || threshold < 1)
+    throw new ConfigError(`COMPRESSION must be on, off or a threshold in bytes (e.g. 1024), got ${raw}`)
+  return { threshold }
 }
 
 /** METRICS_LISTEN: `<port>` (on 127.0.0.1), `<host>:<port>` or `[<IPv6>]:<port>`. */
@@ -239,6 +254,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): DemoConfig {
     metricsToken,
     metricsListen: parseListen(env.METRICS_LISTEN),
     accessLog: bool('ACCESS_LOG', env.ACCESS_LOG, true),
+    compression: parseCompression(env.COMPRESSION),
   }
 }
 

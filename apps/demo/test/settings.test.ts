@@ -24,6 +24,7 @@ t.test(
     t.equal(c.metricsToken, undefined)
     t.equal(c.metricsListen, undefined)
     t.equal(c.accessLog, true)
+    t.equal(c.compression, true)
   },
 )
 
@@ -57,6 +58,9 @@ t.test('values are parsed', async (t) => {
   t.same(loadConfig({ METRICS_LISTEN: '[::1]:0' }).metricsListen, { host: '::1', port: 0 })
   t.equal(c.accessLog, false)
   t.equal(loadConfig({ RATE_LIMIT_DEFAULT: 'off' }).rateLimitDefault, false)
+  t.equal(loadConfig({ COMPRESSION: 'off' }).compression, false)
+  t.equal(loadConfig({ COMPRESSION: 'on' }).compression, true)
+  t.same(loadConfig({ COMPRESSION: '4096' }).compression, { threshold: 4096 })
 })
 
 const NOT_PEM = fileURLToPath(new URL('../package.json', import.meta.url))
@@ -96,6 +100,8 @@ const BAD: Array<[Record<string, string>, string]> = [
   [{ ACCESS_TOKEN_TTL: '-5' }, 'ACCESS_TOKEN_TTL must be a positive whole number of seconds, got -5'],
   [{ METRICS_TOKEN: 'short' }, 'METRICS_TOKEN must be at least 16 characters (e.g. openssl rand -hex 16)'],
   [{ ACCESS_LOG: 'maybe' }, 'ACCESS_LOG must be true or false, got maybe'],
+  [{ COMPRESSION: 'gzip' }, 'COMPRESSION must be on, off or a threshold in bytes (e.g. 1024), got gzip'],
+  [{ COMPRESSION: '0' }, 'COMPRESSION must be on, off or a threshold in bytes (e.g. 1024), got 0'],
   [{ PORT: '4000' }, 'PORT and TCP_PORT must differ (both are 4000)'],
   [
     { METRICS_LISTEN: 'host:99999' },

@@ -12,7 +12,11 @@ import { failure, transportClients } from './transports.js'
 type Schema = Record<string, any>
 type Doc = {
   paths: Record<string, Record<string, Schema>>
-  components: { schemas: Record<string, Schema>; responses?: Record<string, Schema> }
+  components: {
+    schemas: Record<string, Schema>
+    responses?: Record<string, Schema>
+    securitySchemes?: Record<string, Schema>
+  }
 }
 
 const chars = (s: string) => [...s].length
@@ -247,7 +251,8 @@ t.test('the OpenAPI document and the service agree on every field check', async 
       let body = op.requestBody?.content['application/json'].schema
       if (body?.$ref) body = doc.components.schemas[body.$ref.split('/').pop()]
       const fields = [
-        ...(op.parameters ?? []).map((p: Schema) => p.schema),
+        // Headers (deadline, coding, idempotency key) are checked by the status sweep below.
+        ...(op.parameters ?? []).filter((p: Schema) => p.in !== 'header').map((p: Schema) => p.schema),
         ...Object.values(body?.properties ?? {}),
       ] as Schema[]
       if (fields.some(constrained))
@@ -375,6 +380,23 @@ t.test('the OpenAPI document and the service agree on every field check', async 
         const url = path.replace(/\{[^}]+\}/g, '999999')
         const hasBody = method === 'post' || method === 'put'
         const attempts: Record<string, unknown>[] = [{}, { headers: member }, { headers: auth }]
+        // Issue 44 item 10: the deadline header, refused or tiny; compressed bodies of an unknown coding
+        // or corrupt data.
+        attempts.push(
+          { headers: { ...auth, 'trivium-timeout-ms': '0' } },
+          { headers: { ...auth, 'trivium-timeout-ms': '1' } },
+        )
+        if (hasBody)
+          attempts.push(
+            {
+              headers: { ...auth, 'content-type': 'application/json', 'content-encoding': 'compress' },
+              payload: '{}',
+            },
+            {
+              headers: { ...auth, 'content-type': 'application/json', 'content-encoding': 'gzip' },
+              payload: 'not gzip data',
+            },
+          )
         if (hasBody)
           for (const headers of [member, auth])
             attempts.push(
@@ -404,6 +426,38 @@ t.test('the OpenAPI document and the service agree on every field check', async 
     }
     t.ok(seen > 50, `${seen} answers checked`)
   })
+
+  await t.test('an idempotency key used with another body is 422, and listed', async (t) => {
+    const [, , op] = operation('tasks.create')
+    t.ok(op.responses['409'], 'tasks.create lists 409 (the first call with the key still runs)')
+    t.ok(op.responses['422'], 'tasks.create lists 422')
+    // A fresh sign-in: the status sweep above logged the other tokens out (auth.logout).
+    const { tokens } = await registerAndLogin(app, 'keyholder')
+    const headers = { authorization: `Bearer ${tokens.accessToken}`, 'idempotency-key': 'contract-key-1' }
+    const first = await app.inject({ method: 'POST', url: '/tasks', headers, payload: { title: 'A' } })
+    t.equal(first.statusCode, 201)
+    const other = await app.inject({ method: 'POST', url: '/tasks', headers, payload: { title: 'B' } })
+    t.equal(other.statusCode, 422)
+    t.equal(other.json().code, 'TRV_UNPROCESSABLE_CONTENT')
+  })
+
+  await t.test(
+    'the client and bidirectional streams are documented with their HTTP/1.1 answer',
+    async (t) => {
+      for (const name of ['tasks.import', 'tasks.sync']) {
+        const [path, method, op] = operation(name)
+        t.equal(op['x-trivium-request-stream'], true, `${name} is a stream of requests`)
+        t.same(Object.keys(op.responses), ['400'])
+        const res = await app.inject({ method: method.toUpperCase() as 'POST', url: path, headers: auth })
+        t.equal(res.statusCode, 400)
+        t.equal(
+          res.json().message,
+          `Endpoint ${name} takes a stream of requests: call it over WebSocket or TCP`,
+        )
+      }
+      t.ok(doc.components.securitySchemes?.tokenQuery, '?token= has its security scheme')
+    },
+  )
 
   await t.test('statuses only the handler knows are listed', async (t) => {
     for (const name of ['auth.login', 'auth.refresh']) {

@@ -1,6 +1,7 @@
 // The OpenAPI 3.1 document of an endpoint registry. Pure: the plugin calls it at ready time, a build
 // script can call it with the same registry to write the file.
 import type { EndpointDefinition, Model } from '@trivium/core'
+import { HTTP_CODINGS } from '@trivium/core/internal'
 import { COMPONENT_PREFIX, type Schema, SchemaComponents } from './schemas.js'
 
 declare module '@trivium/core' {
@@ -39,8 +40,9 @@ export interface BuildOptions {
   binary?: boolean
   /**
    * Also document the token in the query parameter `token` (scheme `tokenQuery`) beside the bearer header.
-   * Default false: Swagger UI's Authorize then offers the header only, and tokens in URLs end up in logs
-   * and histories (the query form exists for clients that cannot set headers, such as EventSource).
+   * Default true: @trivium/auth accepts it on every endpoint (for clients that cannot set headers, such as
+   * EventSource), so the document says so; `false` leaves it out for services that keep tokens out of URLs
+   * by other means (tokens in URLs end up in logs and histories).
    */
   tokenQuery?: boolean
 }
@@ -139,7 +141,7 @@ export const ERROR_RESPONSES: Readonly<Record<string, { name: string; response: 
     name: 'Conflict',
     response: {
       description:
-        'ConflictException (TRV_CONFLICT): the request contradicts what is stored (a name that already exists)',
+        'ConflictException (TRV_CONFLICT): the request contradicts what is stored (a name that already exists), or a call with the same Idempotency-Key is still being processed',
       content: errorContent,
     },
   },
@@ -155,6 +157,14 @@ export const ERROR_RESPONSES: Readonly<Record<string, { name: string; response: 
     response: {
       description:
         'UnsupportedMediaTypeException (TRV_UNSUPPORTED_MEDIA_TYPE): a Content-Type the endpoint cannot decode',
+      content: errorContent,
+    },
+  },
+  '422': {
+    name: 'UnprocessableContent',
+    response: {
+      description:
+        'UnprocessableContentException (TRV_UNPROCESSABLE_CONTENT): the Idempotency-Key was already used with another request body',
       content: errorContent,
     },
   },
@@ -184,6 +194,14 @@ export const ERROR_RESPONSES: Readonly<Record<string, { name: string; response: 
     response: {
       description:
         'ServiceUnavailableException (TRV_SERVICE_UNAVAILABLE): a store the request needs (database, Redis) is unreachable',
+      content: errorContent,
+    },
+  },
+  '504': {
+    name: 'Timeout',
+    response: {
+      description:
+        'TimeoutException (TRV_TIMEOUT): the call\'s deadline (`Trivium-Timeout-Ms`, or the endpoint\'s own) passed, message `Deadline of <ms> ms exceeded`; the client may not assume the call did not run (PROTOCOL.md "Deadlines")',
       content: errorContent,
     },
   },
@@ -268,6 +286,38 @@ const IDEMPOTENCY_KEY_PARAMETER: Schema = {
   schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
 }
 
+/** The client's deadline (PROTOCOL.md "Deadlines"), accepted on every endpoint. */
+const TIMEOUT_PARAMETER: Schema = {
+  name: 'Trivium-Timeout-Ms',
+  in: 'header',
+  required: false,
+  description:
+    "The call's deadline in milliseconds: when it passes the call stops and the answer is 504 (a stream ends with the error event). An invalid value is 400 `Invalid Trivium-Timeout-Ms header: must be a positive integer number of milliseconds, at most 2147483647`",
+  schema: { type: 'string', pattern: '^[1-9][0-9]{0,9}$' },
+}
+
+/** Request bodies may be compressed (PROTOCOL.md "Compression"). */
+const CONTENT_ENCODING_PARAMETER: Schema = {
+  name: 'Content-Encoding',
+  in: 'header',
+  required: false,
+  description:
+    'A compressed request body (one coding). Another coding, or several, is 415 `Unsupported Content-Encoding: <value> (accepted: …)`; bytes that are not valid data of the coding are 400; a body that inflates past the body limit is 413 (the limit applies to the inflated size)',
+  schema: { type: 'string', enum: [...HTTP_CODINGS, 'x-gzip', 'identity'] },
+}
+
+/** What the operation of a client or bidirectional stream says (its HTTP/1.1 route refuses every call). */
+function describeRequestStream(endpoint: EndpointDefinition): string {
+  return (
+    `Trivium ${endpoint.streaming ? 'bidirectional' : 'client'} stream \`${endpoint.name}\`: a stream of ` +
+    `\`${endpoint.request.name}\` items answered by ${endpoint.streaming ? 'a stream of' : 'one'} ` +
+    `\`${endpoint.response.name}\`. HTTP/1.1 cannot carry a stream of requests, so this route refuses every ` +
+    `call with 400 \`Endpoint ${endpoint.name} takes a stream of requests: call it over WebSocket or TCP\`. ` +
+    'Over WebSocket and TCP: a REQUEST frame to the name, CLIENT_ITEM frames, then CLIENT_END ' +
+    '(PROTOCOL.md "Client and bidirectional streams").'
+  )
+}
+
 export function buildOpenApi(
   registry: { list(): readonly EndpointDefinition[] } | readonly EndpointDefinition[],
   info: OpenApiInfo,
@@ -276,7 +326,7 @@ export function buildOpenApi(
   const endpoints = 'list' in registry ? registry.list() : registry
   const auth = options.auth ?? true
   const binary = options.binary ?? true
-  const schemes = options.tokenQuery ? ['bearerAuth', 'tokenQuery'] : ['bearerAuth']
+  const schemes = (options.tokenQuery ?? true) ? ['bearerAuth', 'tokenQuery'] : ['bearerAuth']
   const requiredSecurity = schemes.map((scheme) => ({ [scheme]: [] }))
   const optionalSecurity = [{}, ...requiredSecurity]
   const components = new SchemaComponents({ ErrorBody: ERROR_BODY_SCHEMA })
@@ -285,9 +335,28 @@ export function buildOpenApi(
   const usedResponses = new Set<string>()
 
   for (const endpoint of endpoints) {
-    // A stream of requests has no HTTP operation (its route only refuses, PROTOCOL.md "Client and
-    // bidirectional streams"): it is reachable over WebSocket and TCP only, so it is not an HTTP path here.
-    if (endpoint.requestStream) continue
+    // A stream of requests is reachable over WebSocket and TCP only: its HTTP route exists and refuses
+    // every call with 400 before anything else runs (PROTOCOL.md "Client and bidirectional streams").
+    if (endpoint.requestStream) {
+      const tag = tagOf(endpoint.name)
+      tags.add(tag)
+      components.add(endpoint.request)
+      components.add(endpoint.response)
+      usedResponses.add('400')
+      const path = toOpenApiPath(endpoint.url)
+      paths[path] = {
+        ...paths[path],
+        [endpoint.method.toLowerCase()]: {
+          operationId: endpoint.name,
+          description: describeRequestStream(endpoint),
+          tags: [tag],
+          responses: { '400': { $ref: '#/components/responses/BadRequest' } },
+          'x-trivium-streaming': endpoint.streaming,
+          'x-trivium-request-stream': true,
+        },
+      }
+      continue
+    }
     // Read as plain data: settings of packages this one does not import (auth, permissions, …) included.
     const config: Readonly<Record<string, unknown>> = { ...endpoint.config }
     const request = components.add(endpoint.request)
@@ -319,6 +388,8 @@ export function buildOpenApi(
     }
 
     if (config.idempotencyKey === true) parameters.push(IDEMPOTENCY_KEY_PARAMETER)
+    parameters.push(TIMEOUT_PARAMETER)
+    if (endpoint.http.hasBody) parameters.push(CONTENT_ENCODING_PARAMETER)
 
     // Keys in the order a reader expects them.
     const operation = { operationId: endpoint.name } as OpenApiOperation
@@ -387,8 +458,9 @@ export function buildOpenApi(
     if (permissions || roles) errors.push('403')
     errors.push('404')
     if (endpoint.http.hasBody) errors.push('413', '415')
+    if (config.idempotencyKey === true) errors.push('409', '422')
     if (config.rateLimit !== false) errors.push('429')
-    errors.push('500', '503')
+    errors.push('500', '503', '504')
     // Statuses only the handler knows (a public login answers 401 to bad credentials).
     for (const status of errorStatuses(config.errorStatuses, endpoint.name)) {
       if (!errors.includes(status)) errors.push(status)

@@ -35,7 +35,7 @@ export interface TriviumOpenApiOptions {
   auth?: boolean
   /** Document the binary format; default: whether it is registered (`@trivium/codec`) at ready time. */
   binary?: boolean
-  /** Also document the `token` query parameter as a way to send the token (default false: the bearer header only). */
+  /** Also document the `token` query parameter, which @trivium/auth accepts, as a way to send the token (default true). */
   tokenQuery?: boolean
 }
 
@@ -107,7 +107,7 @@ function validateOptions(options: TriviumOpenApiOptions): ValidOptions {
     servers: servers?.map((s) => ({ ...s })),
     auth: options.auth,
     binary: options.binary,
-    tokenQuery: options.tokenQuery ?? false,
+    tokenQuery: options.tokenQuery ?? true,
   }
 }
 

@@ -1,4 +1,5 @@
 import trivium, { jsonSchemaModel } from '@trivium/core'
+import { HTTP_CODINGS } from '@trivium/core/internal'
 import { buildOpenApi, type OpenApiDocument, SchemaComponents } from '@trivium/openapi'
 import Fastify from 'fastify'
 import t from 'tap'
@@ -12,6 +13,24 @@ async function documentOf(options: Parameters<typeof buildOpenApi>[2] = {}, crea
   const document = buildOpenApi(fastify.trivium.registry, INFO, options)
   await fastify.close()
   return document
+}
+
+// Issue 44 item 10: every operation takes the client's deadline, every body may be compressed.
+const TIMEOUT = {
+  name: 'Trivium-Timeout-Ms',
+  in: 'header',
+  required: false,
+  description:
+    "The call's deadline in milliseconds: when it passes the call stops and the answer is 504 (a stream ends with the error event). An invalid value is 400 `Invalid Trivium-Timeout-Ms header: must be a positive integer number of milliseconds, at most 2147483647`",
+  schema: { type: 'string', pattern: '^[1-9][0-9]{0,9}$' },
+}
+const ENCODING = {
+  name: 'Content-Encoding',
+  in: 'header',
+  required: false,
+  description:
+    'A compressed request body (one coding). Another coding, or several, is 415 `Unsupported Content-Encoding: <value> (accepted: …)`; bytes that are not valid data of the coding are 400; a body that inflates past the body limit is 413 (the limit applies to the inflated size)',
+  schema: { type: 'string', enum: [...HTTP_CODINGS, 'x-gzip', 'identity'] },
 }
 
 const ERRORS = (names: string[]) =>
@@ -47,6 +66,7 @@ t.test('a POST create: operation, body in both formats when the model has a bina
       'Trivium endpoint `tasks.create`: also reachable over WebSocket and TCP as a REQUEST frame to ' +
       '`tasks.create` with the same models (request `CreateTask`, response `Task`).',
     tags: ['tasks'],
+    parameters: [TIMEOUT, ENCODING],
     requestBody: {
       required: true,
       content: {
@@ -71,9 +91,10 @@ t.test('a POST create: operation, body in both formats when the model has a bina
         '429:RateLimited',
         '500:InternalError',
         '503:ServiceUnavailable',
+        '504:Timeout',
       ]),
     },
-    security: [{ bearerAuth: [] }],
+    security: [{ bearerAuth: [] }, { tokenQuery: [] }],
     'x-trivium-auth': 'required',
     'x-trivium-streaming': false,
     'x-trivium-permissions': ['tasks:write'],
@@ -116,6 +137,7 @@ t.test(
     t.same(buildOpenApi(fastify.trivium.registry, INFO).paths['/search']?.get?.parameters, [
       { name: 'q', in: 'query', required: false, schema: { type: 'string' } },
       { name: 'page', in: 'query', required: false, schema: { type: 'integer', minimum: 1 } },
+      TIMEOUT,
     ])
   },
 )
@@ -124,6 +146,7 @@ t.test('GET: path parameter from the route, other fields as query parameters', a
   const document = await documentOf()
   t.same(document.paths['/tasks/{id}']?.get?.parameters, [
     { name: 'id', in: 'path', required: true, schema: { type: 'integer' } },
+    TIMEOUT,
   ])
   // nested objects cannot travel in a query string (HTTP mapping): `filter` is left out
   t.same(document.paths['/tasks']?.get?.parameters, [
@@ -137,21 +160,28 @@ t.test('GET: path parameter from the route, other fields as query parameters', a
       style: 'form',
       explode: true,
     },
+    TIMEOUT,
   ])
   t.same(document.paths['/tasks/{id}']?.delete?.parameters, [
     { name: 'id', in: 'path', required: true, schema: { type: 'integer' } },
+    TIMEOUT,
   ])
   t.equal(document.paths['/tasks/{id}']?.get?.requestBody, undefined)
   // a path parameter that is no field of the model is a string
   t.same(document.paths['/projects/{name}']?.get?.parameters, [
     { name: 'name', in: 'path', required: true, schema: { type: 'string' } },
+    TIMEOUT,
   ])
 })
 
 t.test('PUT with a path parameter: the JSON body is the model without it', async (t) => {
   const document = await documentOf()
   const op = document.paths['/tasks/{id}']?.put
-  t.same(op?.parameters, [{ name: 'id', in: 'path', required: true, schema: { type: 'integer' } }])
+  t.same(op?.parameters, [
+    { name: 'id', in: 'path', required: true, schema: { type: 'integer' } },
+    TIMEOUT,
+    ENCODING,
+  ])
   t.same(op?.requestBody, {
     required: true,
     content: {
@@ -168,8 +198,8 @@ t.test('PUT with a path parameter: the JSON body is the model without it', async
   t.equal(op?.responses['403']?.$ref, '#/components/responses/Forbidden')
 })
 
-t.test('security per auth mode: the bearer header only by default', async (t) => {
-  const document = await documentOf()
+t.test('security per auth mode: the bearer header only with tokenQuery: false', async (t) => {
+  const document = await documentOf({ tokenQuery: false })
   t.same(document.components.securitySchemes, {
     bearerAuth: {
       type: 'http',
@@ -189,7 +219,8 @@ t.test('security per auth mode: the bearer header only by default', async (t) =>
   t.same(get?.security, [{ bearerAuth: [] }])
   t.equal(get?.['x-trivium-auth'], 'required')
 
-  const withQuery = await documentOf({ tokenQuery: true })
+  // The default: @trivium/auth accepts `?token=` on every endpoint, so the document says so.
+  const withQuery = await documentOf()
   t.same(withQuery.components.securitySchemes?.tokenQuery, {
     type: 'apiKey',
     in: 'query',
@@ -227,7 +258,8 @@ t.test('a streaming endpoint answers text/event-stream and describes the events'
     },
   })
   t.match(op?.description, /STREAM_ITEM frames then STREAM_END/)
-  t.same(op?.parameters, undefined, 'Empty has no fields')
+  t.same(op?.parameters, [TIMEOUT], 'Empty has no fields: only the deadline header')
+  t.equal(op?.responses['504']?.$ref, '#/components/responses/Timeout')
 })
 
 t.test('error responses share one ErrorBody; 429 carries Retry-After', async (t) => {
@@ -270,6 +302,7 @@ t.test('error responses share one ErrorBody; 429 carries Retry-After', async (t)
     '404',
     '500',
     '503',
+    '504',
   ])
   t.same(Object.keys(document.paths['/tasks/{id}']?.get?.responses ?? {}), [
     '200',
@@ -279,6 +312,7 @@ t.test('error responses share one ErrorBody; 429 carries Retry-After', async (t)
     '429',
     '500',
     '503',
+    '504',
   ])
   t.equal(document.paths['/tasks/{id}']?.delete?.['x-trivium-rate-limit'], false)
 })
@@ -360,7 +394,11 @@ t.test('endpoints without models and a plain list of definitions', async (t) => 
     version: '0',
   })
   const op = document.paths['/echo/{a}']?.post
-  t.same(op?.parameters, [{ name: 'a', in: 'path', required: true, schema: { type: 'string' } }])
+  t.same(op?.parameters, [
+    { name: 'a', in: 'path', required: true, schema: { type: 'string' } },
+    TIMEOUT,
+    ENCODING,
+  ])
   t.same(op?.requestBody, { required: false, content: { 'application/json': { schema: {} } } })
   t.same(op?.responses['200'], { description: 'Success', content: { 'application/json': { schema: {} } } })
   t.same(Object.keys(document.components.schemas), ['ErrorBody'])
@@ -394,6 +432,7 @@ t.test('errorStatuses adds the statuses only the handler knows; anything unknown
     '429',
     '500',
     '503',
+    '504',
   ])
   const conflict = document.paths['/roles']?.post?.responses?.['409'] as { $ref: string }
   t.same(conflict, { $ref: '#/components/responses/Conflict' })
@@ -404,7 +443,7 @@ t.test('errorStatuses adds the statuses only the handler knows; anything unknown
   await bad.ready()
   t.throws(() => buildOpenApi(bad.trivium.registry, INFO), {
     message:
-      '@trivium/openapi: endpoint "x": errorStatuses must list statuses among 400, 401, 403, 404, 409, 413, 415, 429, 500, 503',
+      '@trivium/openapi: endpoint "x": errorStatuses must list statuses among 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 504',
   })
   await app.close()
   await bad.close()
@@ -430,6 +469,52 @@ t.test('an endpoint that takes an idempotency key documents the Idempotency-Key 
         'A unique key (e.g. a UUID), sent again with every retry of this call: a retry with the same key and body gets the first answer instead of running again (409 while the first still runs, 422 with another body)',
       schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
     },
+    TIMEOUT,
+    ENCODING,
   ])
-  t.equal(document.paths['/plain']?.post?.parameters, undefined)
+  t.same(document.paths['/plain']?.post?.parameters, [TIMEOUT, ENCODING])
+  // Issue 44 item 10: the same key with another body is 422, a key whose call still runs is 409.
+  const keyed = document.paths['/keyed']?.post?.responses ?? {}
+  t.same(keyed['409'], { $ref: '#/components/responses/Conflict' })
+  t.same(keyed['422'], { $ref: '#/components/responses/UnprocessableContent' })
+  t.notOk('422' in (document.paths['/plain']?.post?.responses ?? {}))
+  t.match(document.components.responses.UnprocessableContent, {
+    description:
+      /^UnprocessableContentException \(TRV_UNPROCESSABLE_CONTENT\): the Idempotency-Key was already used/,
+  })
 })
+
+t.test(
+  'a client or bidirectional stream is documented with the 400 its HTTP/1.1 route answers',
+  async (t) => {
+    const fastify = Fastify()
+    await fastify.register(trivium)
+    fastify.trivium.clientStream(
+      'tasks.import',
+      { method: 'POST', url: '/tasks/import', request: CreateTask },
+      async () => ({}),
+    )
+    fastify.trivium.bidiStream('tasks.sync', { method: 'POST', url: '/tasks/sync' }, async function* () {})
+    await fastify.ready()
+    const document = buildOpenApi(fastify.trivium.registry, INFO)
+    t.same(await problemsOf(document), [])
+    const op = document.paths['/tasks/import']?.post
+    t.same(op?.responses, { '400': { $ref: '#/components/responses/BadRequest' } })
+    t.equal(op?.['x-trivium-request-stream'], true)
+    t.equal(op?.['x-trivium-streaming'], false)
+    t.match(
+      op?.description,
+      /this route refuses every call with 400 `Endpoint tasks\.import takes a stream of requests: call it over WebSocket or TCP`/,
+    )
+    t.equal(document.paths['/tasks/sync']?.post?.['x-trivium-streaming'], true)
+    t.match(document.paths['/tasks/sync']?.post?.description, /^Trivium bidirectional stream `tasks\.sync`/)
+    // What the document says is what the route answers.
+    const answer = await fastify.inject({ method: 'POST', url: '/tasks/import', payload: { title: 'x' } })
+    t.equal(answer.statusCode, 400)
+    t.equal(
+      answer.json().message,
+      'Endpoint tasks.import takes a stream of requests: call it over WebSocket or TCP',
+    )
+    await fastify.close()
+  },
+)

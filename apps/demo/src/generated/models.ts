@@ -2252,6 +2252,8 @@ export interface TaskData {
   readonly createdAt: Date
   /** `datetime` */
   readonly updatedAt: Date
+  /** `string?` */
+  readonly ownerName?: string | null
 }
 
 /** Constructor argument of Task: nullable fields may be left out (null). */
@@ -2264,6 +2266,7 @@ export interface TaskInit {
   ownerId: number
   createdAt: Date
   updatedAt: Date
+  ownerName?: string | null
 }
 
 export class Task implements TaskData {
@@ -2283,6 +2286,8 @@ export class Task implements TaskData {
   readonly createdAt: Date
   /** `datetime` */
   readonly updatedAt: Date
+  /** `string?` */
+  readonly ownerName: string | null
 
   /** JSON Schema of the JSON form. */
   static readonly jsonSchema: $rt.JsonSchema = {
@@ -2324,6 +2329,13 @@ export class Task implements TaskData {
       "updatedAt": {
         "type": "string",
         "format": "date-time"
+      },
+      "ownerName": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "description": "The owner's username (null once the account is gone); appended, as new fields are"
       }
     },
     "required": [
@@ -2346,6 +2358,7 @@ export class Task implements TaskData {
     this.ownerId = init.ownerId
     this.createdAt = init.createdAt
     this.updatedAt = init.updatedAt
+    this.ownerName = init.ownerName ?? null
   }
 
   /** Checks and converts the JSON form; throws a ValidationException naming every bad field. */
@@ -2371,6 +2384,7 @@ export class Task implements TaskData {
       ownerId: $rt.jInt32(j.ownerId, e, q, "ownerId"),
       createdAt: $rt.jDatetime(j.createdAt, e, q, "createdAt"),
       updatedAt: $rt.jDatetime(j.updatedAt, e, q, "updatedAt"),
+      ownerName: (j.ownerName == null ? null : $rt.jString(j.ownerName, e, q, "ownerName")),
     })
   }
 
@@ -2385,6 +2399,7 @@ export class Task implements TaskData {
       ownerId: v.ownerId,
       createdAt: v.createdAt.toISOString(),
       updatedAt: v.updatedAt.toISOString(),
+      ownerName: (v.ownerName ?? null),
     }
     return o
   }
@@ -2403,6 +2418,11 @@ export class Task implements TaskData {
     w.int32(v.ownerId)
     w.datetime(v.createdAt)
     w.datetime(v.updatedAt)
+    if (v.ownerName == null) w.presence(false)
+    else {
+      w.presence(true)
+      w.string(v.ownerName)
+    }
     w.endModel(at)
   }
 
@@ -2416,8 +2436,9 @@ export class Task implements TaskData {
     const f$ownerId = r.int32()
     const f$createdAt = r.datetime()
     const f$updatedAt = r.datetime()
+    const f$ownerName = r.pos < r.end ? (r.presence() ? r.string() : null) : null
     r.exitModel(outer)
-    return new Task({ id: f$id, title: f$title, description: f$description, done: f$done, tags: f$tags, ownerId: f$ownerId, createdAt: f$createdAt, updatedAt: f$updatedAt })
+    return new Task({ id: f$id, title: f$title, description: f$description, done: f$done, tags: f$tags, ownerId: f$ownerId, createdAt: f$createdAt, updatedAt: f$updatedAt, ownerName: f$ownerName })
   }
 
   /** Binary form: format version byte, then the model. */
@@ -2439,7 +2460,8 @@ export class Task implements TaskData {
       $e1(a.tags, b.tags) &&
       a.ownerId === b.ownerId &&
       $rt.eqDate(a.createdAt, b.createdAt) &&
-      $rt.eqDate(a.updatedAt, b.updatedAt)
+      $rt.eqDate(a.updatedAt, b.updatedAt) &&
+      (a.ownerName == null ? b.ownerName == null : b.ownerName != null && a.ownerName === b.ownerName)
     )
   }
 
@@ -2453,6 +2475,7 @@ export class Task implements TaskData {
     h = $rt.hashCombine(h, (v.ownerId | 0))
     h = $rt.hashCombine(h, $rt.hashDate(v.createdAt))
     h = $rt.hashCombine(h, $rt.hashDate(v.updatedAt))
+    h = $rt.hashCombine(h, (v.ownerName == null ? 0 : $rt.hashString(v.ownerName)))
     return h
   }
 
@@ -2476,6 +2499,7 @@ export class Task implements TaskData {
       ownerId: patch.ownerId === undefined ? this.ownerId : patch.ownerId,
       createdAt: patch.createdAt === undefined ? this.createdAt : patch.createdAt,
       updatedAt: patch.updatedAt === undefined ? this.updatedAt : patch.updatedAt,
+      ownerName: patch.ownerName === undefined ? this.ownerName : patch.ownerName,
     })
   }
 
@@ -2566,6 +2590,13 @@ export class TaskPage implements TaskPageData {
           "updatedAt": {
             "type": "string",
             "format": "date-time"
+          },
+          "ownerName": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "The owner's username (null once the account is gone); appended, as new fields are"
           }
         },
         "required": [
@@ -2767,6 +2798,13 @@ export class TaskEvent implements TaskEventData {
           "updatedAt": {
             "type": "string",
             "format": "date-time"
+          },
+          "ownerName": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "The owner's username (null once the account is gone); appended, as new fields are"
           }
         },
         "required": [
@@ -3617,6 +3655,13 @@ export class SyncChange implements SyncChangeData {
           "updatedAt": {
             "type": "string",
             "format": "date-time"
+          },
+          "ownerName": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "The owner's username (null once the account is gone); appended, as new fields are"
           }
         },
         "required": [

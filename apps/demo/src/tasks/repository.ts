@@ -13,6 +13,8 @@ export interface TaskRecord {
   ownerId: number
   createdAt: Date
   updatedAt: Date
+  /** The owner's username; null once the account is gone. */
+  ownerName: string | null
 }
 
 export interface TaskFilter {
@@ -91,7 +93,11 @@ interface TaskRow {
   owner_id: number
   created_at: Date
   updated_at: Date
+  owner_name: string | null
 }
+
+/** A task row with its owner's username (the page shows names, not ids): every query selects it. */
+const OWNER_NAME = '(SELECT username FROM auth_users WHERE auth_users.id = demo_tasks.owner_id) AS owner_name'
 
 function toRecord(row: TaskRow): TaskRecord {
   return {
@@ -103,6 +109,7 @@ function toRecord(row: TaskRow): TaskRecord {
     ownerId: row.owner_id,
     createdAt: new Date(row.created_at),
     updatedAt: new Date(row.updated_at),
+    ownerName: row.owner_name ?? null,
   }
 }
 
@@ -227,7 +234,7 @@ export class TaskRepository {
     }
     params.push(limit + 1)
     const { rows } = await this.sql.query<TaskRow>(
-      `SELECT * FROM demo_tasks ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id ${newest ? 'DESC' : 'ASC'} LIMIT $${params.length}`,
+      `SELECT *, ${OWNER_NAME} FROM demo_tasks ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id ${newest ? 'DESC' : 'ASC'} LIMIT $${params.length}`,
       params,
       { signal },
     )
@@ -240,7 +247,11 @@ export class TaskRepository {
 
   async get(id: number, signal?: AbortSignal): Promise<TaskRecord> {
     checkId(id)
-    const { rows } = await this.sql.query<TaskRow>('SELECT * FROM demo_tasks WHERE id = $1', [id], { signal })
+    const { rows } = await this.sql.query<TaskRow>(
+      `SELECT *, ${OWNER_NAME} FROM demo_tasks WHERE id = $1`,
+      [id],
+      { signal },
+    )
     return toRecord(found(rows, id))
   }
 
@@ -251,7 +262,7 @@ export class TaskRepository {
     checkFields(input, 'CreateTask')
     return this.withEvent('created', async (tx) => {
       const { rows } = await tx.query<TaskRow>(
-        'INSERT INTO demo_tasks (title, description, tags, owner_id) VALUES ($1, $2, $3, $4) RETURNING *',
+        `INSERT INTO demo_tasks (title, description, tags, owner_id) VALUES ($1, $2, $3, $4) RETURNING *, ${OWNER_NAME}`,
         [input.title.trim(), input.description ?? null, input.tags ?? [], ownerId],
       )
       return toRecord(returned(rows))
@@ -269,7 +280,7 @@ export class TaskRepository {
          done = COALESCE($5, done),
          tags = COALESCE($6, tags),
          updated_at = now()
-       WHERE id = $1 RETURNING *`,
+       WHERE id = $1 RETURNING *, ${OWNER_NAME}`,
         [
           id,
           changes.title?.trim() ?? null,
@@ -286,7 +297,10 @@ export class TaskRepository {
   async delete(id: number): Promise<TaskRecord> {
     checkId(id)
     return this.withEvent('deleted', async (tx) => {
-      const { rows } = await tx.query<TaskRow>('DELETE FROM demo_tasks WHERE id = $1 RETURNING *', [id])
+      const { rows } = await tx.query<TaskRow>(
+        `DELETE FROM demo_tasks WHERE id = $1 RETURNING *, ${OWNER_NAME}`,
+        [id],
+      )
       return toRecord(found(rows, id))
     })
   }

@@ -2,6 +2,10 @@
 // typed client generated from the schema; ticking a task is an edit sent on the page's `tasks.sync` stream,
 // which also brings every other client's change (PROTOCOL.md "Client and bidirectional streams").
 // Everything is rendered with textContent (no HTML injection from task titles).
+// The session (issue 44 item 12): the access token is renewed with the refresh token before it expires (and
+// whenever a call finds it expired), the WebSocket reconnects with the new one and the sync stream is opened
+// again; the refresh token is kept in sessionStorage so a reload stays signed in (a closed tab forgets it);
+// when the refresh token is refused the page says the session ended and shows the sign-in form.
 import { createClient, type TriviumClient } from '@trivium/client'
 import {
   createTypedClient,
@@ -16,6 +20,12 @@ const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as 
 const http = createTypedClient(createClient({ transport: 'http', url: location.origin, endpoints }))
 let socket: TriviumClient | undefined
 let accessToken = ''
+/** The refresh token and when the access token expires (ms since the epoch). */
+let refreshToken = ''
+let expiresAt = 0
+let renewTimer: ReturnType<typeof setTimeout> | undefined
+let renewing: Promise<string> | undefined
+const SESSION_KEY = 'trivium-tasks-session'
 /** The signed-in user's id (their own tasks read "you") and whether they may delete (admins hold tasks:delete). */
 let myId: number | undefined
 let canDelete = false
@@ -49,10 +59,11 @@ function render(): void {
       edit({ ref: ++nextRef, id: task.id, done: box.checked })
     })
     const title = document.createElement('span')
+    title.className = 'title'
     title.textContent = task.title
     const owner = document.createElement('small')
     owner.className = 'owner'
-    owner.textContent = task.ownerId === myId ? 'you' : `user #${task.ownerId}`
+    owner.textContent = task.ownerId === myId ? 'you' : (task.ownerName ?? `user #${task.ownerId}`)
     li.append(box, title, owner)
     if (canDelete) {
       const remove = document.createElement('button')
@@ -142,23 +153,80 @@ async function sync(): Promise<void> {
 
 /** `tasks.import`: one task per line, streamed to the server; it answers one summary. */
 async function importLines(text: string): Promise<void> {
-  const lines = text.split('\n').filter((line) => line.trim() !== '')
+  // Blank lines are not sent, but a refusal names the line as the user sees it in the box.
+  const lines = text
+    .split('\n')
+    .map((title, i) => ({ title, line: i + 1 }))
+    .filter(({ title }) => title.trim() !== '')
   if (lines.length === 0) return
   const started = typed().tasks.import()
-  await started.sendAll(lines.map((title) => ({ title })))
+  await started.sendAll(lines.map(({ title }) => ({ title })))
   const summary = await started.response
-  const refused = summary.errors.map((e) => `line ${e.index + 1}: ${e.message}`)
+  const refused = summary.errors.map((e) => `line ${lines[e.index]?.line ?? e.index + 1}: ${e.message}`)
   $('import-result').textContent =
     `Imported ${summary.created} task${summary.created === 1 ? '' : 's'}` +
     (summary.failed > 0 ? `; ${summary.failed} refused (${refused.join('; ')})` : '')
 }
 
+/** Keeps a token pair: renewed a minute (or a tenth of its life) before the access token expires. */
+function keep(
+  pair: { accessToken: string; refreshToken: string; expiresIn: number },
+  username: string,
+): void {
+  accessToken = pair.accessToken
+  refreshToken = pair.refreshToken
+  expiresAt = Date.now() + pair.expiresIn * 1000
+  sessionStorage.setItem(SESSION_KEY, JSON.stringify({ refreshToken, username }))
+  clearTimeout(renewTimer)
+  const lead = Math.min(60_000, (pair.expiresIn * 1000) / 10)
+  renewTimer = setTimeout(() => void renew(username).catch(() => {}), pair.expiresIn * 1000 - lead)
+}
+
+/** One renewal at a time (the timer, a disconnect and the client's `refresh` may ask at once). */
+function renew(username = $('me').textContent ?? ''): Promise<string> {
+  renewing ??= http.auth
+    .refresh({ refreshToken })
+    .then((pair) => {
+      keep(pair, username)
+      return pair.accessToken
+    })
+    .catch((err) => {
+      // A refused refresh token (expired, revoked, or used by someone else) ends the session; a network
+      // failure (the server restarting) does not: the next disconnect or call tries again.
+      if ((err as { statusCode?: number }).statusCode === 401)
+        signOut('Your session has ended: sign in again.')
+      throw err
+    })
+    .finally(() => {
+      renewing = undefined
+    })
+  return renewing
+}
+
 async function signedIn(username: string): Promise<void> {
   socket?.close()
   const wsUrl = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`
-  socket = createClient({ transport: 'websocket', url: wsUrl, endpoints, token: () => accessToken })
-  socket.onConnected?.(() => setStatus('connected'))
-  socket.onDisconnected?.(() => setStatus('reconnecting'))
+  socket = createClient({
+    transport: 'websocket',
+    url: wsUrl,
+    endpoints,
+    token: () => accessToken,
+    refresh: () => renew(username), // a call that finds the token expired renews it and is retried once
+  })
+  socket.onConnected?.(({ reconnected }) => {
+    setStatus('connected')
+    // The sync stream ended with the old connection: open it again, and reload what changed meanwhile.
+    if (reconnected) {
+      void sync()
+      loadPage(true).catch(showTaskError)
+    }
+  })
+  socket.onDisconnected?.(({ reason }) => {
+    setStatus('reconnecting')
+    // The server closes the connection (4001) when its token expires or is revoked: renew the token before
+    // the reconnect needs it, or learn that the session has ended.
+    if (Date.now() >= expiresAt - 5_000 || /\bcode 4001\b/.test(reason)) renew(username).catch(() => {})
+  })
   $('me').textContent = username
   const me = await typed().auth.me({})
   myId = me.id
@@ -172,8 +240,7 @@ async function signedIn(username: string): Promise<void> {
 }
 
 async function login(username: string, password: string): Promise<void> {
-  const pair = await http.auth.login({ username, password })
-  accessToken = pair.accessToken
+  keep(await http.auth.login({ username, password }), username)
   await signedIn(username)
 }
 
@@ -255,21 +322,42 @@ new IntersectionObserver((entries) => {
   if (entries.some((e) => e.isIntersecting) && socket) loadPage(false).catch(showTaskError)
 }).observe($('more-button'))
 
-$('logout-button').addEventListener('click', () => {
+/** Back to the sign-in form, with nothing of the session left: tokens, stored session, fields, tasks. */
+function signOut(message = ''): void {
   const stream = syncing
   syncing = undefined
   stream?.cancel()
-  void typed()
-    .auth.logout({})
-    .catch(() => {})
-    .finally(() => {
-      socket?.close()
-      socket = undefined
-      accessToken = ''
-      myId = undefined
-      canDelete = false
-      $('login-view').hidden = false
-      $('tasks-view').hidden = true
-      setStatus('signed-out', 'not signed in')
-    })
+  socket?.close()
+  socket = undefined
+  clearTimeout(renewTimer)
+  accessToken = ''
+  refreshToken = ''
+  sessionStorage.removeItem(SESSION_KEY)
+  myId = undefined
+  canDelete = false
+  tasks.clear()
+  render()
+  for (const id of ['username', 'password', 'email']) $<HTMLInputElement>(id).value = ''
+  $('login-error').textContent = message
+  $('login-view').hidden = false
+  $('tasks-view').hidden = true
+  setStatus('signed-out', 'not signed in')
+}
+
+$('logout-button').addEventListener('click', () => {
+  // The refresh token is revoked with the access token: a stored copy can sign nobody in again.
+  const signedOut = socket ? typed().auth.logout({ refreshToken }) : Promise.resolve()
+  void signedOut.catch(() => {}).finally(() => signOut())
 })
+
+// A reload keeps the session: the stored refresh token gets a new pair.
+const stored = sessionStorage.getItem(SESSION_KEY)
+if (stored !== null) {
+  const { refreshToken: token, username } = JSON.parse(stored) as { refreshToken: string; username: string }
+  refreshToken = token
+  $('me').textContent = username
+  busy('Signing in…', async () => {
+    await renew(username)
+    await signedIn(username)
+  })
+}

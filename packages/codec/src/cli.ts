@@ -4,9 +4,10 @@
 // a stack trace.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
+import { CHECK_USAGE, runCheck } from './check-cli.js'
 import { generate, SchemaError } from './generator/index.js'
 
-const USAGE = `usage: trivium-codegen <schema.json> --out <dir> [--runtime <module>] [--core <module>]`
+const USAGE = `usage: trivium-codegen <schema.json> --out <dir> [--runtime <module>] [--core <module>]\n       ${CHECK_USAGE.slice('usage: '.length)}`
 
 function main(argv: string[]): number {
   let input: string | undefined
@@ -63,4 +64,12 @@ function main(argv: string[]): number {
   }
 }
 
-process.exitCode = main(process.argv.slice(2))
+const args = process.argv.slice(2)
+process.exitCode =
+  args[0] === 'check'
+    ? runCheck(
+        args.slice(1),
+        (text) => process.stdout.write(text),
+        (text) => process.stderr.write(text),
+      )
+    : main(args)

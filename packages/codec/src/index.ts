@@ -4,6 +4,10 @@
 //   Fastify integration:     this entry               binaryFormat, triviumCodec
 export { binaryFormat, type TriviumCodecOptions, triviumCodec, triviumCodec as default } from './fastify.js'
 export {
+  type ChangeRule,
+  type CompatibilityLevel,
+  type CompatibilityReport,
+  checkCompatibility,
   checkSchema,
   type FieldRules,
   type GeneratedFile,
@@ -11,6 +15,7 @@ export {
   generate,
   parseSchemaText,
   parseTypeExpression,
+  type SchemaChange,
   type SchemaDef,
   SchemaError,
   type SchemaProblem,

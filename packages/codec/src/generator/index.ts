@@ -3,6 +3,13 @@
 import { emit, type GeneratedFile, type GenerateOptions } from './emit.js'
 import { checkSchema, parseSchemaText, type SchemaDef } from './schema.js'
 
+export {
+  type ChangeRule,
+  type CompatibilityLevel,
+  type CompatibilityReport,
+  checkCompatibility,
+  type SchemaChange,
+} from './compat.js'
 export type { GeneratedFile, GenerateOptions } from './emit.js'
 export {
   checkSchema,

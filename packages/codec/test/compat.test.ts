@@ -144,6 +144,7 @@ t.test('the rule: each break named in one line', async (t) => {
 t.test('compatible: nullable fields appended, new models and endpoints', async (t) => {
   const next = edit((s) => {
     s.models.Order.coupon = 'string?'
+    s.models.Order.meta = 'any' // `any` holds null: an old writer's missing bytes read as null
     s.models.Item.gift = 'bool?'
     s.models.Refund = { id: 'int64' }
     ;(s.endpoints as Record<string, unknown>)['orders.refund'] = {

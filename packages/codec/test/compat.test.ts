@@ -15,7 +15,18 @@ import t from 'tap'
 const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url))
 const RUNTIME = import.meta.resolve('@trivium/codec/runtime')
 
-const ORDER_V1 = {
+type Fields = Record<string, string>
+type EndpointSpec = {
+  request: string
+  response: string
+  streaming?: boolean
+  http: { method: string; url: string }
+}
+interface Schema {
+  models: { Item: Fields; Order: Fields; [name: string]: Fields }
+  endpoints: { 'orders.create': EndpointSpec; 'orders.watch': EndpointSpec; [name: string]: EndpointSpec }
+}
+const ORDER_V1: Schema = {
   models: {
     Item: { sku: 'string', qty: 'int32' },
     Order: { id: 'int64', total: 'int32', items: '[@Item]', note: 'string?' },
@@ -30,9 +41,8 @@ const ORDER_V1 = {
     },
   },
 }
-type Schema = typeof ORDER_V1 & { models: Record<string, Record<string, string>> }
 const edit = (change: (s: Schema) => void): Schema => {
-  const copy = structuredClone(ORDER_V1) as Schema
+  const copy = structuredClone(ORDER_V1)
   change(copy)
   return copy
 }

@@ -247,6 +247,9 @@ async function registerProtections(
             defaultLimit: config.rateLimitDefault,
             limits: config.rateLimits,
           },
+    // The demo owns its whole app: the spec's headers on every response (pages, docs, 404s), not only on
+    // endpoints (the packages' guest default).
+    securityHeaders: { routes: 'all' },
   })
 }
 

@@ -1,4 +1,7 @@
-// The documented seven security headers on every HTTP response (200s, errors, 404s), from one precomputed
+// The documented seven security headers on the HTTP responses of Trivium's routes — endpoints, plain routes
+// with `config.triviumRoute`, and the errors core answers below the routes when the app asked for them — or,
+// with `routes: 'all'`, on every response of the context (an app that owns all its routes, as the demo). A
+// guest leaves the host's other routes as they were (their own helmet, or none). From one precomputed
 // list, set when the request starts (onRequest: a route may still set its own value, as with helmet) and
 // in onSend for a response sent before that hook ran (an app's onRequest hook registered earlier answered).
 // Both hooks always: whether some hook runs earlier is nowhere in Fastify's public API. A successful WebSocket upgrade is hijacked and
@@ -19,6 +22,26 @@ export const DEFAULT_SECURITY_HEADERS: Readonly<Record<string, string>> = Object
 export interface SecurityHeadersOptions {
   /** Extra headers; a name equal (case-insensitively) to a default replaces that default. */
   headers?: Record<string, string>
+  /**
+   * Which responses get them. `'trivium'` (the default): Trivium's endpoints, routes that opt in with
+   * `config.triviumRoute`, and the errors @trivium/core answers below the routes. `'all'`: every response
+   * of this context, the application's own routes and 404s included (an app that owns its routes).
+   */
+  routes?: 'trivium' | 'all'
+}
+
+/** A route of Trivium's: an endpoint's (core marks it `config.trivium`) or one that opted in. */
+export function isTriviumRoute(request: FastifyRequest): boolean {
+  // Both keys are declared by other packages (core, auth); `in` needs no type of theirs.
+  const config: object | undefined = request.routeOptions.config
+  return config !== undefined && ('trivium' in config || 'triviumRoute' in config)
+}
+
+function checkRoutes(value: unknown): 'trivium' | 'all' {
+  if (value === undefined || value === 'trivium' || value === 'all') return value ?? 'trivium'
+  throw new TypeError(
+    `@trivium/protections: securityHeaders.routes must be 'trivium' or 'all', got ${JSON.stringify(value)}`,
+  )
 }
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
@@ -58,6 +81,7 @@ const securityHeadersPlugin: FastifyPluginAsync<SecurityHeadersOptions> = async 
   // lower case already make each `reply.header` call about twice as cheap (no new string to intern).
   // Names and values as two arrays: `reply.headers(object)` would list the object's keys per request.
   const headers = lowerCaseNames(mergeSecurityHeaders(options.headers))
+  const everyRoute = checkRoutes(options.routes) === 'all'
   // Errors answered below the routes (bad request lines, 414, 431, 404) carry them too.
   if (fastify.hasDecorator('trivium')) Object.assign(fastify.trivium.errorHeaders, headers)
   const names = Object.keys(headers)
@@ -72,16 +96,18 @@ const securityHeadersPlugin: FastifyPluginAsync<SecurityHeadersOptions> = async 
   if (!fastify.hasReplyDecorator(APPLIED)) fastify.decorateReply(APPLIED, false)
   fastify.addHook(
     'onRequest',
-    function setSecurityHeaders(_request: FastifyRequest, reply: FastifyReply, done) {
-      setAll(reply)
-      reply[APPLIED] = true
+    function setSecurityHeaders(request: FastifyRequest, reply: FastifyReply, done) {
+      if (everyRoute || isTriviumRoute(request)) {
+        setAll(reply)
+        reply[APPLIED] = true
+      }
       done()
     },
   )
   fastify.addHook(
     'onSend',
-    function securityHeadersFallback(_request: FastifyRequest, reply: FastifyReply, payload: unknown, done) {
-      if (!reply[APPLIED]) setAll(reply)
+    function securityHeadersFallback(request: FastifyRequest, reply: FastifyReply, payload: unknown, done) {
+      if (!reply[APPLIED] && (everyRoute || isTriviumRoute(request))) setAll(reply)
       done(null, payload)
     },
   )
@@ -96,7 +122,7 @@ declare module 'fastify' {
   }
 }
 
-/** Adds the documented security headers (plus configured ones) to every HTTP response. */
+/** Adds the documented security headers (plus configured ones) to Trivium's HTTP responses (or every one). */
 export const securityHeaders = fp(securityHeadersPlugin, {
   fastify: '5.x',
   name: '@trivium/protections/security-headers',

@@ -22,6 +22,7 @@ async function build() {
   app.trivium.use((_call, next) => next(), { name: 'auth' })
   await app.register(triviumProtections, {
     rateLimit: { limits: { ping: { requests: 1, windowMs: 60_000 } } },
+    securityHeaders: { routes: 'all' }, // preflights and 404s are no endpoint's: as an app that owns its routes
   })
   app.trivium.endpoint('ping', { method: 'GET', url: '/ping' }, () => ({ ok: true }))
   await app.ready()

@@ -2,7 +2,7 @@
 import type { AddressInfo } from 'node:net'
 import websocket from '@fastify/websocket'
 import trivium from '@trivium/core'
-import { DEFAULT_SECURITY_HEADERS, securityHeaders } from '@trivium/protections'
+import { DEFAULT_SECURITY_HEADERS, type SecurityHeadersOptions, securityHeaders } from '@trivium/protections'
 import Fastify from 'fastify'
 import t from 'tap'
 import WebSocket from 'ws'
@@ -21,7 +21,7 @@ function pick(headers: Record<string, unknown>, names: string[]) {
   return Object.fromEntries(names.map((n) => [n, headers[n]]))
 }
 
-async function build(options = {}) {
+async function build(options: SecurityHeadersOptions = { routes: 'all' }) {
   const app = Fastify()
   await app.register(trivium)
   await app.register(securityHeaders, options)
@@ -42,38 +42,72 @@ t.test('exactly the seven spec defaults', async (t) => {
   )
 })
 
-t.test('on 200, 404, 500, 400 and plain Fastify routes', async (t) => {
-  const app = await build()
-  const names = Object.keys(SPEC_HEADERS)
-  for (const [url, status] of [
-    ['/ping', 200],
-    ['/nope', 404],
-    ['/boom', 500],
-    ['/plain', 200],
-  ] as const) {
-    const r = await app.inject(url)
-    t.equal(r.statusCode, status, url)
-    t.same(pick(r.headers, names), SPEC_HEADERS, `${url} carries the seven headers`)
-  }
-  const bad = await app.inject({
-    method: 'POST',
-    url: '/ping',
-    payload: '{',
-    headers: { 'content-type': 'application/json' },
-  })
-  t.same(pick(bad.headers, names), SPEC_HEADERS, 'a 404 for an unmatched method too')
-  // Nothing beyond them from this plugin (helmet would add six more).
-  for (const extra of [
-    'cross-origin-opener-policy',
-    'cross-origin-resource-policy',
-    'origin-agent-cluster',
-    'x-dns-prefetch-control',
-    'x-download-options',
-    'x-permitted-cross-domain-policies',
-  ]) {
-    t.equal((await app.inject('/ping')).headers[extra], undefined, `no ${extra}`)
-  }
-})
+t.test(
+  "default routes: 'trivium' — endpoints only (and opted-in routes); the host's routes and 404s as they were",
+  async (t) => {
+    const app = Fastify()
+    // A guest: core answers no error of the host's (its 404 stays Fastify's).
+    await app.register(trivium, { notFoundHandler: false, errorHandler: false })
+    await app.register(securityHeaders)
+    app.trivium.endpoint('ping', { method: 'GET', url: '/ping' }, () => ({ ok: true }))
+    app.get('/plain', async () => 'text')
+    app.get('/framed', async (_request, reply) => reply.header('x-frame-options', 'SAMEORIGIN').send('own'))
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    t.teardown(() => app.close())
+    const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+    const names = Object.keys(SPEC_HEADERS)
+    const headersOf = async (url: string) => {
+      const r = await fetch(base + url)
+      await r.arrayBuffer()
+      return Object.fromEntries(names.map((n) => [n, r.headers.get(n)]))
+    }
+    const none = Object.fromEntries(names.map((n) => [n, null]))
+    t.same(await headersOf('/ping'), SPEC_HEADERS, 'an endpoint carries the seven')
+    t.same(await headersOf('/plain'), none, "the host's route: none added")
+    t.same(await headersOf('/nope'), none, "the host's 404: none added")
+    t.same(
+      await headersOf('/framed'),
+      { ...none, 'x-frame-options': 'SAMEORIGIN' },
+      "the host's own value alone",
+    )
+  },
+)
+
+t.test(
+  "routes: 'all' (an app that owns its routes): on 200, 404, 500, 400 and plain Fastify routes",
+  async (t) => {
+    const app = await build()
+    const names = Object.keys(SPEC_HEADERS)
+    for (const [url, status] of [
+      ['/ping', 200],
+      ['/nope', 404],
+      ['/boom', 500],
+      ['/plain', 200],
+    ] as const) {
+      const r = await app.inject(url)
+      t.equal(r.statusCode, status, url)
+      t.same(pick(r.headers, names), SPEC_HEADERS, `${url} carries the seven headers`)
+    }
+    const bad = await app.inject({
+      method: 'POST',
+      url: '/ping',
+      payload: '{',
+      headers: { 'content-type': 'application/json' },
+    })
+    t.same(pick(bad.headers, names), SPEC_HEADERS, 'a 404 for an unmatched method too')
+    // Nothing beyond them from this plugin (helmet would add six more).
+    for (const extra of [
+      'cross-origin-opener-policy',
+      'cross-origin-resource-policy',
+      'origin-agent-cluster',
+      'x-dns-prefetch-control',
+      'x-download-options',
+      'x-permitted-cross-domain-policies',
+    ]) {
+      t.equal((await app.inject('/ping')).headers[extra], undefined, `no ${extra}`)
+    }
+  },
+)
 
 t.test('custom headers are added and override same-name defaults case-insensitively', async (t) => {
   const app = await build({
@@ -103,7 +137,7 @@ t.test('an answer from an onRequest hook registered before the plugin carries th
     if (request.url === '/early') return reply.code(503).send({ busy: true })
   })
   await app.register(trivium)
-  await app.register(securityHeaders)
+  await app.register(securityHeaders, { routes: 'all' })
   app.get('/early', async () => 'never')
   app.get('/late', async () => 'text')
   await app.ready()
@@ -127,7 +161,7 @@ t.test(
       if (request.url === '/early') reply.code(429).send({ slow: 'down' })
       else done()
     })
-    await app.register(securityHeaders)
+    await app.register(securityHeaders, { routes: 'all' })
     app.get('/a', async () => 'text')
     await app.listen({ port: 0, host: '127.0.0.1' })
     t.teardown(() => app.close())
@@ -150,7 +184,7 @@ t.test(
 t.test("a route's own value for one of the headers is kept (as with helmet)", async (t) => {
   const app = Fastify()
   await app.register(trivium)
-  await app.register(securityHeaders)
+  await app.register(securityHeaders, { routes: 'all' })
   app.get('/framed', async (_request, reply) => {
     reply.header('X-Frame-Options', 'SAMEORIGIN')
     return 'text'
@@ -160,6 +194,17 @@ t.test("a route's own value for one of the headers is kept (as with helmet)", as
   const r = await app.inject('/framed')
   t.equal(r.headers['x-frame-options'], 'SAMEORIGIN')
   t.equal(r.headers['content-security-policy'], "default-src 'self'")
+})
+
+t.test('a bad routes value is refused at registration', async (t) => {
+  const app = Fastify()
+  await t.rejects(
+    async () => {
+      await app.register(securityHeaders, { routes: 'everything' as never })
+    },
+    { message: `@trivium/protections: securityHeaders.routes must be 'trivium' or 'all', got "everything"` },
+  )
+  await app.close()
 })
 
 t.test('bad custom headers are refused at registration', async (t) => {
@@ -185,7 +230,7 @@ t.test('bad custom headers are refused at registration', async (t) => {
 t.test('not on a WebSocket 101 upgrade, but on a refused upgrade (an HTTP response)', async (t) => {
   const app = Fastify()
   await app.register(websocket)
-  await app.register(securityHeaders)
+  await app.register(securityHeaders, { routes: 'all' })
   app.get('/ws', { websocket: true }, (socket) => {
     socket.send('hi')
   })

@@ -3,12 +3,13 @@
 // the auth of its own context on every transport (HTTP, WebSocket with the upgrade's token, TCP direct
 // and TCP inject), and a plain `config.triviumRoute` route by its context's.
 import triviumAuth, { type AuthService, triviumUser } from '@trivium/auth'
-import { createClient, type EndpointSpec, type TriviumClient } from '@trivium/client/node'
+import type { EndpointSpec } from '@trivium/client/node'
 import triviumCore, { jsonSchemaModel, type TriviumCall, triviumFactoryOptions } from '@trivium/core'
 import triviumTcp from '@trivium/tcp'
 import triviumWebSocket from '@trivium/websocket'
-import Fastify, { type FastifyInstance } from 'fastify'
-import t, { type Test } from 'tap'
+import Fastify from 'fastify'
+import t from 'tap'
+import { clientFor, type Listening, listening, outcome, serversByMode, TARGETS } from './transports.ts'
 
 const SECRET_A = 'context-a-secret-context-a-secret-0123456789'
 const SECRET_B = 'context-b-secret-context-b-secret-9876543210'
@@ -32,16 +33,12 @@ const endpoints = {
   bMe: spec('b.me', '/b/me'),
 }
 
-interface Server {
-  app: FastifyInstance
+interface Server extends Listening {
   authA: AuthService
   authB: AuthService
-  http: string
-  ws: string
-  tcpPort: number
 }
 
-const who = (context: string) => (_req: unknown, call: TriviumCall) => ({
+const who = (context: string) => (_req: Record<string, never>, call: TriviumCall<Record<string, never>>) => ({
   context,
   userId: (call.identity?.userId as number | undefined) ?? null,
 })
@@ -78,50 +75,10 @@ async function start(tcpMode: 'direct' | 'inject'): Promise<Server> {
     },
     { prefix: '/b' },
   )
-  await app.listen({ port: 0, host: '127.0.0.1' })
-  const port = (app.server.address() as { port: number }).port
-  const tcpPort = app.triviumTcp.address()?.port ?? 0
-  return { app, authA, authB, http: `http://127.0.0.1:${port}`, ws: `ws://127.0.0.1:${port}/ws`, tcpPort }
+  return { ...(await listening(app)), authA, authB }
 }
 
-type Target = 'http' | 'websocket' | 'tcp-direct' | 'tcp-inject'
-const TARGETS: Target[] = ['http', 'websocket', 'tcp-direct', 'tcp-inject']
-
-const servers = new Map<'direct' | 'inject', Promise<Server>>()
-function serverFor(target: Target): Promise<Server> {
-  const mode = target === 'tcp-inject' ? 'inject' : 'direct'
-  let server = servers.get(mode)
-  if (!server) {
-    server = start(mode)
-    servers.set(mode, server)
-  }
-  return server
-}
-t.teardown(async () => {
-  for (const server of servers.values()) await (await server).app.close()
-})
-
-function clientFor(t: Test, server: Server, target: Target, token: string | undefined): TriviumClient {
-  const common = { endpoints, format: 'json' as const, reconnectAttempts: 0, ...(token ? { token } : {}) }
-  const client =
-    target === 'http'
-      ? createClient({ ...common, transport: 'http', url: server.http })
-      : target === 'websocket'
-        ? createClient({ ...common, transport: 'websocket', url: server.ws })
-        : createClient({ ...common, transport: 'tcp', host: '127.0.0.1', port: server.tcpPort })
-  t.teardown(() => client.close())
-  return client
-}
-
-/** The call's answer, or its error as `{ status, error, message }`. */
-async function outcome(client: TriviumClient, spec: EndpointSpec): Promise<unknown> {
-  try {
-    return await client.call(spec, {})
-  } catch (err) {
-    const e = err as { statusCode?: number; name?: string; message?: string }
-    return { status: e.statusCode, error: e.name, message: e.message }
-  }
-}
+const serverFor = serversByMode(t, start)
 
 for (const target of TARGETS) {
   t.test(`${target}: each endpoint is checked by the auth of its own context`, async (t) => {
@@ -153,7 +110,7 @@ for (const target of TARGETS) {
       },
     ]
     for (const { token, context, userId, own, other, refusal } of cases) {
-      const client = clientFor(t, server, target, token)
+      const client = clientFor(t, server, target, endpoints, token)
       t.same(await outcome(client, own), { context, userId }, `${context}'s token in ${own.name}`)
       t.same(
         await outcome(client, other),
@@ -163,7 +120,7 @@ for (const target of TARGETS) {
       t.same(await outcome(client, endpoints.aOpen), { context: 'a', userId: null }, "A's public endpoint")
     }
 
-    const anonymous = clientFor(t, server, target, undefined)
+    const anonymous = clientFor(t, server, target, endpoints, undefined)
     t.same(await outcome(anonymous, endpoints.aOpen), { context: 'a', userId: null })
     for (const spec of [endpoints.aMe, endpoints.bMe]) {
       t.same(

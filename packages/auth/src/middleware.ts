@@ -42,16 +42,65 @@ export interface AuthMiddlewareOptions {
   optionalEndpoints?: Iterable<string>
 }
 
-/** The identity carried by a token's claims: frozen, like the claims (their lists are frozen too). */
+/** The fields of an identity that come from the verified token (TriviumIdentity's readonly ones). */
+const VERIFIED: ReadonlySet<PropertyKey> = new Set([
+  'userId',
+  'username',
+  'roles',
+  'permissions',
+  'tokenId',
+  'expiresAt',
+])
+
+function readOnly(key: PropertyKey): TypeError {
+  return new TypeError(
+    `@trivium/auth: call.identity.${String(key)} is read-only: it was verified from the token (add a field of your own to TriviumIdentity instead)`,
+  )
+}
+
+/**
+ * Guards the verified fields: assigning, redefining or deleting one throws whatever the caller's mode
+ * (a strict-mode `false` would be silent in sloppy code). A Proxy, not per-field descriptors: V8 makes
+ * `Object.defineProperty` on a fresh object an order of magnitude slower than the literal, per call.
+ */
+const VERIFIED_FIELDS: ProxyHandler<TriviumIdentity> = {
+  set(target, key, value) {
+    if (VERIFIED.has(key)) throw readOnly(key)
+    return Reflect.set(target, key, value)
+  },
+  defineProperty(target, key, descriptor) {
+    // Object.freeze(identity) redefines every field without a value: allowed, it changes none.
+    const changes =
+      descriptor.get !== undefined ||
+      descriptor.set !== undefined ||
+      ('value' in descriptor && !Object.is(descriptor.value, Reflect.get(target, key)))
+    if (changes && VERIFIED.has(key)) throw readOnly(key)
+    return Reflect.defineProperty(target, key, descriptor)
+  },
+  deleteProperty(target, key) {
+    if (VERIFIED.has(key)) throw readOnly(key)
+    return Reflect.deleteProperty(target, key)
+  },
+}
+
+/**
+ * The identity carried by a token's claims, one object per call: the verified fields are read-only (the
+ * frame transports read `userId`, `tokenId` and `expiresAt` from it after the handler ran, and a session
+ * must not outlive its token) and the lists are the claims' frozen ones; fields an application declares
+ * on TriviumIdentity can be added (README "Extending the identity").
+ */
 export function identityOf(claims: TokenClaims): TriviumIdentity {
-  return Object.freeze({
-    userId: claims.userId,
-    username: claims.username,
-    roles: claims.roles,
-    permissions: claims.permissions,
-    tokenId: claims.jti,
-    expiresAt: claims.expiresAtMs,
-  })
+  return new Proxy(
+    {
+      userId: claims.userId,
+      username: claims.username,
+      roles: claims.roles,
+      permissions: claims.permissions,
+      tokenId: claims.jti,
+      expiresAt: claims.expiresAtMs,
+    },
+    VERIFIED_FIELDS,
+  )
 }
 
 /** Sets `call.identity` and the context keys of PROTOCOL.md "Authentication". */

@@ -37,6 +37,14 @@ export interface TriviumAuthOptions {
   verifiedCacheSize?: number
   /** Register the middleware on `fastify.trivium` as `auth` (default true). */
   middleware?: boolean
+  /**
+   * Give `request.user` to Trivium (default false): on `config.triviumRoute` routes it is the caller
+   * (TriviumIdentity, undefined when anonymous), unless a hook of the application set it first. Off, the
+   * caller is only `triviumUser(request)` and `request.user` stays the application's (@fastify/jwt's).
+   * Refused at start beside a plugin that decorates `request.user` (@fastify/jwt); type it with
+   * `TriviumRequestUser` (README "Protecting existing routes").
+   */
+  requestUser?: boolean
   /** Clock in ms since epoch (tests). */
   clock?: Clock
   /** Register the credential endpoints (auth.register, auth.login, auth.refresh, …). */

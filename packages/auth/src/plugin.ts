@@ -96,8 +96,10 @@ const triviumAuth: FastifyPluginAsync<TriviumAuthOptions> = async (fastify: Fast
   }
 
   // Plain routes opt into the same rules with config.triviumRoute (before or after this plugin).
-  // `request.user` is set, not decorated: @fastify/jwt decorates that name, and both must load together.
-  installRouteGuard(fastify)
+  // `request.user` stays the application's (@fastify/jwt decorates it) unless it opts in with requestUser.
+  const requestUser = options.requestUser ?? false
+  if (typeof requestUser !== 'boolean') throw new TypeError(`${PLUGIN}: requestUser must be a boolean`)
+  installRouteGuard(fastify, requestUser)
 
   if (options.middleware !== false) {
     fastify.trivium.use(createAuthMiddleware({ tokens, revocation, publicEndpoints, optionalEndpoints }), {

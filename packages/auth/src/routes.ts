@@ -1,7 +1,8 @@
 // Existing Fastify routes under Trivium's rules (README "Protecting existing routes"): a route with
 // `config: { triviumRoute: { auth, permissions, roles, rateLimit } }` runs the app's Trivium middleware
 // chain (auth, RBAC, rate limit, …) around the route (from a preValidation hook), as around an endpoint's
-// handler, and gets the caller as `request.user`. Refusals are the one error body of PROTOCOL.md.
+// handler; the caller is `triviumUser(request)`, and `request.user` only when the application gives that
+// name to Trivium (`requestUser: true`). Refusals are the one error body of PROTOCOL.md.
 import {
   type GuardedRoute,
   httpCredential,
@@ -22,10 +23,10 @@ export interface TriviumRouteRules extends TriviumEndpointConfig {
 
 /**
  * Opt-in typing of `request.user`, as @fastify/jwt's `FastifyJWT`: empty by default, so a service that
- * declares `FastifyRequest.user` itself (or uses @fastify/jwt) is never contradicted. To type the caller
- * that `config.triviumRoute` routes get:
+ * declares `FastifyRequest.user` itself (or uses @fastify/jwt) is never contradicted. With the plugin
+ * option `requestUser: true` (which sets it), type the caller that `config.triviumRoute` routes get:
  * `declare module '@trivium/auth' { interface TriviumRequestUser { user: TriviumIdentity | undefined } }`.
- * Without it, read the caller with `triviumUser(request)`.
+ * Without both, read the caller with `triviumUser(request)`.
  */
 // biome-ignore lint/suspicious/noEmptyInterface: the application augments it
 export interface TriviumRequestUser {}
@@ -91,6 +92,7 @@ function refuse(
  */
 function runGuard(
   fastify: FastifyInstance,
+  requestUser: boolean,
   route: GuardedRoute,
   request: FastifyRequest,
   reply: FastifyReply,
@@ -115,8 +117,12 @@ function runGuard(
     wentOn = true
     if (call.responseHeaders) reply.headers(call.responseHeaders)
     request[CALLER] = call.identity
-    // `request.user` is typed by the application (TriviumRequestUser), so it is set as an own property.
-    Object.assign(request, { user: call.identity })
+    // Only where the application gave the name to Trivium, and never over a value a hook of its own set.
+    // (`request.user` is typed by the application, TriviumRequestUser, hence the untyped write.)
+    if (requestUser) {
+      const own = request as { user?: unknown }
+      if (own.user === undefined || own.user === null) own.user = call.identity
+    }
     // 'close' is the response's last event, whether it finished or the connection went away.
     const sent = new Promise<RouteOutcome>((resolve) => {
       reply.raw.once('close', () => resolve({ statusCode: reply.statusCode }))
@@ -144,20 +150,33 @@ function runGuard(
 /**
  * Installs the guard the way @fastify/rate-limit attaches itself: an onRoute hook gives each route with
  * `config.triviumRoute` a preValidation hook of its own (before the application's preHandler hooks, so
- * they see `request.user`); every other route pays nothing. A route added before this plugin is not
+ * they see the caller); every other route pays nothing. A route added before this plugin is not
  * seen here: @trivium/core refuses to start with it (register @trivium/auth before such routes).
+ * `requestUser`: the application gives `request.user` to Trivium; a plugin that decorates it too
+ * (@fastify/jwt), in this context or the route's, is refused at start, whichever comes first.
  */
-export function installRouteGuard(fastify: FastifyInstance): void {
+export function installRouteGuard(fastify: FastifyInstance, requestUser: boolean): void {
+  // Not decorated here: @fastify/jwt registered after would then die in its own decorateRequest, where
+  // this check reaches `ready()` with the fix.
+  const checkOwner = (instance: FastifyInstance) => {
+    if (requestUser && instance.hasRequestDecorator('user')) {
+      throw new Error(
+        '@trivium/auth: requestUser: true, but request.user is decorated by another plugin (@fastify/jwt?): leave requestUser off and read the caller with triviumUser(request)',
+      )
+    }
+  }
+  fastify.addHook('onReady', async () => checkOwner(fastify))
   fastify.addHook('onRoute', function guardRoute(this: FastifyInstance, route: RouteOptions) {
     const rules = route.config?.triviumRoute
     if (rules === undefined) return
     const method = Array.isArray(route.method) ? route.method.join(',') : String(route.method)
     const target = guardedRoute(rules, method, route.url)
+    checkOwner(this)
     // Middleware scoped to a child context (child.trivium.use) applies to that context's routes too.
     fastify.trivium.pipeline.setContext(target, this)
     fastify.trivium.guardRoute(rules, target)
     const guard = (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
-      runGuard(fastify, target, request, reply, done)
+      runGuard(fastify, requestUser, target, request, reply, done)
     }
     const own = route.preValidation
     route.preValidation = own === undefined ? [guard] : [guard, ...(Array.isArray(own) ? own : [own])]
@@ -173,6 +192,6 @@ export function installRouteGuard(fastify: FastifyInstance): void {
       target = guardedRoute(rules, method, options.url ?? request.url)
       early.set(rules, target)
     }
-    runGuard(fastify, target, request, reply, done)
+    runGuard(fastify, requestUser, target, request, reply, done)
   })
 }

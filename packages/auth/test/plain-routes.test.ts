@@ -1,5 +1,5 @@
 // Existing Fastify routes under the same auth, RBAC and rate-limit rules as endpoints
-// (`config.triviumRoute`), with the caller as `request.user` (read with `triviumUser(request)`).
+// (`config.triviumRoute`), with the caller read with `triviumUser(request)` (request-user.test.ts: `request.user`).
 import { randomBytes } from 'node:crypto'
 import triviumAuth, { triviumUser } from '@trivium/auth'
 import trivium, { type TriviumIdentity } from '@trivium/core'
@@ -92,7 +92,7 @@ t.test(
       headers: { authorization: `Bearer ${await token(['x:read'])}` },
     })
     t.equal(r.statusCode, 200)
-    t.same(r.json(), { userId: 9, roles: ['member'] }, 'request.user is the identity')
+    t.same(r.json(), { userId: 9, roles: ['member'] }, 'triviumUser(request) is the identity')
     t.ok(r.headers['x-ratelimit-limit'], 'the default limit applies to a protected route')
   },
 )
@@ -223,7 +223,7 @@ t.test(
     const token = await app.triviumAuth.issueAccessToken({ id: 4, username: 'u', email: 'u@example.com' })
     const ok = await app.inject({ url: '/guarded', headers: { authorization: `Bearer ${token}` } })
     t.equal(ok.statusCode, 200)
-    t.same(seenUser, [4], "the app's preHandler saw request.user")
+    t.same(seenUser, [4], "the app's preHandler saw the caller")
   },
 )
 
@@ -240,4 +240,19 @@ t.test('a route added before the plugins is guarded by the fallback', async (t) 
   const token = await app.triviumAuth.issueAccessToken({ id: 9, username: 'u', email: 'u@example.com' })
   const ok = await app.inject({ url: '/early', headers: { authorization: `Bearer ${token}` } })
   t.same(ok.json(), { user: 9 })
+})
+
+t.test("a child context's auth does not guard a route added before core: it stays refused", async (t) => {
+  const app = Fastify()
+  t.teardown(() => app.close())
+  app.get('/early', { config: { triviumRoute: {} } }, async () => ({ open: true }))
+  await app.register(trivium)
+  await app.register(async (child) => {
+    await child.register(triviumAuth, { secret: SECRET, issuer: ISSUER })
+  })
+  await app.ready()
+  // The child's chain is not the route's: no auth runs for it, so it fails closed (500), never 200.
+  const res = await app.inject({ url: '/early' })
+  t.equal(res.statusCode, 500)
+  t.match(res.json(), { statusCode: 500, code: 'TRV_INTERNAL' })
 })

@@ -66,8 +66,13 @@ export async function rawApp(
       const token = call.credential
       if (typeof token === 'string' && /^u\d/.test(token)) {
         const [id, exp] = token.slice(1).split(':')
-        call.identity = { userId: Number(id), roles: [], permissions: [], tokenId: `j${token.slice(1)}` }
-        if (exp !== undefined) call.identity.expiresAt = Number(exp) * 1000
+        call.identity = {
+          userId: Number(id),
+          roles: [],
+          permissions: [],
+          tokenId: `j${token.slice(1)}`,
+          ...(exp !== undefined ? { expiresAt: Number(exp) * 1000 } : {}),
+        }
       }
       return next()
     },

@@ -11,18 +11,22 @@ export type HeaderMap = Record<string, string | string[] | undefined>
 
 /**
  * Who the caller is, filled by authentication (`@trivium/auth`) and read by authorization, rate
- * limiting and the frame transports (session expiry, `closeSessions`). Extend it by declaration
- * merging (`declare module '@trivium/core' { interface TriviumIdentity { tenant: string } }`).
+ * limiting and the frame transports (session expiry, `closeSessions`). The fields authentication
+ * verified are read-only (with @trivium/auth, assigning one throws TypeError: a handler cannot move
+ * a session's expiry or change whose rights the call has). Add fields of your own by declaration
+ * merging and fill them in a middleware registered after auth; they are ordinary, writable fields:
+ * `declare module '@trivium/core' { interface TriviumIdentity { tenantId?: string } }`, then
+ * `call.identity.tenantId = …`.
  */
 export interface TriviumIdentity {
-  userId: string | number
-  username?: string
-  roles: readonly string[]
-  permissions: readonly string[]
+  readonly userId: string | number
+  readonly username?: string
+  readonly roles: readonly string[]
+  readonly permissions: readonly string[]
   /** The token id (`jti`), when the credential is a token. */
-  tokenId?: string
+  readonly tokenId?: string
   /** When the credential stops being valid, in ms since the epoch. */
-  expiresAt?: number
+  readonly expiresAt?: number
 }
 
 export interface CallInit<Req = unknown, Target extends CallTarget = EndpointDefinition<Req>> {

@@ -426,6 +426,9 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
           value: (name: string, o: EndpointOptions, h: BidiStreamHandler<any, any>) =>
             bidiStream(instance, name, o, h),
         },
+        // Routes added before @trivium/core belong to no child context: a guard registered in one (a
+        // child's @trivium/auth) does not run for them; they stay refused unless core's context has one.
+        setEarlyRouteGuard: { value: () => {} },
       }) as Trivium
       scoped.set(instance, view)
     }

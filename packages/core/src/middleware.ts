@@ -67,6 +67,14 @@ function within(scope: object, context: object | undefined): boolean {
   return context !== undefined && (context === scope || Object.prototype.isPrototypeOf.call(scope, context))
 }
 
+/**
+ * True when two middleware scopes share endpoints: one is the other or encloses it (undefined is core's
+ * own context, which encloses every other). Sibling contexts share none.
+ */
+function overlapping(a: object | undefined, b: object | undefined): boolean {
+  return a === undefined || b === undefined || within(a, b) || within(b, a)
+}
+
 export class MiddlewareOrderError extends Error {
   readonly code = 'TRV_MIDDLEWARE_ORDER'
   constructor(message: string) {
@@ -84,12 +92,17 @@ export class Pipeline {
 
   /**
    * Adds a middleware. With `scope` (a Fastify instance), it runs only for the endpoints registered in
-   * that context or its descendants (`child.trivium.use()`); without, for every endpoint.
+   * that context or its descendants (`child.trivium.use()`); without, for every endpoint. A name is
+   * unique along each chain of contexts: sibling contexts may each have their own "auth" (own secret,
+   * issuer, public endpoints), but a context and one inside it may not, since an endpoint of the inner
+   * one would run both.
    */
   use(fn: Middleware, options: MiddlewareOptions = {}, scope?: object): void {
     if (typeof fn !== 'function') throw new TypeError('@trivium/core: middleware must be a function')
-    if (options.name && this.entries.some((e) => e.name === options.name)) {
-      throw new MiddlewareOrderError(`a middleware named "${options.name}" is already registered`)
+    if (options.name && this.entries.some((e) => e.name === options.name && overlapping(e.scope, scope))) {
+      throw new MiddlewareOrderError(
+        `a middleware named "${options.name}" is already registered in this context, an enclosing one or one inside it: register one per context chain (e.g. each @trivium/auth in its own sibling context, none above them)`,
+      )
     }
     const entry = { fn, name: options.name, after: options.after ?? [], scope, first: options.first === true }
     const at = entry.first ? this.entries.findIndex((e) => !e.first) : -1
@@ -133,16 +146,21 @@ export class Pipeline {
     return this.entries.map((e) => e.name ?? '(anonymous)')
   }
 
-  /** Fails loudly when a middleware that must come after another is registered before it or alone. */
+  /**
+   * Fails loudly when a middleware that must come after another is registered before it or alone. Only
+   * middleware that share endpoints with it count (a context's own "auth" for an app-wide "rbac").
+   */
   checkOrder(): void {
     this.entries.forEach((entry, index) => {
       for (const required of entry.after) {
-        const at = this.entries.findIndex((e) => e.name === required)
         const who = entry.name ?? 'a middleware'
-        if (at === -1) throw new MiddlewareOrderError(`"${who}" needs "${required}", which is not registered`)
-        if (at > index) {
-          throw new MiddlewareOrderError(`"${who}" must be registered after "${required}"`)
-        }
+        let found = false
+        this.entries.forEach((e, at) => {
+          if (e.name !== required || !overlapping(e.scope, entry.scope)) return
+          found = true
+          if (at > index) throw new MiddlewareOrderError(`"${who}" must be registered after "${required}"`)
+        })
+        if (!found) throw new MiddlewareOrderError(`"${who}" needs "${required}", which is not registered`)
       }
     })
   }

@@ -147,3 +147,64 @@ t.test('middleware added in a child context runs for that context and its descen
     'admin admin.stats',
   ])
 })
+
+t.test('a middleware name is unique per chain of contexts: siblings may each have one', async (t) => {
+  const app = Fastify()
+  await app.register(trivium)
+  const ran: string[] = []
+  const named =
+    (label: string) => async (call: { definition: { name: string } }, next: () => Promise<unknown>) => {
+      ran.push(`${label} ${call.definition.name}`)
+      return next()
+    }
+  // An app-wide middleware that needs "auth" counts each context's own.
+  app.trivium.use(named('rbac'), { name: 'rbac', after: ['auth'] })
+  for (const name of ['a', 'b']) {
+    await app.register(
+      async (child) => {
+        child.trivium.use(named(`auth-${name}`), { name: 'auth', first: true })
+        child.trivium.endpoint(`${name}.hello`, { method: 'GET', url: '/hello' }, () => ({ name }))
+      },
+      { prefix: `/${name}` },
+    )
+  }
+  await app.ready()
+  t.same((await app.inject('/a/hello')).json(), { name: 'a' })
+  t.same((await app.inject('/b/hello')).json(), { name: 'b' })
+  t.same(ran, ['auth-a a.hello', 'rbac a.hello', 'auth-b b.hello', 'rbac b.hello'])
+
+  const refusal =
+    '@trivium/core: a middleware named "auth" is already registered in this context, an enclosing one or one inside it: register one per context chain (e.g. each @trivium/auth in its own sibling context, none above them)'
+  const nested = Fastify()
+  await nested.register(trivium)
+  nested.trivium.use(async (_c, next) => next(), { name: 'auth' })
+  await t.rejects(
+    async () => {
+      await nested.register(async (child) => {
+        child.trivium.use(async (_c, next) => next(), { name: 'auth' })
+      })
+    },
+    { name: 'MiddlewareOrderError', message: refusal },
+    'a context inside one that has "auth"',
+  )
+  const outer = Fastify()
+  await outer.register(trivium)
+  await outer.register(async (child) => {
+    child.trivium.use(async (_c, next) => next(), { name: 'auth' })
+  })
+  t.throws(
+    () => outer.trivium.use(async (_c, next) => next(), { name: 'auth' }),
+    { message: refusal },
+    'a context enclosing one that has "auth"',
+  )
+
+  const late = Fastify()
+  await late.register(trivium)
+  late.trivium.use(async (_c, next) => next(), { name: 'rbac', after: ['auth'] })
+  await late.register(async (child) => {
+    child.trivium.use(async (_c, next) => next(), { name: 'auth' })
+  })
+  await t.rejects(async () => late.ready(), {
+    message: '@trivium/core: "rbac" must be registered after "auth"',
+  })
+})

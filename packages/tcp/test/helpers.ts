@@ -38,8 +38,13 @@ export async function buildApp(
       if (typeof token === 'string' && /^u\d/.test(token)) {
         const [id, exp] = token.slice(1).split(':')
         call.context.user_id = Number(id)
-        call.identity = { userId: Number(id), roles: [], permissions: [], tokenId: `j${token.slice(1)}` }
-        if (exp !== undefined) call.identity.expiresAt = Number(exp) * 1000
+        call.identity = {
+          userId: Number(id),
+          roles: [],
+          permissions: [],
+          tokenId: `j${token.slice(1)}`,
+          ...(exp !== undefined ? { expiresAt: Number(exp) * 1000 } : {}),
+        }
       }
       return next()
     },

@@ -92,5 +92,5 @@ const plugin: FastifyPluginAsync<TriviumCryptoOptions> = async (fastify: Fastify
   })
 }
 
-export const triviumCrypto = fp(plugin, { fastify: '5.x', name: '@trivium/crypto' })
+export const triviumCrypto = fp(plugin, { fastify: '^5.12.1', name: '@trivium/crypto' })
 export default triviumCrypto

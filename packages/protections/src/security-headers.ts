@@ -98,6 +98,6 @@ declare module 'fastify' {
 
 /** Adds the documented security headers (plus configured ones) to every HTTP response. */
 export const securityHeaders = fp(securityHeadersPlugin, {
-  fastify: '5.x',
+  fastify: '^5.12.1',
   name: '@trivium/protections/security-headers',
 })

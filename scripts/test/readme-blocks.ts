@@ -2,8 +2,13 @@
 // marker `<!-- tested: <test file> -->` (invisible on GitHub) naming the test that runs it as written; the test reads
 // the block from the README text through `testedSection`, never from a copy. scripts/test/readme-runnable.test.ts
 // checks that every block whose prose says it runs has a marker, and that every marker's test exists and reads it.
-import { readFileSync } from 'node:fs'
+import { execFile } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import type { Test } from 'tap'
+import { waitBound } from './waits.js'
 
 export const root = join(import.meta.dirname, '..', '..')
 
@@ -51,4 +56,25 @@ export function testedSection(readme: string, testFile: string): Block[] {
     throw new Error(`${readme}: ${markerFor(testFile)} must be the line just before a code block`)
   }
   return blocks
+}
+
+/**
+ * Runs a JavaScript block as the README tells a user to: saved as `fileName` in a scratch folder inside `dir` (a
+ * package's test folder, so that its imports resolve as for that package's users) and run with `node <fileName>` in a
+ * plain Node process (without the tsx and tap hooks of NODE_OPTIONS). Resolves to what it printed; rejects when it
+ * fails or has not exited by itself within 5 s (idle machine).
+ */
+export async function runJsBlock(t: Test, code: string, dir: URL, fileName: string): Promise<string> {
+  const scratch = mkdtempSync(join(fileURLToPath(dir), '.readme-'))
+  t.teardown(() => rmSync(scratch, { recursive: true, force: true }))
+  writeFileSync(join(scratch, fileName), code)
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !/^(NODE_OPTIONS|TAP|_TAPJS)/.test(k)),
+  )
+  const { stdout } = await promisify(execFile)(process.execPath, [fileName], {
+    cwd: scratch,
+    env,
+    timeout: waitBound(5_000),
+  })
+  return stdout
 }

@@ -60,20 +60,7 @@ t.before(async () => {
     join(app, 'entries.ts'),
     entries.map((e, i) => `export type * as e${i} from '${e}'\n`).join(''),
   )
-  await run(
-    'npm',
-    [
-      'install',
-      '--prefer-offline',
-      '--no-audit',
-      '--no-fund',
-      '--loglevel=error',
-      ...tarballs.values(),
-      'fastify@^5',
-      '@types/node@^20.19',
-    ],
-    { cwd: app, env },
-  )
+  await npmInstall(app, [...tarballs.values(), 'fastify@^5', '@types/node@^20.19'])
 })
 
 t.test('each installed package ships LICENSE, README, CHANGELOG and no dangling source map', async (t) => {
@@ -269,19 +256,7 @@ t.test('a crypto-only service installs no Fastify and uses @trivium/crypto/helpe
     if (tarball === undefined) throw new Error(`${name} was not packed`)
     return tarball
   })
-  await run(
-    'npm',
-    [
-      'install',
-      '--prefer-offline',
-      '--no-audit',
-      '--no-fund',
-      '--loglevel=error',
-      ...wanted,
-      '@types/node@^20.19',
-    ],
-    { cwd: dir, env },
-  )
+  await npmInstall(dir, [...wanted, '@types/node@^20.19'])
   t.notOk(existsSync(join(dir, 'node_modules', 'fastify')), 'npm installed no fastify')
   writeFileSync(
     join(dir, 'app.ts'),
@@ -315,6 +290,12 @@ console.log(JSON.stringify({
   )
   t.equal(main.stdout, 'function object\n')
 })
+
+/** `npm install` of these tarballs and packages into the app at `dir` (npm's cache first). */
+function npmInstall(dir: string, specs: string[]) {
+  const flags = ['--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error']
+  return run('npm', ['install', ...flags, ...specs], { cwd: dir, env })
+}
 
 /** True when the package at `dir` needs `name` installed: a dependency or a peer that is not optional. */
 function requires(dir: string, name: string): boolean {

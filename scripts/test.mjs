@@ -66,10 +66,18 @@ const matrixFiles = [
   'packages/auth/test/plain-routes.test.ts',
   'packages/websocket/test/framing.test.ts',
 ]
-const oldest = JSON.parse(readFileSync('package.json', 'utf8')).devDependencies['fastify-oldest'].replace(
-  'npm:',
-  '',
-)
+// And the redis-bus tests against the oldest ioredis its peer range allows (`ioredis-oldest`, swapped in by
+// scripts/matrix/ioredis-version.mjs); the main run has ioredis 6.
+const ioredisMatrixFiles = [
+  'scripts/test/ioredis-version.test.ts',
+  'packages/redis-bus/test/bus.test.ts',
+  'packages/redis-bus/test/channel.test.ts',
+  'packages/redis-bus/test/outage.test.ts',
+  'packages/redis-bus/test/cluster.test.ts',
+]
+const devDependencies = JSON.parse(readFileSync('package.json', 'utf8')).devDependencies
+const oldest = devDependencies['fastify-oldest'].replace('npm:', '')
+const oldestIoredis = devDependencies['ioredis-oldest'].replace('npm:', '')
 
 const runs = matrixOnly ? [] : [{ label: '', files, nodeArgs: TSX, env: {} }]
 if (args.length === 0 || matrixOnly)
@@ -79,12 +87,19 @@ if (args.length === 0 || matrixOnly)
     nodeArgs: [...TSX, '--import=./scripts/matrix/fastify-version.mjs'],
     env: { TRIVIUM_FASTIFY: 'oldest' },
   })
+if (args.length === 0 || matrixOnly)
+  runs.push({
+    label: `[${oldestIoredis}] `,
+    files: ioredisMatrixFiles,
+    nodeArgs: [...TSX, '--import=./scripts/matrix/ioredis-version.mjs'],
+    env: { TRIVIUM_IOREDIS: 'oldest' },
+  })
 
 let passed = 0
 let failed = 0
 const failures = []
 for (const run of runs) {
-  if (run.label) console.log(`\nversion matrix: ${run.files.length} files against ${oldest}`)
+  if (run.label) console.log(`\nversion matrix: ${run.files.length} files against ${run.label.slice(1, -2)}`)
   const result = await runFiles(run)
   passed += result.passed
   failed += result.failed

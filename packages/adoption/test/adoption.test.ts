@@ -60,20 +60,7 @@ t.before(async () => {
     join(app, 'entries.ts'),
     entries.map((e, i) => `export type * as e${i} from '${e}'\n`).join(''),
   )
-  await run(
-    'npm',
-    [
-      'install',
-      '--prefer-offline',
-      '--no-audit',
-      '--no-fund',
-      '--loglevel=error',
-      ...tarballs.values(),
-      'fastify@^5',
-      '@types/node@^20.19',
-    ],
-    { cwd: app, env },
-  )
+  await npmInstall(app, [...tarballs.values(), 'fastify@^5', '@types/node@^20.19'])
 })
 
 t.test('each installed package ships LICENSE, README, CHANGELOG and no dangling source map', async (t) => {
@@ -128,14 +115,12 @@ t.test(
   async (t) => {
     // ioredis is only for the Redis stores (an optional peer of @trivium/auth; "only for the Redis store" in
     // @trivium/protections' README), so a consumer may not have it. It is installed here because
-    // @trivium/redis-bus depends on it: set it aside while checking the other packages' types.
+    // @trivium/redis-bus requires it (a peer): set it aside while checking the other packages' types.
     const installed = join(app, 'node_modules', 'ioredis')
     const aside = join(work, 'ioredis-aside')
     renameSync(installed, aside)
     t.teardown(() => renameSync(aside, installed))
-    const checked = publishablePackages().filter(
-      (p) => !JSON.parse(readFileSync(join(p.dir, 'package.json'), 'utf8')).dependencies?.ioredis,
-    )
+    const checked = publishablePackages().filter((p) => !requires(p.dir, 'ioredis'))
     const entriesOf = (name: string) => entries.filter((e) => e === name || e.startsWith(`${name}/`))
     const lines = checked
       .flatMap((p) => entriesOf(p.name))
@@ -255,6 +240,69 @@ t.test(
     })
   },
 )
+
+// Issue 40 item 10: the crypto helpers need no Fastify. Installed alone (with @trivium/wire, as the registry would
+// supply it), npm brings no Fastify (an optional peer); `@trivium/crypto/helpers` type-checks under strict with
+// skipLibCheck off and runs, and the main entry's JavaScript loads too (its types name Fastify, for the plugin).
+t.test('a crypto-only service installs no Fastify and uses @trivium/crypto/helpers', async (t) => {
+  const dir = join(work, 'crypto-only')
+  cpSync(join(consumer, 'tsconfig.json'), join(dir, 'tsconfig.json'))
+  writeFileSync(
+    join(dir, 'package.json'),
+    JSON.stringify({ name: 'crypto-only', private: true, type: 'module' }),
+  )
+  const wanted = ['@trivium/crypto', '@trivium/wire'].map((name) => {
+    const tarball = tarballs.get(name)
+    if (tarball === undefined) throw new Error(`${name} was not packed`)
+    return tarball
+  })
+  await npmInstall(dir, [...wanted, '@types/node@^20.19'])
+  t.notOk(existsSync(join(dir, 'node_modules', 'fastify')), 'npm installed no fastify')
+  writeFileSync(
+    join(dir, 'app.ts'),
+    `import { createCrypto, generateSecureToken, Signer, totp } from '@trivium/crypto/helpers'
+const crypto = createCrypto({ encryptionKey: Buffer.alloc(32, 7).toString('base64'), hashSalt: 'salt' })
+const secret = totp.generateSecret()
+console.log(JSON.stringify({
+  roundTrip: crypto.encryptor.decrypt(crypto.encryptor.encrypt('hello')),
+  signed: new Signer('salt').verify('m', crypto.signer.sign('m')),
+  token: generateSecureToken(16).length,
+  totp: totp.verify(totp.generate(secret), secret),
+}))
+`,
+  )
+  const compiled = await run(process.execPath, [tsc, '-p', '.'], { cwd: dir, env }).then(
+    () => '',
+    (err: { stdout: string }) => err.stdout,
+  )
+  t.equal(compiled, '', 'strict, skipLibCheck off: no error')
+  const { stdout } = await run(process.execPath, [join(dir, 'dist', 'app.js')], { cwd: dir, env })
+  t.same(JSON.parse(stdout), { roundTrip: 'hello', signed: true, token: 22, totp: true })
+  // The main entry's JavaScript loads without Fastify too (its types name Fastify, for the plugin).
+  const main = await run(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      "const m = await import('@trivium/crypto'); console.log(typeof m.default, typeof m.totp)",
+    ],
+    { cwd: dir, env },
+  )
+  t.equal(main.stdout, 'function object\n')
+})
+
+/** `npm install` of these tarballs and packages into the app at `dir` (npm's cache first). */
+function npmInstall(dir: string, specs: string[]) {
+  const flags = ['--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error']
+  return run('npm', ['install', ...flags, ...specs], { cwd: dir, env })
+}
+
+/** True when the package at `dir` needs `name` installed: a dependency or a peer that is not optional. */
+function requires(dir: string, name: string): boolean {
+  const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'))
+  if (pkg.dependencies?.[name] !== undefined) return true
+  return pkg.peerDependencies?.[name] !== undefined && pkg.peerDependenciesMeta?.[name]?.optional !== true
+}
 
 /** Writes a tsconfig into the scratch app and type-checks it; resolves to tsc's report ('' when clean). */
 function typeCheck(name: string, config: object): Promise<string> {

@@ -121,7 +121,7 @@ const triviumAuth: FastifyPluginAsync<TriviumAuthOptions> = async (fastify: Fast
 }
 
 export const triviumAuthPlugin = fp(triviumAuth, {
-  fastify: '5.x',
+  fastify: '^5.12.1',
   name: PLUGIN,
   // Needs `fastify.trivium`; the dependency check names the plugin to register (clearer than a
   // missing-decorator error).

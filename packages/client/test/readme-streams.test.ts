@@ -1,22 +1,20 @@
-// Runs the README's "Client and bidirectional streams" example as written and checks that it prints
-// what its comments say, so the example stays runnable.
-import { readFileSync } from 'node:fs'
+// Runs the README's "Client and bidirectional streams" example exactly as the README says: the block, read from
+// the README, saved as `example.mjs` inside this package (so its imports resolve as for a user) and run with
+// `node example.mjs`; it prints what its comments say and exits by itself.
 import t from 'tap'
-import { importSnippet } from '../../../scripts/test/import-snippet.js'
+import { runJsBlock, testedSection } from '../../../scripts/test/readme-blocks.js'
 
-const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
-const section = readme.slice(readme.indexOf('## Client and bidirectional streams'))
-const code = /```ts\n([\s\S]*?)```/.exec(section)?.[1] ?? ''
-
-t.test('the streams example of the README runs and prints what it says', async (t) => {
+t.test('the streams example of the README runs with node as written and prints what it says', async (t) => {
+  const [block] = testedSection('packages/client/README.md', 'packages/client/test/readme-streams.test.ts')
+  t.equal(block?.lang, 'js', 'plain JavaScript: `node example.mjs` runs no TypeScript')
+  const code = block?.code ?? ''
   t.match(code, /clientStream\('sum'\)/)
-  const printed: unknown[] = []
-  ;(globalThis as Record<string, unknown>).__readmePrint = (value: unknown) => printed.push(value)
-  t.teardown(() => {
-    delete (globalThis as Record<string, unknown>).__readmePrint
-  })
-  const runnable = `${code.replaceAll('console.log(', '__readmePrint(')}\ndeclare const __readmePrint: (value: unknown) => void\nexport {}\n`
-  // Imported from inside this package, so that its dependencies resolve as they do for users.
-  await importSnippet(t, runnable, new URL('.', import.meta.url))
-  t.same(printed, [{ sum: 6 }, { n: 42 }, { done: true, value: undefined }])
+  const expected = [...code.matchAll(/^console\.log\(.*\) \/\/ (\{.*?\})/gm)].map((m) => m[1])
+  t.same(expected, ['{ sum: 6 }', '{ n: 42 }', '{ value: undefined, done: true }'])
+  const stdout = await runJsBlock(t, code, new URL('.', import.meta.url), 'example.mjs')
+  t.same(
+    stdout.trimEnd().split('\n'),
+    expected,
+    'printed as the comments say, then the process exited (code 0)',
+  )
 })

@@ -48,7 +48,7 @@ const plugin: FastifyPluginAsync<TriviumCodecOptions> = async (fastify: FastifyI
 
 /** Adds the binary format to @trivium/core (register after it). */
 export const triviumCodec = fp(plugin, {
-  fastify: '5.x',
+  fastify: '^5.12.1',
   name: '@trivium/codec',
   dependencies: ['@trivium/core'],
 })

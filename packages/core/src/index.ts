@@ -506,5 +506,5 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
   })
 }
 
-export const triviumCorePlugin = fp(triviumCore, { fastify: '5.x', name: '@trivium/core' })
+export const triviumCorePlugin = fp(triviumCore, { fastify: '^5.12.1', name: '@trivium/core' })
 export default triviumCorePlugin

@@ -6,8 +6,8 @@ import { startReadmeExample } from './readme-example.ts'
 t.test('the README deadline example answers as the README says', async (t) => {
   const { port, shell } = await startReadmeExample(
     t,
-    new URL('../README.md', import.meta.url),
-    '### Deadlines',
+    'packages/core/README.md',
+    'packages/core/test/readme-deadlines.test.ts',
   )
   const lines = shell.split('\n')
   const commands = lines.filter((l) => l.startsWith('curl'))

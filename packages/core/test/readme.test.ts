@@ -4,11 +4,7 @@ import t from 'tap'
 import { startReadmeExample } from './readme-example.ts'
 
 t.test('the README example answers as the README says', async (t) => {
-  const { port, shell } = await startReadmeExample(
-    t,
-    new URL('../../../README.md', import.meta.url),
-    '## 30-second example',
-  )
+  const { port, shell } = await startReadmeExample(t, 'README.md', 'packages/core/test/readme.test.ts')
   const expected = shell
     .split('\n')
     .filter((line) => line.startsWith('{'))

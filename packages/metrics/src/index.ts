@@ -134,7 +134,7 @@ const metrics: FastifyPluginAsync<TriviumMetricsOptions> = async (fastify, optio
 }
 
 export const triviumMetrics = fp(metrics, {
-  fastify: '5.x',
+  fastify: '^5.12.1',
   name: '@trivium/metrics',
   dependencies: ['@trivium/core'],
   decorators: { fastify: ['trivium'] },

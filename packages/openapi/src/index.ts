@@ -153,7 +153,7 @@ const openApi: FastifyPluginAsync<TriviumOpenApiOptions> = async (fastify: Fasti
 }
 
 export const triviumOpenApi = fp(openApi, {
-  fastify: '5.x',
+  fastify: '^5.12.1',
   name: '@trivium/openapi',
   dependencies: ['@trivium/core'],
 })

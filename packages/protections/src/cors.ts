@@ -166,4 +166,4 @@ function optionsRoutes(fastify: FastifyInstance): string[] {
 }
 
 /** CORS exactly as the README documents; HTTP only (WebSocket messages and TCP frames never see it). */
-export const cors = fp(corsPlugin, { fastify: '5.x', name: '@trivium/protections/cors' })
+export const cors = fp(corsPlugin, { fastify: '^5.12.1', name: '@trivium/protections/cors' })

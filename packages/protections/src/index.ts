@@ -97,7 +97,7 @@ function switchRateLimitsOff(fastify: FastifyInstance): void {
 
 /** All three protections with the documented defaults; each can be configured or switched off. */
 export const triviumProtections = fp(protections, {
-  fastify: '5.x',
+  fastify: '^5.12.1',
   name: '@trivium/protections',
   dependencies: ['@trivium/core'],
 })

@@ -285,7 +285,7 @@ const rateLimitPlugin: FastifyPluginAsync<RateLimitPluginOptions> = async (
 
 /** Rate limiting on every transport. Needs @trivium/core (and, unless `afterAuth: false`, `auth`). */
 export const rateLimit = fp(rateLimitPlugin, {
-  fastify: '5.x',
+  fastify: '^5.12.1',
   name: '@trivium/protections/rate-limit',
   dependencies: ['@trivium/core'],
 })

@@ -124,6 +124,6 @@ declare module 'fastify' {
 
 /** Adds the documented security headers (plus configured ones) to Trivium's HTTP responses (or every one). */
 export const securityHeaders = fp(securityHeadersPlugin, {
-  fastify: '5.x',
+  fastify: '^5.12.1',
   name: '@trivium/protections/security-headers',
 })

@@ -100,7 +100,7 @@ const triviumRbacPlugin: FastifyPluginAsync<TriviumRbacOptions> = async (
 }
 
 export const triviumRbac = fp(triviumRbacPlugin, {
-  fastify: '5.x',
+  fastify: '^5.12.1',
   name: '@trivium/rbac',
   dependencies: ['@trivium/core'],
 })

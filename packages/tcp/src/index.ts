@@ -110,7 +110,7 @@ const triviumTcp: FastifyPluginAsync<TriviumTcpOptions> = async (fastify: Fastif
 }
 
 export const triviumTcpPlugin = fp(triviumTcp, {
-  fastify: '5.x',
+  fastify: '^5.12.1',
   name: '@trivium/tcp',
   dependencies: ['@trivium/core'],
   decorators: { fastify: ['trivium'] },

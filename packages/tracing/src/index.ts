@@ -26,7 +26,7 @@ const tracing: FastifyPluginAsync<TriviumTracingOptions> = async (fastify, optio
 }
 
 export const triviumTracing = fp(tracing, {
-  fastify: '5.x',
+  fastify: '^5.12.1',
   name: '@trivium/tracing',
   dependencies: ['@trivium/core'],
   decorators: { fastify: ['trivium'] },

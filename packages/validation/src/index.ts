@@ -67,7 +67,7 @@ const plugin: FastifyPluginAsync<TriviumValidationOptions> = async (fastify: Fas
 }
 
 export const triviumValidation = fp(plugin, {
-  fastify: '5.x',
+  fastify: '^5.12.1',
   name: '@trivium/validation',
   dependencies: ['@trivium/core'],
 })

@@ -204,7 +204,7 @@ const triviumWebSocket: FastifyPluginAsync<TriviumWebSocketOptions> = async (
 }
 
 export const triviumWebSocketPlugin = fp(triviumWebSocket, {
-  fastify: '5.x',
+  fastify: '^5.12.1',
   name: '@trivium/websocket',
   dependencies: ['@trivium/core'],
   decorators: { fastify: ['trivium'] },

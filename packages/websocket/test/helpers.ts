@@ -190,7 +190,7 @@ export class Client {
 }
 
 /** Asserts the raw answer to an upgrade no WebSocket route serves: 400 error body, `Connection: close`. */
-export function assertUnservedRefusal(t: Test, answer: string, servedAt: string, label?: string): void {
+export function assertUnservedRefusal(t: Test, answer: string, servedAt: string, label = 'status'): void {
   const [head = '', body = ''] = answer.split('\r\n\r\n')
   t.match(head, /^HTTP\/1\.1 400 Bad Request\r\n/, label)
   t.match(head, /\r\ncontent-type: application\/json; charset=utf-8\r\n/i)

@@ -2,17 +2,17 @@
 // "WebSocket"). The upgrade route and its refusals live here; what frames mean is
 // @trivium/frame-session's, what bytes look like is carrier.ts's.
 import type { Duplex } from 'node:stream'
-import websocket from '@fastify/websocket'
 import { ValidationException, websocketCredential } from '@trivium/core'
 import { jsonFormat } from '@trivium/core/internal'
 import { FrameServer, FrameSession } from '@trivium/frame-session'
 import { decodeMetadata } from '@trivium/wire'
-import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyPluginAsync, FastifyRequest, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
-import type { WebSocket } from 'ws'
+import { type WebSocket, WebSocketServer } from 'ws'
 import { WebSocketCarrier } from './carrier.js'
 import { resolveOptions, type TriviumWebSocketOptions } from './options.js'
 import { sendUpgradeError, UPGRADE_REQUIRED, type Upgrades, upgradeCheck } from './upgrade.js'
+import { upgradeRouter } from './upgrade-router.js'
 
 export {
   MemoryBus,
@@ -77,61 +77,36 @@ const triviumWebSocket: FastifyPluginAsync<TriviumWebSocketOptions> = async (
     fastify.trivium.bodyLimit,
     fastify.initialConfig.pluginTimeout ?? 10_000,
   )
+  // An application's @fastify/websocket registered before (here or in an ancestor context) wraps this
+  // plugin's route like any `wsHandler` route of its own, and upgrades with its own ws server and options.
+  if (fastify.hasDecorator('websocketServer') && options.perMessageDeflate !== false) {
+    throw new TypeError(
+      '@trivium/websocket: perMessageDeflate cannot be applied to the @fastify/websocket the application registered: pass { options: { perMessageDeflate, maxPayload } } to it instead',
+    )
+  }
   const server = new FrameServer(fastify, 'websocket', options)
   const upgrades: Upgrades = new WeakMap()
-
-  if (fastify.hasDecorator('websocketServer')) {
-    if (options.perMessageDeflate !== false) {
-      throw new TypeError(
-        '@trivium/websocket: perMessageDeflate cannot be applied to the @fastify/websocket the application registered: pass { options: { perMessageDeflate, maxPayload } } to it instead',
-      )
-    }
-    // @fastify/websocket registered by the application: its preClose closes clients, so drain first.
-    fastify.addHook('preClose', () => server.shutdownAll())
-  } else {
-    await fastify.register(websocket, {
-      // ws bounds the inflated message by maxPayload too (closes 1009 past it).
-      options: { maxPayload: options.maxPayload, perMessageDeflate: options.perMessageDeflate },
-      errorHandler: boundedErrorLog(fastify),
-      preClose: async function preClose(this: FastifyInstance) {
-        // While closing, an upgrade answered 503 on the raw response leaves its socket open, which
-        // would hold server.close() forever: end every later upgrade socket once answered.
-        this.server.on('upgrade', (_request, socket) => {
-          socket.end()
-          setTimeout(() => socket.destroy(), 1000).unref()
-        })
-        await server.shutdownAll()
-        const wss = this.websocketServer
-        const closed = new Promise<void>((resolve) => wss.close(() => resolve()))
-        // ws reports closed once no client is left; a socket that finished its upgrade while we were
-        // draining would keep it open forever, so keep terminating until it is.
-        const terminateAll = () => {
-          for (const client of wss.clients) client.terminate()
-        }
-        terminateAll()
-        const sweep = setInterval(terminateAll, 50)
-        await closed
-        clearInterval(sweep)
-      },
-    })
-  }
-
-  // An upgrade request answered over HTTP before @fastify/websocket's hooks saw it (an earlier onRequest
-  // hook replied: a CORS preflight with Upgrade headers; a bad URL, answered below the routes) keeps a
-  // socket Node no longer manages, open after the answer even once the client closed its side. Closed
-  // once answered when hooks run (an accepted upgrade is hijacked and runs none), and when the client
-  // ends its side before ws accepted the upgrade.
-  const upgradeSockets = new WeakSet<object>()
-  const accepted = new WeakSet<object>()
-  fastify.server.on('upgrade', (_request, socket: Duplex) => {
-    upgradeSockets.add(socket)
-    socket.once('end', () => {
-      if (!accepted.has(socket)) socket.destroy()
-    })
+  const router = upgradeRouter(fastify)
+  // Otherwise this plugin upgrades its route's requests itself (ws bounds the inflated message by
+  // maxPayload too: closes 1009 past it).
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: options.maxPayload,
+    perMessageDeflate: options.perMessageDeflate,
   })
-  fastify.addHook('onResponse', (request, _reply, done) => {
-    if (upgradeSockets.has(request.raw.socket)) request.raw.socket.destroy()
-    done()
+  const logClientError = boundedErrorLog(fastify)
+
+  /** Every connection of this plugin, whichever ws server upgraded it. */
+  const sockets = new Set<WebSocket>()
+  fastify.addHook('preClose', async () => {
+    await server.shutdownAll()
+    wss.close()
+    // A socket that finished its upgrade while we were draining, or whose client does not answer the
+    // close, would keep the server open forever: terminated until none is left.
+    while (sockets.size > 0) {
+      for (const socket of sockets) socket.terminate()
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
   })
 
   const tickMs = Math.max(10, Math.min(options.pingIntervalMs, Math.ceil(options.idleTimeoutMs / 4)))
@@ -146,61 +121,108 @@ const triviumWebSocket: FastifyPluginAsync<TriviumWebSocketOptions> = async (
 
   const checkUpgrade = upgradeCheck(fastify, server, options, upgrades)
 
-  // @fastify/websocket upgrades a request to any route, then closes it (ws refuses a bad handshake with
-  // its own text/html 400): an upgrade to any route but this plugin's is refused with the error body.
-  // Requests without an Upgrade header only pay the header check.
+  // An upgrade elsewhere is refused when no WebSocket route serves it: with no @fastify/websocket in the
+  // application (this plugin routes the upgrades), every other path; with one, only a path without a
+  // route (404): its routes, WebSocket or not, stay its own.
+  const unserved = (request: FastifyRequest): boolean =>
+    request.is404 || router.upgradeOf(request.raw)?.routedByTrivium === true
   const servedAt = `${fastify.prefix}${options.path}`
+  // ws would refuse a bad handshake with its own text/html 400: the refusal is the error body.
+  // Requests without an Upgrade header only pay the header check.
   fastify.addHook('onRequest', function refuseOtherUpgrades(request, reply, done) {
-    if (request.headers.upgrade === undefined || WEBSOCKET_ROUTE in request.routeOptions.config) return done()
+    if (
+      request.headers.upgrade === undefined ||
+      WEBSOCKET_ROUTE in request.routeOptions.config ||
+      !unserved(request)
+    ) {
+      return done()
+    }
     sendUpgradeError(
       new ValidationException(`WebSocket upgrades are served at ${servedAt} only`),
       request,
       reply,
     )
   })
+  // An upgrade this plugin answered over HTTP (refused, or answered by an earlier hook such as a CORS
+  // preflight) has a socket Node no longer manages: closed once answered. An accepted upgrade is
+  // hijacked and runs no onResponse hook.
+  fastify.addHook('onResponse', (request, _reply, done) => {
+    const upgrade = router.upgradeOf(request.raw)
+    if (upgrade !== undefined && (WEBSOCKET_ROUTE in request.routeOptions.config || unserved(request))) {
+      upgrade.socket.destroy()
+    }
+    done()
+  })
 
-  fastify.route({
+  const openSession = (socket: WebSocket, raw: Duplex, request: FastifyRequest): void => {
+    sockets.add(socket)
+    socket.once('close', () => sockets.delete(socket))
+    try {
+      const upgrade = upgrades.get(request) ?? { format: jsonFormat }
+      const carrier = new WebSocketCarrier(socket, raw, options)
+      const id = `w${(++connectionCounter).toString(36)}`
+      const headers = request.headers
+      const query = request.query as Record<string, unknown>
+      const session = new FrameSession(carrier, server, {
+        id,
+        clientIp: request.ip,
+        log: request.log.child({ connection: id }),
+        format: upgrade.format,
+        headers,
+        query,
+        credential: () => websocketCredential(headers, query),
+        // The credential and the format stay the connection's; metadata carries per-call keys.
+        ...(upgrade.metadata
+          ? {
+              splitRequest: (payload: Uint8Array) => {
+                const { metadata, rest } = decodeMetadata(payload)
+                return { metadata, formatName: undefined, payload: rest }
+              },
+            }
+          : {}),
+      })
+      carrier.attach(session)
+      server.add(session)
+      if (upgrade.identity) session.identify(upgrade.identity)
+    } catch (err) {
+      request.log.error({ err }, 'websocket connection setup failed')
+      socket.close(1011, 'Internal server error')
+    }
+  }
+
+  const route: RouteOptions & { wsHandler: (socket: WebSocket, request: FastifyRequest) => void } = {
     method: 'GET',
     url: options.path,
     config: { [WEBSOCKET_ROUTE]: true },
     onRequest: checkUpgrade,
-    // A plain GET (no upgrade) gets the error body instead of an empty 404.
-    handler: (request, reply) => sendUpgradeError(new ValidationException(UPGRADE_REQUIRED), request, reply),
-    wsHandler: (socket: WebSocket, request: FastifyRequest) => {
-      accepted.add(request.raw.socket)
-      try {
-        const upgrade = upgrades.get(request) ?? { format: jsonFormat }
-        const carrier = new WebSocketCarrier(socket, request.raw.socket, options)
-        const id = `w${(++connectionCounter).toString(36)}`
-        const headers = request.headers
-        const query = request.query as Record<string, unknown>
-        const session = new FrameSession(carrier, server, {
-          id,
-          clientIp: request.ip,
-          log: request.log.child({ connection: id }),
-          format: upgrade.format,
-          headers,
-          query,
-          credential: () => websocketCredential(headers, query),
-          // The credential and the format stay the connection's; metadata carries per-call keys.
-          ...(upgrade.metadata
-            ? {
-                splitRequest: (payload: Uint8Array) => {
-                  const { metadata, rest } = decodeMetadata(payload)
-                  return { metadata, formatName: undefined, payload: rest }
-                },
-              }
-            : {}),
-        })
-        carrier.attach(session)
-        server.add(session)
-        if (upgrade.identity) session.identify(upgrade.identity)
-      } catch (err) {
-        request.log.error({ err }, 'websocket connection setup failed')
-        socket.close(1011, 'Internal server error')
+    // Reached by an upgrade when no @fastify/websocket wraps this route (none, or the application's
+    // registered after this plugin or in another context): upgraded here. A plain GET (no upgrade, or
+    // through inject) or a HEAD gets the error body instead of an empty 404.
+    handler: (request, reply) => {
+      const upgrade = router.upgradeOf(request.raw)
+      if (upgrade === undefined || !upgrades.has(request) || request.method !== 'GET') {
+        return sendUpgradeError(new ValidationException(UPGRADE_REQUIRED), request, reply)
       }
+      reply.hijack()
+      router.accept(upgrade.socket)
+      wss.handleUpgrade(request.raw, upgrade.socket, upgrade.head, (socket) => {
+        socket.on('error', (error) => logClientError(error, socket))
+        openSession(socket, upgrade.socket, request)
+      })
+      return reply
     },
-  })
+    // Called by the application's @fastify/websocket when it wraps this route (registered before). The
+    // connection is not one of the application's clients: out of `websocketServer.clients` (ws's public
+    // set), no broadcast of the application reaches it and its preClose leaves it to this plugin's drain.
+    wsHandler: (socket, request) => {
+      const appServer = (fastify as { websocketServer?: { clients?: Set<WebSocket> } }).websocketServer
+      appServer?.clients?.delete(socket)
+      const upgraded = router.upgradeOf(request.raw)?.socket ?? request.raw.socket
+      router.accept(upgraded)
+      openSession(socket, upgraded, request)
+    },
+  }
+  fastify.route(route)
 }
 
 export const triviumWebSocketPlugin = fp(triviumWebSocket, {

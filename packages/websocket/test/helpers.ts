@@ -2,6 +2,7 @@ import triviumCore, { ValidationException } from '@trivium/core'
 import triviumWebSocket, { type TriviumWebSocketOptions } from '@trivium/websocket'
 import { decodeWsFrame, encodeWsFrame, type Frame, FrameType } from '@trivium/wire'
 import Fastify, { type FastifyInstance } from 'fastify'
+import type { Test } from 'tap'
 import WebSocket from 'ws'
 import { waitBound } from '../../../scripts/test/waits.js'
 
@@ -186,4 +187,18 @@ export class Client {
     await this.until((fs) => fs.some(match))
     return this.frames.find(match)
   }
+}
+
+/** Asserts the raw answer to an upgrade no WebSocket route serves: 400 error body, `Connection: close`. */
+export function assertUnservedRefusal(t: Test, answer: string, servedAt: string, label = 'status'): void {
+  const [head = '', body = ''] = answer.split('\r\n\r\n')
+  t.match(head, /^HTTP\/1\.1 400 Bad Request\r\n/, label)
+  t.match(head, /\r\ncontent-type: application\/json; charset=utf-8\r\n/i)
+  t.match(head, /\r\nconnection: close\r\n/i)
+  t.match(JSON.parse(body), {
+    statusCode: 400,
+    code: 'TRV_VALIDATION',
+    error: 'ValidationException',
+    message: `WebSocket upgrades are served at ${servedAt} only`,
+  })
 }

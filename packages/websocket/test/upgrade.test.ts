@@ -7,7 +7,7 @@ import triviumCore from '@trivium/core'
 import triviumWebSocket from '@trivium/websocket'
 import Fastify from 'fastify'
 import t from 'tap'
-import { buildApp, Client, sleep, until } from './helpers.ts'
+import { assertUnservedRefusal, buildApp, Client, sleep, until } from './helpers.ts'
 
 interface RawResponse {
   status: number
@@ -258,16 +258,7 @@ t.test(
         socket.on('close', () => resolve(data))
         socket.on('error', reject)
       })
-      const [head = '', body = ''] = answer.split('\r\n\r\n')
-      t.match(head, /^HTTP\/1\.1 400 Bad Request\r\n/, key ? 'a valid handshake' : 'no key')
-      t.match(head, /\r\ncontent-type: application\/json; charset=utf-8\r\n/i)
-      t.match(head, /\r\nconnection: close\r\n/i)
-      t.match(JSON.parse(body), {
-        statusCode: 400,
-        code: 'TRV_VALIDATION',
-        error: 'ValidationException',
-        message: `WebSocket upgrades are served at ${path} only`,
-      })
+      assertUnservedRefusal(t, answer, path, key ? 'a valid handshake' : 'no key')
     }
   },
 )

@@ -137,7 +137,9 @@ async function openBackends(app: FastifyInstance, config: DemoConfig): Promise<B
 }
 
 async function registerCore(app: FastifyInstance, config: DemoConfig): Promise<void> {
-  await app.register(triviumCore, { bodyLimit: config.bodyLimit })
+  // The demo owns its whole app, so it asks core for whole-app answers (a guest's defaults leave them to
+  // the application): the error body on every route and unknown path, and below the routes.
+  await app.register(triviumCore, { bodyLimit: config.bodyLimit, errorHandler: true, notFoundHandler: true })
   await app.register(triviumCodec)
 }
 

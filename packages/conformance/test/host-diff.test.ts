@@ -67,7 +67,7 @@ async function service(variant: Variant): Promise<Service> {
   }
   app.addHook('preHandler', (request, reply, done) => {
     if (request.headers['x-auth'] === undefined) return done()
-    app.auth([refuseAuth])(request, reply, done)
+    app.auth([refuseAuth]).call(app, request, reply, done)
   })
   // An encapsulated context with its own error handler, before Trivium.
   await app.register(async (own) => {
@@ -157,7 +157,9 @@ const VARYING_HEADERS = new Set(['date', 'keep-alive', 'connection', 'x-ratelimi
 async function ask(base: string, path: string, init: RequestInit = {}): Promise<Answer> {
   const res = await fetch(`${base}${path}`, init)
   const headers: Record<string, string> = {}
-  for (const [name, value] of res.headers) if (!VARYING_HEADERS.has(name)) headers[name] = value
+  res.headers.forEach((value, name) => {
+    if (!VARYING_HEADERS.has(name)) headers[name] = value
+  })
   return { status: res.status, headers, body: await res.text() }
 }
 

@@ -144,11 +144,14 @@ t.test('a close with no call in flight does not wait for the grace', async (t) =
 })
 
 t.test('shutdownGraceMs is checked as the frame transports check it', async (t) => {
-  await t.rejects(Fastify().register(trivium, { shutdownGraceMs: 0 }).ready(), {
+  await t.rejects(async () => Fastify().register(trivium, { shutdownGraceMs: 0 }).ready(), {
     message: '@trivium/core: shutdownGraceMs must be an integer of at least 1 (got 0)',
   })
-  await t.rejects(Fastify({ pluginTimeout: 1000 }).register(trivium, { shutdownGraceMs: 1000 }).ready(), {
-    message:
-      "@trivium/core: shutdownGraceMs (1000) must be less than Fastify's pluginTimeout (1000), or app.close() fails; lower it or raise pluginTimeout",
-  })
+  await t.rejects(
+    async () => Fastify({ pluginTimeout: 1000 }).register(trivium, { shutdownGraceMs: 1000 }).ready(),
+    {
+      message:
+        "@trivium/core: shutdownGraceMs (1000) must be less than Fastify's pluginTimeout (1000), or app.close() fails; lower it or raise pluginTimeout",
+    },
+  )
 })

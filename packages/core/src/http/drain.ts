@@ -42,6 +42,8 @@ export class HttpCallInFlight {
 export class HttpDrain {
   readonly #calls = new Set<HttpCallInFlight>()
   #timer: NodeJS.Timeout | undefined
+  /** When the grace ends (set by `shutdown`). */
+  #cutAt: number | undefined
 
   constructor(private readonly graceMs: number) {}
 
@@ -52,6 +54,8 @@ export class HttpDrain {
   /** The call did not answer in its first turn: it counts until it settles. */
   running(call: HttpCallInFlight): void {
     this.#calls.add(call)
+    // Routed before the shutdown, its handler started during the drain: the same grace ends it.
+    if (this.#cutAt !== undefined) this.#arm()
   }
 
   settled(call: HttpCallInFlight): void {
@@ -60,8 +64,19 @@ export class HttpDrain {
 
   /** At `preClose`: the calls in flight get the grace, then are cut. */
   shutdown(): void {
-    if (this.#timer !== undefined || this.#calls.size === 0) return
-    this.#timer = setTimeout(() => this.#cut(), this.graceMs)
+    this.#cutAt ??= Date.now() + this.graceMs
+    this.#arm()
+  }
+
+  #arm(): void {
+    if (this.#timer !== undefined || this.#calls.size === 0 || this.#cutAt === undefined) return
+    this.#timer = setTimeout(
+      () => {
+        this.#timer = undefined
+        this.#cut()
+      },
+      Math.max(0, this.#cutAt - Date.now()),
+    )
     // A drained server closes before the timer: it must not hold the process.
     this.#timer.unref()
   }

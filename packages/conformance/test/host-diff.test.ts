@@ -203,8 +203,19 @@ for (const rootHandler of [false, true]) {
     async (t) => {
       const without = await service({ trivium: false, rootHandler })
       t.teardown(() => without.close())
+      // Fastify's warnings (FSTWRN004: an error handler replaced) are process warnings.
+      const warnings: Error[] = []
+      const onWarning = (warning: Error) => warnings.push(warning)
+      process.on('warning', onWarning)
       const withTrivium = await service({ trivium: true, rootHandler })
       t.teardown(() => withTrivium.close())
+      await new Promise((resolve) => setImmediate(resolve)) // process warnings are emitted on the next tick
+      process.off('warning', onWarning)
+      t.same(
+        warnings.map((w) => w.name),
+        [],
+        'no warning: no error handler of the app replaced',
+      )
       const before = await legacyAnswers(without)
       const after = await legacyAnswers(withTrivium)
       for (let i = 0; i < before.length; i++) {

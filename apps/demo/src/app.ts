@@ -137,8 +137,15 @@ async function openBackends(app: FastifyInstance, config: DemoConfig): Promise<B
 }
 
 async function registerCore(app: FastifyInstance, config: DemoConfig): Promise<void> {
-  // Compression is on unless COMPRESSION=off (a proxy in front compresses): a 100-task list is ~7.8 KB of JSON.
-  await app.register(triviumCore, { bodyLimit: config.bodyLimit, compression: config.compression })
+  // The demo owns its whole app, so it asks core for whole-app answers (a guest's defaults leave them to
+  // the application): the error body on every route and unknown path, and below the routes. Compression is
+  // on unless COMPRESSION=off (a proxy in front compresses): a 100-task list is ~7.8 KB of JSON.
+  await app.register(triviumCore, {
+    bodyLimit: config.bodyLimit,
+    compression: config.compression,
+    errorHandler: true,
+    notFoundHandler: true,
+  })
   await app.register(triviumCodec)
 }
 

@@ -23,8 +23,10 @@ try {
 const { app, generatedAdminPassword } = demo
 
 let closing = false
-/** The frame transports' default `shutdownGraceMs`: the longest a call in flight is waited for. */
+/** The default `shutdownGraceMs` of every transport: the longest a call in flight is waited for. */
 const SHUTDOWN_GRACE_MS = 3000
+/** After the grace @trivium/core answers HTTP calls still running (503); a request still arriving then is cut. */
+const CUT_MARGIN_MS = 1000
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
     if (closing) return
@@ -32,8 +34,9 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     app.log.info({ signal }, 'shutting down: draining in-flight requests and streams')
     const force = setTimeout(() => process.exit(1), 15_000)
     force.unref()
-    // HTTP calls still running after the grace are cut, as the frame transports abort theirs then.
-    const cut = setTimeout(() => app.server.closeAllConnections(), SHUTDOWN_GRACE_MS)
+    // Calls still running after the grace are aborted by every transport (HTTP: 503, Connection: close);
+    // a connection still sending its request then (a stalled upload) is cut.
+    const cut = setTimeout(() => app.server.closeAllConnections(), SHUTDOWN_GRACE_MS + CUT_MARGIN_MS)
     cut.unref()
     app.close().then(
       () => process.exit(0),

@@ -58,7 +58,9 @@ export async function startConformanceServer(options: {
     http: { requireHostHeader: false },
   })
   const compress = options.compression === true
-  await app.register(triviumCore, compress ? { compression: { threshold: 0 } } : {})
+  // The conformance app owns its whole app, as the demo does: the error body on every route and path.
+  const wholeApp = { errorHandler: true, notFoundHandler: true }
+  await app.register(triviumCore, compress ? { ...wholeApp, compression: { threshold: 0 } } : wholeApp)
   await app.register(triviumCodec)
   await app.register(triviumAuth, { secret: SECRET, issuer: ISSUER })
   app.trivium.use(createRbacMiddleware(), { name: 'rbac', after: ['auth'] })

@@ -2,20 +2,22 @@
 // `fastify.trivium`, and serves every endpoint over HTTP. Other transports use `trivium.invoke`.
 
 import type { SessionHub } from '@trivium/wire/sessions'
-import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { checkSettings, EndpointSettingsError } from './endpoint-settings.js'
-import { INTERNAL_ERROR_MESSAGE, InternalErrorException, NotFoundException } from './errors.js'
+import { INTERNAL_ERROR_MESSAGE, InternalErrorException } from './errors.js'
 import { FormatRegistry, type WireFormat } from './formats.js'
 import {
   type HttpCompressionOptions,
   type ResolvedHttpCompression,
   resolveHttpCompression,
 } from './http/compression.js'
+import { HttpDrain } from './http/drain.js'
 import { replyWithError } from './http/error-reply.js'
-import { type ErrorHeaders, frameworkErrorHandler, installFrameworkErrors } from './http/framework-errors.js'
+import { type ErrorHeaders, frameworkErrorHandler } from './http/framework-errors.js'
 import { registerHttpRoute } from './http/route.js'
 import { EventStreams } from './http/sse.js'
+import { installNotFoundHandler, installRootErrorHandler } from './http/whole-app.js'
 import { type InvokeInit, type InvokeResult, Invoker, type StartedCall } from './invoke.js'
 import { type Middleware, type MiddlewareOptions, Pipeline } from './middleware.js'
 import {
@@ -33,6 +35,7 @@ import {
   type UnaryHandler,
 } from './registry.js'
 import type { EarlyRouteGuard } from './route-guard.js'
+import { resolveShutdownGrace } from './shutdown-grace.js'
 
 export { type Protocol, TriviumCall, type TriviumIdentity } from './call.js'
 export { type FrameRejectReason, TRIVIUM_CHANNELS } from './channels.js'
@@ -124,16 +127,27 @@ const BIDI_STREAM = { streaming: true, requestStream: true } as const
 
 export interface TriviumCoreOptions {
   /**
-   * Answer unknown routes with the Trivium error body (NotFoundException). Default true; set false
-   * when the application installs its own not-found handler.
+   * Answer unknown routes with the Trivium error body (NotFoundException `Route GET /x not found`).
+   * Default false: a guest leaves the application's 404 (Fastify's, or its own `setNotFoundHandler`) as
+   * it was. An application that owns its whole app (the demo) sets true.
    */
   notFoundHandler?: boolean
   /**
-   * Answer the errors of the application's routes that are not endpoints (plugins' own routes, such as
-   * static files) with the Trivium error body. Default true; set false when the application installs its
-   * own root error handler.
+   * Answer the errors of the whole application in the Trivium error body: the root error handler (the
+   * errors of routes that are not endpoints, and of the not-found context) and the refusals Node and
+   * Fastify answer before any route (a missing Host, an unsupported Expect, a request arriving while the
+   * server closes). Default false: a guest leaves every route that is not its own to the application's
+   * error handler (or Fastify's). Endpoints and routes with `config.triviumRoute` always answer in the
+   * Trivium body. Refused at registration when the context already has an error handler of the
+   * application's (`setErrorHandler`).
    */
   errorHandler?: boolean
+  /**
+   * How long `app.close()` waits for HTTP unary calls in flight before aborting them (`call.signal`)
+   * and answering 503 `Server is shutting down` (default: 3 s, at most 30% of Fastify's
+   * `pluginTimeout`; the same default as the frame transports' `shutdownGraceMs`).
+   */
+  shutdownGraceMs?: number
   /** Largest request body accepted on endpoint routes, in bytes (default 1 MiB). */
   bodyLimit?: number
   /**
@@ -235,20 +249,23 @@ function withPrefix(prefix: string, url: string): string {
 
 function validateOptions(
   options: TriviumCoreOptions,
+  pluginTimeout: number,
 ): Required<Omit<TriviumCoreOptions, 'compression'>> & { compression: ResolvedHttpCompression | undefined } {
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT
   if (!Number.isInteger(bodyLimit) || bodyLimit <= 0) {
     throw new TypeError('@trivium/core: bodyLimit must be a positive integer (bytes)')
   }
-  const notFoundHandler = options.notFoundHandler ?? true
+  // A guest's defaults: the application's own routes, errors and 404 stay as they were.
+  const notFoundHandler = options.notFoundHandler ?? false
   if (typeof notFoundHandler !== 'boolean')
     throw new TypeError('@trivium/core: notFoundHandler must be a boolean')
-  const errorHandler = options.errorHandler ?? true
+  const errorHandler = options.errorHandler ?? false
   if (typeof errorHandler !== 'boolean') throw new TypeError('@trivium/core: errorHandler must be a boolean')
   return {
     bodyLimit,
     notFoundHandler,
     errorHandler,
+    shutdownGraceMs: resolveShutdownGrace('@trivium/core', options.shutdownGraceMs, pluginTimeout),
     compression: resolveHttpCompression(options.compression),
   }
 }
@@ -267,19 +284,21 @@ function checkJsonRule(fastify: FastifyInstance): void {
 }
 
 const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: FastifyInstance, rawOptions) => {
-  const options = validateOptions(rawOptions)
+  const options = validateOptions(rawOptions, fastify.initialConfig.pluginTimeout ?? 0)
   checkJsonRule(fastify)
   const registry = new EndpointRegistry()
   const pipeline = new Pipeline()
   const formats = new FormatRegistry()
   const invoker = new Invoker(registry, pipeline)
   const streams = new EventStreams()
+  const drain = new HttpDrain(options.shutdownGraceMs)
   const routeContext = {
     pipeline,
     formats,
     bodyLimit: options.bodyLimit,
     streams,
     compression: options.compression,
+    drain,
   }
   const errorHeaders: ErrorHeaders = {}
   // Plain routes with `config.triviumRoute` seen after this plugin, and the guard's definition of each.
@@ -306,6 +325,9 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
       replyWithError(new InternalErrorException(INTERNAL_ERROR_MESSAGE), request, reply)
     })
   }
+  // Opted-in routes answer their errors in the Trivium body, with an error handler of their own (a
+  // route's own `errorHandler` is kept); every other route keeps its context's (the application's).
+  const routeErrorHandler = frameworkErrorHandler(errorHeaders)
   fastify.addHook('onRoute', (route) => {
     // The option's type is declared by @trivium/auth; core only needs to see that it is there.
     const config = route.config
@@ -313,6 +335,7 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
     if (rules === undefined) return
     const method = Array.isArray(route.method) ? route.method.join(',') : String(route.method)
     plainRoutes.push({ label: `route ${method} ${route.url}`, rules })
+    route.errorHandler ??= routeErrorHandler
   })
 
   function addBodyParser(format: WireFormat): void {
@@ -439,33 +462,8 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
       return triviumOf(this)
     },
   })
-  installFrameworkErrors(fastify, errorHeaders)
-  // Endpoint routes have their own; this one is for every other route (Fastify's default body has no
-  // `requestId` and varies by plugin).
-  if (options.errorHandler) fastify.setErrorHandler(frameworkErrorHandler(errorHeaders))
-
-  if (options.notFoundHandler) {
-    const handler = (request: FastifyRequest, reply: FastifyReply) => {
-      const path = request.url.split('?')[0]
-      reply.headers(errorHeaders)
-      return replyWithError(
-        new NotFoundException(`Route ${request.method} ${path} not found`),
-        request,
-        reply,
-      )
-    }
-    // Errors raised in the not-found context (QUERY without Content-Type) go to the root error handler
-    // (Fastify gives that context the root's handler), which core sets above unless told not to.
-    try {
-      fastify.setNotFoundHandler(handler)
-    } catch (err) {
-      // In a plugin's body (before start) Fastify refuses only a second handler; its error has no code.
-      throw new Error(
-        '@trivium/core: the application already has a not-found handler (setNotFoundHandler); register @trivium/core with { notFoundHandler: false } to keep it',
-        { cause: err },
-      )
-    }
-  }
+  if (options.errorHandler) installRootErrorHandler(fastify, errorHeaders)
+  if (options.notFoundHandler) installNotFoundHandler(fastify, errorHeaders)
 
   fastify.addHook('onReady', async () => {
     pipeline.checkOrder()
@@ -491,11 +489,13 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
       checkSettings(target, pipeline.enforcedFor(definition), anywhere)
     }
   }
-  // Shutdown (PROTOCOL.md "HTTP streaming"): event streams end with the 503 error event, and each
+  // Shutdown (PROTOCOL.md "HTTP streaming"): event streams end with the 503 error event, unary calls
+  // still running after the grace are aborted and answered 503 (http/drain.ts), and each
   // keep-alive connection is closed once it is idle (Node's server.close() closes only those idle at
   // that moment, so one finishing a call later, or an ended stream's, would hold app.close() forever).
   fastify.addHook('preClose', (done) => {
     streams.shutdown()
+    drain.shutdown()
     const server = fastify.server
     if (server.listening) {
       const timer = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS)

@@ -53,4 +53,5 @@ export {
   MAX_TIMEOUT_MS,
 } from './registry.js'
 export type { EarlyRouteGuard } from './route-guard.js'
+export { defaultShutdownGrace, resolveShutdownGrace } from './shutdown-grace.js'
 export { isThenable } from './thenable.js'

@@ -69,23 +69,26 @@ t.test('names are one namespace across contexts: a duplicate is refused', async 
   )
 })
 
-t.test("an application's own not-found handler: the error names notFoundHandler: false", async (t) => {
-  const app = Fastify()
-  app.setNotFoundHandler((_req, reply) => reply.code(404).send({ mine: true }))
-  await t.rejects(
-    async () => {
-      await app.register(trivium)
-    },
-    {
-      message:
-        '@trivium/core: the application already has a not-found handler (setNotFoundHandler); register @trivium/core with { notFoundHandler: false } to keep it',
-    },
-  )
-  const ok = Fastify()
-  ok.setNotFoundHandler((_req, reply) => reply.code(404).send({ mine: true }))
-  await ok.register(trivium, { notFoundHandler: false })
-  t.same((await ok.inject('/nowhere')).json(), { mine: true })
-})
+t.test(
+  "an application's own not-found handler: kept by default, named by notFoundHandler: true",
+  async (t) => {
+    const app = Fastify()
+    app.setNotFoundHandler((_req, reply) => reply.code(404).send({ mine: true }))
+    await t.rejects(
+      async () => {
+        await app.register(trivium, { notFoundHandler: true })
+      },
+      {
+        message:
+          '@trivium/core: the application already has a not-found handler (setNotFoundHandler); register @trivium/core without notFoundHandler (its default, false) to keep it',
+      },
+    )
+    const ok = Fastify()
+    ok.setNotFoundHandler((_req, reply) => reply.code(404).send({ mine: true }))
+    await ok.register(trivium)
+    t.same((await ok.inject('/nowhere')).json(), { mine: true })
+  },
+)
 
 t.test('middleware added in a child context runs for that context and its descendants only', async (t) => {
   const app = Fastify()

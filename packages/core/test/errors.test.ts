@@ -141,9 +141,9 @@ t.test(
   },
 )
 
-t.test('unknown routes get NotFoundException in the common shape', async (t) => {
+t.test('unknown routes get NotFoundException in the common shape (notFoundHandler: true)', async (t) => {
   const fastify = Fastify()
-  await fastify.register(trivium)
+  await fastify.register(trivium, { notFoundHandler: true })
   const res = await fastify.inject('/nowhere?x=1')
   t.equal(res.statusCode, 404)
   t.same(res.json(), {
@@ -152,6 +152,14 @@ t.test('unknown routes get NotFoundException in the common shape', async (t) => 
     error: 'NotFoundException',
     message: 'Route GET /nowhere not found',
     requestId: res.json().requestId,
+  })
+  // A guest by default: Fastify's own 404 stays.
+  const guest = Fastify()
+  await guest.register(trivium)
+  t.same((await guest.inject('/nowhere?x=1')).json(), {
+    message: 'Route GET:/nowhere?x=1 not found',
+    error: 'Not Found',
+    statusCode: 404,
   })
 })
 

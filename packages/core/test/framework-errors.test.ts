@@ -9,12 +9,15 @@ import type { Test } from 'tap'
 import t from 'tap'
 import { waitBound } from '../../../scripts/test/waits.js'
 
+// What an application that owns its whole app asks for (the demo does); a guest's defaults are false.
+const WHOLE_APP = { errorHandler: true, notFoundHandler: true }
+
 const SECURITY = { 'x-content-type-options': 'nosniff', 'x-frame-options': 'DENY' }
 
 // Without Node's own Host check (README "Errors"), so that core answers a missing Host.
 async function app(routes: (fastify: FastifyInstance) => void = () => {}) {
   const fastify = Fastify({ ...triviumFactoryOptions(), http: { requireHostHeader: false } })
-  await fastify.register(trivium)
+  await fastify.register(trivium, WHOLE_APP)
   Object.assign(fastify.trivium.errorHeaders, SECURITY)
   fastify.trivium.endpoint('tasks.get', { method: 'GET', url: '/tasks/:id' }, (req) => req)
   routes(fastify)
@@ -153,7 +156,7 @@ t.test("an application's own frameworkErrors and clientErrorHandler are kept, wi
     frameworkErrors: (_err, _req, reply) => (reply as FastifyReply).code(400).send('mine'),
     clientErrorHandler: (_err, socket) => socket.end('HTTP/1.1 400 Bad Request\r\n\r\n{"mine":true}'),
   })
-  await fastify.register(trivium)
+  await fastify.register(trivium, WHOLE_APP)
   fastify.trivium.endpoint('tasks.get', { method: 'GET', url: '/tasks/:id' }, (req) => req)
   await fastify.listen({ port: 0, host: '127.0.0.1' })
   t.teardown(() => fastify.close())
@@ -176,7 +179,7 @@ t.test(
     )
     const without = warnings()
     const bare = Fastify({ logger: without.logger })
-    await bare.register(trivium)
+    await bare.register(trivium, WHOLE_APP)
     await bare.ready()
     await bare.ready()
     t.teardown(() => bare.close())
@@ -193,11 +196,18 @@ t.test(
     })
     const withOptions = warnings()
     const good = Fastify({ ...triviumFactoryOptions(), logger: withOptions.logger })
-    await good.register(trivium)
+    await good.register(trivium, WHOLE_APP)
     await good.ready()
     t.teardown(() => good.close())
     t.same(withOptions.lines, [])
     t.equal((await good.inject('/%zz')).json().code, 'TRV_VALIDATION')
+    // A guest (the defaults) answers nothing below the routes, so it has nothing to warn about.
+    const guest = warnings()
+    const plain = Fastify({ logger: guest.logger })
+    await plain.register(trivium)
+    await plain.ready()
+    t.teardown(() => plain.close())
+    t.same(guest.lines, [])
   },
 )
 
@@ -271,9 +281,9 @@ t.test(
   },
 )
 
-t.test("errorHandler: false keeps Fastify's own; a non-boolean is refused", async (t) => {
+t.test("by default (errorHandler: false) Fastify's own is kept; a non-boolean is refused", async (t) => {
   const fastify = Fastify()
-  await fastify.register(trivium, { errorHandler: false })
+  await fastify.register(trivium)
   fastify.get('/range', async () => {
     throw Object.assign(new Error('Range Not Satisfiable'), { statusCode: 416 })
   })
@@ -316,7 +326,7 @@ t.test('a request arriving while the server closes: 503 with the error body and 
     closingStarted = resolve
   })
   const fastify = Fastify({ ...triviumFactoryOptions(), http: { requireHostHeader: false } })
-  await fastify.register(trivium)
+  await fastify.register(trivium, WHOLE_APP)
   Object.assign(fastify.trivium.errorHeaders, SECURITY)
   fastify.get('/slow', async () => {
     await gate

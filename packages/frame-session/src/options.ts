@@ -1,5 +1,6 @@
 // Options every frame transport shares, resolved once: `@trivium/websocket` and `@trivium/tcp` add
 // only their own (path, port, framing limits) on top.
+import { resolveShutdownGrace } from '@trivium/core/internal'
 import type { PubSubBus } from '@trivium/wire/sessions'
 
 export interface FrameSessionOptions {
@@ -76,13 +77,8 @@ function compressionThreshold(pkg: string, value: unknown): number | undefined {
   )
 }
 
-/**
- * Default grace: 3 s, at most 30% of `pluginTimeout` (0 means Fastify has no timeout), so `app.close()`
- * with calls that never answer still ends well inside the timeout.
- */
-export function defaultShutdownGrace(pluginTimeout: number): number {
-  return pluginTimeout > 0 ? Math.max(1, Math.min(3000, Math.floor(pluginTimeout * 0.3))) : 3000
-}
+// One grace for every transport: core's HTTP drain resolves the same option the same way.
+export { defaultShutdownGrace } from '@trivium/core/internal'
 
 /** A validator for one package: `int('maxInFlight', value, 64)` throws `<pkg>: maxInFlight must be …`. */
 export function integerOption(pkg: string) {
@@ -112,12 +108,7 @@ export function resolveFrameSessionOptions(
   if (options.authorizeSubscribe !== undefined && typeof options.authorizeSubscribe !== 'function') {
     throw new TypeError(`${pkg}: authorizeSubscribe must be a function`)
   }
-  const shutdownGraceMs = int('shutdownGraceMs', options.shutdownGraceMs, defaultShutdownGrace(pluginTimeout))
-  if (pluginTimeout > 0 && shutdownGraceMs >= pluginTimeout) {
-    throw new TypeError(
-      `${pkg}: shutdownGraceMs (${shutdownGraceMs}) must be less than Fastify's pluginTimeout (${pluginTimeout}), or app.close() fails; lower it or raise pluginTimeout`,
-    )
-  }
+  const shutdownGraceMs = resolveShutdownGrace(pkg, options.shutdownGraceMs, pluginTimeout)
   return {
     maxInFlight: int('maxInFlight', options.maxInFlight, 64),
     maxConnections: int('maxConnections', options.maxConnections, 10_000),

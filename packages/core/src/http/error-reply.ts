@@ -4,6 +4,7 @@
 import type { Socket } from 'node:net'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { normalizeError, type TriviumError, toErrorBody, ValidationException } from '../errors.js'
+import { errorWithStatus } from './status-errors.js'
 import { CALL } from './symbols.js'
 
 /** Sockets whose malformed request the clientError handler already logged (not logged twice). */
@@ -25,9 +26,22 @@ export function sendError(err: unknown, request: FastifyRequest, reply: FastifyR
     if (!loggedClientErrors.has(request.raw.socket)) {
       request.log.info({ requestId: request.id }, 'request aborted by the client')
     }
-    error = new ValidationException('Request aborted before its body was received')
-    internal = false
-  } else if (internal) {
+    return replyWithError(
+      new ValidationException('Request aborted before its body was received'),
+      request,
+      reply,
+    )
+  }
+  if (internal && !request[CALL] && typeof err === 'object' && err !== null) {
+    // Before the endpoint ran (a hook: @fastify/rate-limit's 429, an app's 403), or on a route that is
+    // not an endpoint: an error that says its status keeps it, in the error body.
+    const own = errorWithStatus(err, reply)
+    if (own !== undefined) {
+      error = own
+      internal = own.statusCode >= 500 && own.statusCode !== 503
+    }
+  }
+  if (internal) {
     request.log.error({ err, requestId: request.id }, 'unhandled error in endpoint')
   } else if (!request[CALL]) {
     // Refused before the endpoint ran (URL, framing, body): no access log saw it. Inside an endpoint,

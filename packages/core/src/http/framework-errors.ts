@@ -5,33 +5,24 @@
 // of routes that are not endpoints (plugins' own routes: static files answering 403, 412, 416). They get
 // the body with `code` and `requestId`, and the headers in `errorHeaders` (filled by
 // @trivium/protections with the security headers).
-import { type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from 'node:http'
+import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import { Socket } from 'node:net'
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import {
   ForbiddenException,
-  NotFoundException,
-  normalizeError,
   PayloadTooLargeException,
   ServiceUnavailableException,
   TimeoutException,
   type TriviumError,
   toErrorBody,
-  UnauthorizedException,
-  UnsupportedMediaTypeException,
   ValidationException,
 } from '../errors.js'
 import { loggedClientErrors, sendError } from './error-reply.js'
 import { SHUTDOWN_MESSAGE } from './sse.js'
+import { withStatus } from './status-errors.js'
 
 /** Headers put on every error answered below the routes, where route hooks do not run. */
 export type ErrorHeaders = Record<string, string>
-
-function withStatus(error: TriviumError, statusCode: number): TriviumError {
-  // The HTTP status keeps its precise meaning (414, 431, 408); the kind says what went wrong.
-  error.statusCode = statusCode
-  return error
-}
 
 function clientErrorOf(err: NodeJS.ErrnoException): TriviumError {
   switch (err.code) {
@@ -54,6 +45,8 @@ function frameworkErrorOf(err: { code?: string }): TriviumError | undefined {
       return withStatus(new ValidationException('A path parameter is too long'), 414)
     case 'FST_ERR_ROUTE_MISSING_CONTENT_TYPE':
       return new ValidationException('A Content-Type header is required')
+    case 'FST_ERR_VALIDATION': // a route's schema: Fastify's message names the field
+      return new ValidationException((err as { message?: string }).message ?? 'Bad Request')
     case 'FST_STATIC_FORBIDDEN_PATH': // @fastify/static: `..`, a NUL byte (nothing is read)
       return new ForbiddenException('The path leads outside the static files')
     default:
@@ -61,42 +54,10 @@ function frameworkErrorOf(err: { code?: string }): TriviumError | undefined {
   }
 }
 
-// Any other 4xx of a route that is not an endpoint keeps its status and gets the kind of that status;
-// the message is the status text, never the error's own (a plugin's message may name a file).
-function clientFaultOf(status: unknown): TriviumError | undefined {
-  if (typeof status !== 'number' || !Number.isInteger(status) || status < 400 || status > 499)
-    return undefined
-  const message = STATUS_CODES[status] ?? 'Bad Request'
-  switch (status) {
-    case 401:
-      return new UnauthorizedException(message)
-    case 403:
-      return new ForbiddenException(message)
-    case 404:
-      return new NotFoundException(message)
-    case 408:
-      return withStatus(new TimeoutException(message), 408)
-    case 413:
-      return new PayloadTooLargeException(message)
-    case 415:
-      return new UnsupportedMediaTypeException(message)
-    default:
-      return withStatus(new ValidationException(message), status)
-  }
-}
-
-function errorOf(err: unknown, reply: FastifyReply): unknown {
+function errorOf(err: unknown): unknown {
   if (typeof err !== 'object' || err === null) return err
-  const framework = frameworkErrorOf(err)
-  if (framework) return framework
-  const { error, internal } = normalizeError(err)
-  if (!internal) return error
-  const { statusCode, headers } = err as { statusCode?: unknown; headers?: unknown }
-  const fault = clientFaultOf(statusCode)
-  if (fault === undefined) return err
-  // What the status needs (Content-Range of a 416, Allow of a 405), as Fastify's own handler sets them.
-  if (typeof headers === 'object' && headers !== null) reply.headers(headers as Record<string, string>)
-  return fault
+  // Anything else keeps its own (a Trivium error) or its status (sendError, status-errors.ts).
+  return frameworkErrorOf(err) ?? err
 }
 
 /**
@@ -106,7 +67,7 @@ function errorOf(err: unknown, reply: FastifyReply): unknown {
 export function frameworkErrorHandler(headers: ErrorHeaders) {
   return (err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply => {
     reply.headers(headers)
-    return sendError(errorOf(err, reply), request, reply)
+    return sendError(errorOf(err), request, reply)
   }
 }
 

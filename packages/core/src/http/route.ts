@@ -16,6 +16,7 @@ import { type EndpointDefinition, requestStreamOverHttpMessage } from '../regist
 import { routeToHandler } from '../router.js'
 import { isThenable } from '../thenable.js'
 import { compressionHook, type ResolvedHttpCompression } from './compression.js'
+import { abortOnClientClose, type HttpDrain } from './drain.js'
 import { sendError } from './error-reply.js'
 import { type EventStreams, SHUTDOWN_MESSAGE, sendEventStream } from './sse.js'
 import { strictBody } from './strict-body.js'
@@ -35,6 +36,8 @@ export interface HttpRouteContext {
   streams: EventStreams
   /** Response compression (PROTOCOL.md "Compression"); undefined: off. */
   compression: ResolvedHttpCompression | undefined
+  /** Unary calls in flight, cut after the shutdown grace. */
+  drain: HttpDrain
 }
 
 /**
@@ -83,19 +86,6 @@ function bytesDecoder(
   }
 }
 
-function abortOnClientClose(reply: FastifyReply, controller: AbortController): AbortSignal {
-  // The response's `close` (not the request's: that fires once the body is read) tells that the
-  // client went away before the answer was written.
-  reply.raw.once('close', () => {
-    if (!reply.raw.writableFinished) controller.abort(new Error('client closed the request'))
-  })
-  return controller.signal
-}
-
-function lazyAbortSignal(reply: FastifyReply): () => AbortSignal {
-  return () => abortOnClientClose(reply, new AbortController())
-}
-
 /**
  * What the handler's promise resolves to once the reply is sent: nothing when the response is written
  * (no thenable to adopt), else the reply (a thenable Fastify waits on: a stream, an async onSend hook),
@@ -114,7 +104,7 @@ export function registerHttpRoute(
   /** The URL within `fastify`'s prefix (`definition.url` is the full URL). */
   url: string = definition.url,
 ): void {
-  const { pipeline, formats, streams } = ctx
+  const { pipeline, formats, streams, drain } = ctx
   const mapping = definition.http
   const decodeJson = jsonDecoder(definition)
   const status = definition.status
@@ -168,6 +158,7 @@ export function registerHttpRoute(
     }
     // A stream's signal also aborts when the stream ends (revocation, shutdown): made up front.
     const stream = definition.streaming ? new AbortController() : undefined
+    const unary = stream ? undefined : drain.track(request, reply)
     const protocol = transport?.protocol ?? 'http'
     const deadline = callDeadline(protocol, request.headers, transport?.metadata, definition.timeoutMs)
     const call = new TriviumCall({
@@ -189,14 +180,30 @@ export function registerHttpRoute(
         requestFormat === undefined || requestFormat === jsonFormat
           ? decodeJson
           : bytesDecoder(definition, request, requestFormat),
-      signal: stream ? abortOnClientClose(reply, stream) : lazyAbortSignal(reply),
+      signal: unary ? () => unary.signal() : abortOnClientClose(reply, stream as AbortController),
     })
     request[CALL] = call
     const run = pipeline.run(call, routeToHandler)
     const result = deadline ? deadline.run(call, run, definition.streaming) : run
     if (isThenable(result)) {
-      return Promise.resolve(result).then((value) =>
-        pending(respond(request, reply, call, requestFormat, value, stream)),
+      if (unary === undefined) {
+        return Promise.resolve(result).then((value) =>
+          pending(respond(request, reply, call, requestFormat, value, stream)),
+        )
+      }
+      // Counted until it settles: at shutdown, one still running after the grace is answered 503 by
+      // the drain, and its late value or error is dropped (never a second answer).
+      drain.running(unary)
+      return Promise.resolve(result).then(
+        (value) => {
+          drain.settled(unary)
+          return unary.cut ? undefined : pending(respond(request, reply, call, requestFormat, value, stream))
+        },
+        (err: unknown) => {
+          drain.settled(unary)
+          if (unary.cut) return undefined
+          throw err
+        },
       )
     }
     const sent = respond(request, reply, call, requestFormat, result, stream)

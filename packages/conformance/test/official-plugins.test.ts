@@ -218,7 +218,7 @@ t.test('an OPTIONS route behind Trivium CORS is refused at start-up, with the fi
   await app.register(triviumCore)
   await app.register(triviumProtections, { rateLimit: false })
   app.options('/things', async () => 'never reached')
-  await t.rejects(app.ready(), {
+  await t.rejects(async () => app.ready(), {
     message:
       '@trivium/protections: cors answers every OPTIONS request as a CORS preflight, so the route OPTIONS /things would never run; remove it, or register @trivium/protections with { cors: false } (and keep @fastify/cors)',
   })

@@ -317,7 +317,7 @@ t.test(
     await after.register(trivium)
     await after.register(triviumProtections, { rateLimit: false })
     after.register(fastifyCors)
-    await t.rejects(after.ready(), { message }, '@fastify/cors after: ready() rejects')
+    await t.rejects(async () => after.ready(), { message }, '@fastify/cors after: ready() rejects')
 
     const afterListen = Fastify()
     t.teardown(() => afterListen.close())
@@ -349,7 +349,7 @@ t.test('an OPTIONS route added after Trivium CORS: ready() rejects naming every 
     },
     { prefix: '/v1' },
   )
-  await t.rejects(app.ready(), {
+  await t.rejects(async () => app.ready(), {
     message:
       '@trivium/protections: cors answers every OPTIONS request as a CORS preflight, so the routes OPTIONS /things, OPTIONS /v1/any would never run; remove them, or register @trivium/protections with { cors: false } (and keep @fastify/cors)',
   })

@@ -244,7 +244,12 @@ async function registerProtections(
   redis: RedisClient | undefined,
 ): Promise<void> {
   await app.register(triviumProtections, {
-    cors: { allowedOrigins: config.corsOrigins, allowCredentials: config.corsCredentials },
+    cors: {
+      allowedOrigins: config.corsOrigins,
+      allowCredentials: config.corsCredentials,
+      allowedHeaders: config.corsHeaders,
+      exposedHeaders: config.corsExposedHeaders,
+    },
     rateLimit:
       config.rateLimitDefault === false
         ? false

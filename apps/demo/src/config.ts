@@ -1,5 +1,6 @@
 // Configuration from the environment, with zero-setup defaults (PGlite + in-memory stores).
 import { resolve } from 'node:path'
+import { CORS_DEFAULTS } from '@trivium/protections'
 
 export interface DemoConfig {
   host: string
@@ -38,6 +39,10 @@ export interface DemoConfig {
   corsOrigins: string[]
   /** CORS_CREDENTIALS: send Access-Control-Allow-Credentials (refused with `*`). */
   corsCredentials: boolean
+  /** CORS_HEADERS: request headers a page on another origin may send (default the spec's). */
+  corsHeaders: string[]
+  /** CORS_EXPOSED_HEADERS: response headers such a page's script may read (default none). */
+  corsExposedHeaders: string[]
   /** RATE_LIMIT_DEFAULT: limit of endpoints without one of their own; false = rate limiting off. */
   rateLimitDefault: RateLimitSetting | false
   /** RATE_LIMITS: endpoint name → limit, or false for none (wins over the schema's limits). */
@@ -133,6 +138,25 @@ export function parseOrigins(raw: string | undefined): string[] {
   return origins
 }
 
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/i
+
+/** CORS_HEADERS / CORS_EXPOSED_HEADERS: comma-separated header names; unset or empty = `fallback`. */
+export function parseHeaderNames(
+  name: string,
+  raw: string | undefined,
+  fallback: readonly string[],
+): string[] {
+  if (raw === undefined || raw.trim() === '') return [...fallback]
+  const names = raw.split(',').map((h) => h.trim())
+  for (const header of names) {
+    if (!HEADER_NAME.test(header))
+      throw new ConfigError(
+        `${name} entry "${header}" is not a header name: use names such as Trivium-Timeout-Ms, Idempotency-Key, comma-separated`,
+      )
+  }
+  return names
+}
+
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
 const LIMIT_FORMAT = 'use <requests>/<window> such as 100/60s, 5/1m or 1000/500ms, or 0 (or off) for no limit'
 
@@ -191,6 +215,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): DemoConfig {
   const corsCredentials = bool('CORS_CREDENTIALS', env.CORS_CREDENTIALS, false)
   if (corsCredentials && corsOrigins.includes('*'))
     throw new ConfigError('CORS_CREDENTIALS=true needs CORS_ORIGINS to list the allowed origins (not *)')
+  const corsHeaders = parseHeaderNames('CORS_HEADERS', env.CORS_HEADERS, CORS_DEFAULTS.allowedHeaders)
+  const corsExposedHeaders = parseHeaderNames('CORS_EXPOSED_HEADERS', env.CORS_EXPOSED_HEADERS, [])
   const rateLimitDefault = parseLimit('RATE_LIMIT_DEFAULT', env.RATE_LIMIT_DEFAULT || '100/60s')
   const rateLimits = parseLimits(env.RATE_LIMITS)
   if (rateLimitDefault === false && Object.keys(rateLimits).length > 0)
@@ -246,6 +272,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): DemoConfig {
     instanceName: env.INSTANCE_NAME ?? `demo-${process.pid}`,
     corsOrigins,
     corsCredentials,
+    corsHeaders,
+    corsExposedHeaders,
     rateLimitDefault,
     rateLimits,
     bodyLimit: positiveInt('BODY_LIMIT', env.BODY_LIMIT, 1_048_576, 'bytes'),

@@ -16,6 +16,8 @@ t.test(
     const c = loadConfig({})
     t.same(c.corsOrigins, ['*'])
     t.equal(c.corsCredentials, false)
+    t.same(c.corsHeaders, ['Content-Type', 'Authorization'], "the spec's allowed headers")
+    t.same(c.corsExposedHeaders, [])
     t.same(c.rateLimitDefault, { requests: 100, windowMs: 60_000 })
     t.same(c.rateLimits, {})
     t.equal(c.bodyLimit, 1_048_576)
@@ -32,6 +34,8 @@ t.test('values are parsed', async (t) => {
   const c = loadConfig({
     CORS_ORIGINS: 'https://app.example.com, *.example.org,http://localhost:5173',
     CORS_CREDENTIALS: 'true',
+    CORS_HEADERS: 'Content-Type, Authorization,Trivium-Timeout-Ms, Idempotency-Key',
+    CORS_EXPOSED_HEADERS: 'Idempotent-Replayed, Retry-After',
     RATE_LIMIT_DEFAULT: '1000/1m',
     RATE_LIMITS: 'auth.login=0,auth.register=off,tasks.create=20/500ms',
     BODY_LIMIT: '65536',
@@ -43,6 +47,8 @@ t.test('values are parsed', async (t) => {
   })
   t.same(c.corsOrigins, ['https://app.example.com', '*.example.org', 'http://localhost:5173'])
   t.equal(c.corsCredentials, true)
+  t.same(c.corsHeaders, ['Content-Type', 'Authorization', 'Trivium-Timeout-Ms', 'Idempotency-Key'])
+  t.same(c.corsExposedHeaders, ['Idempotent-Replayed', 'Retry-After'])
   t.same(c.rateLimitDefault, { requests: 1000, windowMs: 60_000 })
   t.same(c.rateLimits, {
     'auth.login': false,
@@ -70,6 +76,14 @@ const BAD: Array<[Record<string, string>, string]> = [
     'CORS_ORIGINS entry "https://example.com/path" is not an origin: use *, *.example.com or https://host[:port] (no path), comma-separated',
   ],
   [{ CORS_CREDENTIALS: 'yes' }, 'CORS_CREDENTIALS must be true or false, got yes'],
+  [
+    { CORS_HEADERS: 'Content-Type, Bad Header' },
+    'CORS_HEADERS entry "Bad Header" is not a header name: use names such as Trivium-Timeout-Ms, Idempotency-Key, comma-separated',
+  ],
+  [
+    { CORS_EXPOSED_HEADERS: 'Retry-After,' },
+    'CORS_EXPOSED_HEADERS entry "" is not a header name: use names such as Trivium-Timeout-Ms, Idempotency-Key, comma-separated',
+  ],
   [
     { CORS_CREDENTIALS: 'true' },
     'CORS_CREDENTIALS=true needs CORS_ORIGINS to list the allowed origins (not *)',
@@ -217,6 +231,7 @@ t.test('CORS_ORIGINS: listed and *.domain origins pass the preflight, others get
   const denied = await preflight('https://evil.example.net')
   t.equal(denied.statusCode, 403)
   t.equal(denied.body, 'Origin not allowed')
+  t.equal(ok.headers['access-control-allow-headers'], 'Content-Type, Authorization', "the spec's default")
 })
 
 t.test(

@@ -87,6 +87,14 @@ export abstract class BaseClient implements TriviumClient {
   abstract readonly transport: 'http' | 'websocket' | 'tcp'
   protected readonly endpoints: Map<string, EndpointSpec>
   protected readonly timeoutMs: number
+  /** The client's `timeoutMs` was given (not the default): a deadline the caller asked for. */
+  private readonly timeoutGiven: boolean
+  /**
+   * HTTP (bound by CORS in browsers) sends a deadline or an idempotency key only when the caller asks for
+   * one, so that default calls need no header the spec's default CORS does not allow; WebSocket and TCP
+   * carry both in frame metadata by default.
+   */
+  protected readonly sendsOnlyWhenAsked: boolean = false
   private readonly retries: number
   private readonly retryDelayMs: number
   protected readonly format: PayloadFormat | undefined
@@ -113,6 +121,7 @@ export abstract class BaseClient implements TriviumClient {
       this.endpoints.set(spec.name, spec)
     }
     this.timeoutMs = checkNonNegative('timeoutMs', options.timeoutMs, DEFAULT_TIMEOUT_MS)
+    this.timeoutGiven = options.timeoutMs !== undefined
     this.retries = checkNonNegative('retries', options.retries, 0)
     this.retryDelayMs = checkNonNegative('retryDelayMs', options.retryDelayMs, DEFAULT_RETRY_DELAY_MS)
     if (options.format !== undefined && options.format !== 'binary' && options.format !== 'json') {
@@ -261,11 +270,16 @@ export abstract class BaseClient implements TriviumClient {
   ): Promise<Res> {
     const spec = this.resolveEndpoint(endpoint, false)
     const timeoutMs = checkNonNegative('timeoutMs', options.timeoutMs, this.timeoutMs)
-    // One key per logical call, the same on every attempt (a refresh retry or a retry below).
-    const key = options.idempotencyKey ?? (spec.method === 'POST' ? newIdempotencyKey() : undefined)
-    // Each attempt has its own deadline, sent with it so that the server stops at the same moment.
+    const always = !this.sendsOnlyWhenAsked
+    // One key per logical call, the same on every attempt (a refresh retry or a retry below). Over HTTP a
+    // generated key is what makes `retries` safe, so it is sent when there are retries.
+    const generateKey = spec.method === 'POST' && (always || this.retries > 0)
+    const key = options.idempotencyKey ?? (generateKey ? newIdempotencyKey() : undefined)
+    // Each attempt has its own deadline, sent with it so that the server stops at the same moment (over
+    // HTTP only a deadline the caller set; the default one is this client's timer alone).
+    const sendDeadline = always || options.timeoutMs !== undefined || this.timeoutGiven
     const attempt = () => {
-      const deadlineAt = timeoutMs > 0 ? Date.now() + timeoutMs : undefined
+      const deadlineAt = timeoutMs > 0 && sendDeadline ? Date.now() + timeoutMs : undefined
       return withDeadline(spec, timeoutMs, options.signal, (signal) =>
         this.doCall(spec, request, signal, key, deadlineAt),
       )
@@ -381,7 +395,7 @@ export abstract class BaseClient implements TriviumClient {
     request: unknown,
     signal: AbortSignal,
     idempotencyKey: string | undefined,
-    /** Date.now() time of the attempt's deadline, sent as its timeout (undefined: none). */
+    /** Date.now() time of the attempt's deadline, sent as its timeout (undefined: none to send). */
     deadlineAt: number | undefined,
   ): Promise<unknown>
   /** One attempt of a stream; returning from it (break) must cancel the stream on the server. */

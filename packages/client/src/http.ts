@@ -51,6 +51,8 @@ export interface HttpInternals {
 
 export class HttpClient extends BaseClient {
   readonly transport = 'http' as const
+  // A browser's CORS: default calls carry no Trivium-Timeout-Ms and no Idempotency-Key (README "CORS").
+  protected override readonly sendsOnlyWhenAsked = true
   private readonly baseUrl: string
   private readonly headers: Record<string, string>
   private readonly fetchFn: FetchLike

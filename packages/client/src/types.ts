@@ -55,12 +55,16 @@ export type PayloadFormat = 'binary' | 'json'
 export interface CallOptions {
   /**
    * Deadline for each attempt of this call in ms (default: the client's `timeoutMs`), sent to the server
-   * (PROTOCOL.md "Deadlines"), which stops the handler at the same moment. 0 disables it.
+   * (PROTOCOL.md "Deadlines"), which stops the handler at the same moment. 0 disables it. HTTP sends it
+   * (`Trivium-Timeout-Ms`, which a cross-origin page needs allowed by CORS) only when given here or on
+   * the client; the default deadline is the client's own timer.
    */
   timeoutMs?: number
   /**
-   * The idempotency key of this call (PROTOCOL.md "Idempotency keys"). Default: a new random one for
-   * every call of a POST endpoint, sent on every attempt of it; none for other methods.
+   * The idempotency key of this call (PROTOCOL.md "Idempotency keys"). Default on WebSocket and TCP: a new
+   * random one for every call of a POST endpoint, sent on every attempt of it; none for other methods.
+   * HTTP generates one only when the client has `retries` (`Idempotency-Key`, which a cross-origin page
+   * needs allowed by CORS).
    */
   idempotencyKey?: string
   /** Aborting rejects the call with the signal's reason and cancels it on the server. */
@@ -126,7 +130,11 @@ export interface CommonClientOptions {
   refresh?: () => Promise<string>
   /** Payload format. Default: `binary` when the models have a binary form, else `json`. */
   format?: PayloadFormat
-  /** Default per-call deadline in ms (default 30000; 0 disables). */
+  /**
+   * Default per-call deadline in ms (default 30000; 0 disables). Given here, HTTP sends it with every call
+   * (`Trivium-Timeout-Ms`); the default is enforced by the client alone over HTTP (it aborts the request),
+   * sent as metadata over WebSocket and TCP.
+   */
   timeoutMs?: number
   /** W3C `traceparent` (or a provider) sent to continue a trace: HTTP header and TCP metadata per call,
    *  WebSocket upgrade URL query per connection (browsers cannot set upgrade headers). */
@@ -134,8 +142,9 @@ export interface CommonClientOptions {
   /**
    * Attempts after the first when a call fails with NetworkException, ServiceUnavailableException (503)
    * or ConflictException (409: the same idempotency key still running). Default 0. Every attempt of a
-   * call carries the same idempotency key, so a retried POST is answered with the first answer on an
-   * endpoint that accepts keys; on one that does not, a retried POST may run twice.
+   * call carries the same idempotency key (HTTP: `Idempotency-Key`, sent because of these retries), so
+   * a retried POST is answered with the first answer on an endpoint that accepts keys; on one that does
+   * not, a retried POST may run twice.
    */
   retries?: number
   /** Delay before the first retry in ms (default 200), doubled before each next one. */

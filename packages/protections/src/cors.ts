@@ -1,6 +1,7 @@
 // CORS as the README ("CORS") documents, in one onRequest hook (so it also answers OPTIONS on routes that do not exist):
 // every OPTIONS is a preflight, answered here with 200 + headers or 403 `Origin not allowed`; other
-// requests with an allowed Origin get the same headers minus Access-Control-Max-Age.
+// requests with an allowed Origin get the same headers minus Access-Control-Max-Age (plus
+// Access-Control-Expose-Headers when `exposedHeaders` lists some).
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 
@@ -9,8 +10,17 @@ export interface CorsOptions {
   allowedOrigins?: string[]
   /** Default GET, POST, PUT, DELETE, OPTIONS. */
   allowedMethods?: string[]
-  /** Default Content-Type, Authorization, Idempotency-Key (sent by @trivium/client on POST calls). */
+  /**
+   * Default Content-Type, Authorization (the spec's). @trivium/client's default calls need no other; add
+   * `Trivium-Timeout-Ms` for deadlines a page sets itself and `Idempotency-Key` for idempotent calls.
+   */
   allowedHeaders?: string[]
+  /**
+   * Response headers a page's script may read (`Access-Control-Expose-Headers`, on responses to an
+   * allowed Origin, not on preflights). Default none, e.g. `['Idempotent-Replayed', 'Retry-After',
+   * 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']`.
+   */
+  exposedHeaders?: string[]
   /** Sends `Access-Control-Allow-Credentials: true` (default false). Refused together with `*`. */
   allowCredentials?: boolean
   /** Access-Control-Max-Age in seconds (default 86400). */
@@ -20,7 +30,8 @@ export interface CorsOptions {
 export const CORS_DEFAULTS = Object.freeze({
   allowedOrigins: Object.freeze(['*']),
   allowedMethods: Object.freeze(['GET', 'POST', 'PUT', 'DELETE', 'OPTIONS']),
-  allowedHeaders: Object.freeze(['Content-Type', 'Authorization', 'Idempotency-Key']),
+  allowedHeaders: Object.freeze(['Content-Type', 'Authorization']),
+  exposedHeaders: Object.freeze([] as string[]),
   allowCredentials: false,
   maxAge: 86_400,
 })
@@ -81,6 +92,7 @@ function validate(options: CorsOptions) {
   const allowedOrigins = stringList(options.allowedOrigins ?? CORS_DEFAULTS.allowedOrigins, 'allowedOrigins')
   const allowedMethods = stringList(options.allowedMethods ?? CORS_DEFAULTS.allowedMethods, 'allowedMethods')
   const allowedHeaders = stringList(options.allowedHeaders ?? CORS_DEFAULTS.allowedHeaders, 'allowedHeaders')
+  const exposedHeaders = stringList(options.exposedHeaders ?? CORS_DEFAULTS.exposedHeaders, 'exposedHeaders')
   const allowCredentials = options.allowCredentials ?? CORS_DEFAULTS.allowCredentials
   if (typeof allowCredentials !== 'boolean')
     throw new TypeError('@trivium/protections: cors.allowCredentials must be a boolean')
@@ -93,11 +105,22 @@ function validate(options: CorsOptions) {
       '@trivium/protections: cors.allowCredentials cannot be combined with the origin "*" (any site could make credentialed requests); list the allowed origins',
     )
   }
-  return { allowedOrigins, allowedMethods, allowedHeaders, allowCredentials, maxAge }
+  return { allowedOrigins, allowedMethods, allowedHeaders, exposedHeaders, allowCredentials, maxAge }
 }
 
+/** Marks a context (and, through Fastify's inheritance, its children) as already answering CORS. */
+const REGISTERED = Symbol.for('@trivium/protections/cors')
+
 const corsPlugin: FastifyPluginAsync<CorsOptions> = async (fastify, options) => {
+  // A second registration would add a second hook whose options lose silently (the first one answers
+  // every preflight): refused, so there is one place that says what the CORS policy is.
+  if (fastify.hasDecorator(REGISTERED)) {
+    throw new TypeError(
+      '@trivium/protections: cors is registered twice (this context or a parent already has it, from triviumProtections or cors); register it once, with all its options there',
+    )
+  }
   const config = validate(options)
+  fastify.decorate(REGISTERED, true)
   const isAllowed = originMatcher(config.allowedOrigins)
   // Everything but the origin is fixed, so it is computed once, with the lower-case names Fastify
   // stores (and writes) anyway: `reply.header` then has no name to convert.
@@ -108,22 +131,28 @@ const corsPlugin: FastifyPluginAsync<CorsOptions> = async (fastify, options) => 
   if (config.allowCredentials) common['access-control-allow-credentials'] = 'true'
   common.vary = 'Origin'
   const preflight: Record<string, string> = { ...common, 'access-control-max-age': String(config.maxAge) }
+  // Expose-Headers only matters on the actual response (a browser ignores it on a preflight).
+  const actual: Record<string, string> = { ...common }
+  if (config.exposedHeaders.length > 0)
+    actual['access-control-expose-headers'] = config.exposedHeaders.join(', ')
   // As two arrays for the per-request path (`reply.headers(object)` lists the keys every time).
-  const commonNames = Object.keys(common)
-  const commonValues = Object.values(common)
-  const commonCount = commonNames.length
+  const actualNames = Object.keys(actual)
+  const actualValues = Object.values(actual)
+  const actualCount = actualNames.length
 
   // Every OPTIONS request is a preflight (spec "CORS" 2), answered here: an application's OPTIONS route,
   // registered before or after this plugin, would never run, so start-up is refused with the way out named.
-  const refuse = (urls: string[]) =>
-    new TypeError(
-      `@trivium/protections: cors answers every OPTIONS request as a CORS preflight, so the route${urls.length > 1 ? 's' : ''} ${urls.map((u) => `OPTIONS ${u}`).join(', ')} would never run; remove ${urls.length > 1 ? 'them' : 'it'}, or register @trivium/protections with { cors: false } (and keep @fastify/cors)`,
-    )
   const early = optionsRoutes(fastify)
-  if (early.length > 0) throw refuse(early)
+  if (early.length > 0) throw refuseOptionsRoutes(early)
+  // A route added later is refused at ready(): thrown from onRoute, the error would escape the plugin that
+  // adds the route (@fastify/cors adds `OPTIONS *` outside its own promise) as an uncaught exception.
+  const late: string[] = []
   fastify.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method]
-    if (methods.includes('OPTIONS')) throw refuse([route.url])
+    if (methods.includes('OPTIONS')) late.push(route.url)
+  })
+  fastify.addHook('onReady', async () => {
+    if (late.length > 0) throw refuseOptionsRoutes(late)
   })
 
   fastify.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done) => {
@@ -138,13 +167,21 @@ const corsPlugin: FastifyPluginAsync<CorsOptions> = async (fastify, options) => 
     }
     if (origin !== undefined && isAllowed(origin)) {
       reply.header('access-control-allow-origin', origin)
-      for (let i = 0; i < commonCount; i++) {
-        const name = commonNames[i]
-        if (name !== undefined) reply.header(name, commonValues[i])
+      for (let i = 0; i < actualCount; i++) {
+        const name = actualNames[i]
+        if (name !== undefined) reply.header(name, actualValues[i])
       }
     }
     done()
   })
+}
+
+function refuseOptionsRoutes(urls: string[]): TypeError {
+  const many = urls.length > 1
+  const named = urls.map((u) => (u === '*' ? 'OPTIONS * (the one @fastify/cors adds)' : `OPTIONS ${u}`))
+  return new TypeError(
+    `@trivium/protections: cors answers every OPTIONS request as a CORS preflight, so the route${many ? 's' : ''} ${named.join(', ')} would never run; remove ${many ? 'them' : 'it'}, or register @trivium/protections with { cors: false } (and keep @fastify/cors)`,
+  )
 }
 
 /**

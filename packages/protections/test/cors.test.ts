@@ -1,7 +1,8 @@
 // CORS per the spec: origin matching, preflight 200/403, non-preflight headers, Vary, start-up checks.
 
+import fastifyCors from '@fastify/cors'
 import trivium from '@trivium/core'
-import { type CorsOptions, cors, originMatcher } from '@trivium/protections'
+import triviumProtections, { type CorsOptions, cors, originMatcher } from '@trivium/protections'
 import Fastify from 'fastify'
 import t from 'tap'
 
@@ -11,6 +12,7 @@ const CORS_NAMES = [
   'access-control-allow-headers',
   'access-control-allow-credentials',
   'access-control-max-age',
+  'access-control-expose-headers',
   'vary',
 ]
 
@@ -71,7 +73,7 @@ t.test('preflight with the defaults: 200, exact headers, empty body', async (t) 
   t.same(corsHeaders(r.headers), {
     'access-control-allow-origin': 'https://site.test',
     'access-control-allow-methods': 'GET, POST, PUT, DELETE, OPTIONS',
-    'access-control-allow-headers': 'Content-Type, Authorization, Idempotency-Key',
+    'access-control-allow-headers': 'Content-Type, Authorization',
     'access-control-max-age': '86400',
     vary: 'Origin',
   })
@@ -122,7 +124,7 @@ t.test(
     const expected = {
       'access-control-allow-origin': 'https://app.test',
       'access-control-allow-methods': 'GET, POST, PUT, DELETE, OPTIONS',
-      'access-control-allow-headers': 'Content-Type, Authorization, Idempotency-Key',
+      'access-control-allow-headers': 'Content-Type, Authorization',
       'access-control-allow-credentials': 'true',
       vary: 'Origin',
     }
@@ -175,6 +177,10 @@ t.test('start-up checks: `*` with credentials is refused; bad values', async (t)
       { allowedHeaders: ['a\r\nb'] },
       '@trivium/protections: cors.allowedHeaders must be an array of non-empty strings without commas',
     ],
+    [
+      { exposedHeaders: ['Retry-After, X-A'] },
+      '@trivium/protections: cors.exposedHeaders must be an array of non-empty strings without commas',
+    ],
     [{ maxAge: -1 }, '@trivium/protections: cors.maxAge must be a non-negative integer (seconds)'],
     [{ allowCredentials: 'yes' as never }, '@trivium/protections: cors.allowCredentials must be a boolean'],
   ]
@@ -188,4 +194,163 @@ t.test('start-up checks: `*` with credentials is refused; bad values', async (t)
     )
     await app.close()
   }
+})
+
+// Issue 40 item 5: a page may read only the response headers CORS exposes.
+t.test(
+  'exposedHeaders: Access-Control-Expose-Headers on responses to an allowed Origin (not on preflights), over a socket',
+  async (t) => {
+    const exposed = [
+      'Idempotent-Replayed',
+      'Retry-After',
+      'X-RateLimit-Limit',
+      'X-RateLimit-Remaining',
+      'X-RateLimit-Reset',
+    ]
+    const app = Fastify()
+    t.teardown(() => app.close())
+    await app.register(trivium)
+    app.trivium.use((_call, next) => next(), { name: 'auth' }) // the limiter counts after authentication
+    await app.register(triviumProtections, {
+      cors: { allowedOrigins: ['https://app.test'], exposedHeaders: exposed },
+      rateLimit: { limits: { ping: { requests: 1, windowMs: 60_000 } } },
+    })
+    app.trivium.endpoint('ping', { method: 'GET', url: '/ping' }, () => ({ ok: true }))
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
+    const origin = { origin: 'https://app.test' }
+    const ok = await fetch(`${base}/ping`, { headers: origin })
+    t.equal(ok.status, 200)
+    t.equal(
+      ok.headers.get('access-control-expose-headers'),
+      'Idempotent-Replayed, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset',
+    )
+    t.equal(ok.headers.get('x-ratelimit-limit'), '1')
+    const limited = await fetch(`${base}/ping`, { headers: origin })
+    t.equal(limited.status, 429)
+    t.equal(
+      limited.headers.get('access-control-expose-headers'),
+      'Idempotent-Replayed, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset',
+      'on an error answer too',
+    )
+    t.ok(limited.headers.get('retry-after'))
+    const pre = await fetch(`${base}/ping`, { method: 'OPTIONS', headers: origin })
+    t.equal(pre.status, 200)
+    t.equal(pre.headers.get('access-control-expose-headers'), null, 'not on a preflight')
+    const other = await fetch(`${base}/nope`, { headers: { origin: 'https://other.test' } })
+    t.equal(other.headers.get('access-control-expose-headers'), null, 'not for a disallowed Origin')
+  },
+)
+
+t.test('without exposedHeaders (the default) no Access-Control-Expose-Headers is sent', async (t) => {
+  const app = await build()
+  const r = await app.inject({ url: '/ping', headers: { origin: 'https://site.test' } })
+  t.equal(r.headers['access-control-expose-headers'], undefined)
+  t.equal(r.headers['access-control-allow-headers'], 'Content-Type, Authorization', "the spec's default")
+})
+
+// Issue 40 item 10: a second CORS registration would lose silently to the first (it answers every preflight).
+t.test('cors registered twice in one context, or again in a child context, is refused', async (t) => {
+  const message =
+    '@trivium/protections: cors is registered twice (this context or a parent already has it, from triviumProtections or cors); register it once, with all its options there'
+  const twice = Fastify()
+  t.teardown(() => twice.close())
+  await twice.register(cors)
+  await t.rejects(async () => twice.register(cors, { allowedOrigins: ['https://a.test'] }), { message })
+
+  const combined = Fastify()
+  t.teardown(() => combined.close())
+  await combined.register(trivium)
+  await combined.register(triviumProtections, { rateLimit: false })
+  await t.rejects(async () => combined.register(cors), { message }, 'after triviumProtections')
+
+  const child = Fastify()
+  t.teardown(() => child.close())
+  await child.register(cors)
+  child.register(async (scope) => {
+    await scope.register(cors, { allowedOrigins: ['https://a.test'] })
+  })
+  await t.rejects(child.listen({ port: 0, host: '127.0.0.1' }), { message }, 'listen() rejects')
+})
+
+t.test('sibling contexts may each have their own CORS policy', async (t) => {
+  const app = Fastify()
+  t.teardown(() => app.close())
+  for (const [prefix, origin] of [
+    ['/a', 'https://a.test'],
+    ['/b', 'https://b.test'],
+  ] as const) {
+    app.register(
+      async (scope) => {
+        await scope.register(cors, { allowedOrigins: [origin] })
+        scope.get('/ping', async () => 'pong')
+      },
+      { prefix },
+    )
+  }
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
+  for (const [path, origin, allowed] of [
+    ['/a/ping', 'https://a.test', 'https://a.test'],
+    ['/a/ping', 'https://b.test', null],
+    ['/b/ping', 'https://b.test', 'https://b.test'],
+  ] as const) {
+    const r = await fetch(`${base}${path}`, { headers: { origin } })
+    t.equal(r.headers.get('access-control-allow-origin'), allowed, `${path} from ${origin}`)
+  }
+})
+
+// Issue 40 item 9: @fastify/cors adds `OPTIONS *`; registered after Trivium's CORS it used to end the
+// process with an uncaught TypeError from the onRoute hook. Now ready()/listen() reject, in both orders.
+t.test(
+  '@fastify/cors beside Trivium CORS: ready() and listen() reject with the fix named, in both orders',
+  async (t) => {
+    const message =
+      '@trivium/protections: cors answers every OPTIONS request as a CORS preflight, so the route OPTIONS * (the one @fastify/cors adds) would never run; remove it, or register @trivium/protections with { cors: false } (and keep @fastify/cors)'
+    const uncaught: unknown[] = []
+    const record = (err: unknown) => uncaught.push(err)
+    process.on('uncaughtException', record)
+    t.teardown(() => process.off('uncaughtException', record))
+
+    const after = Fastify()
+    t.teardown(() => after.close())
+    await after.register(trivium)
+    await after.register(triviumProtections, { rateLimit: false })
+    after.register(fastifyCors)
+    await t.rejects(async () => after.ready(), { message }, '@fastify/cors after: ready() rejects')
+
+    const afterListen = Fastify()
+    t.teardown(() => afterListen.close())
+    await afterListen.register(cors)
+    afterListen.register(fastifyCors)
+    await t.rejects(afterListen.listen({ port: 0, host: '127.0.0.1' }), { message }, 'listen() rejects')
+
+    const before = Fastify()
+    t.teardown(() => before.close())
+    await before.register(fastifyCors)
+    await before.register(trivium)
+    await t.rejects(
+      async () => before.register(triviumProtections, { rateLimit: false }),
+      { message },
+      'before',
+    )
+    t.same(uncaught, [], 'no uncaught exception')
+  },
+)
+
+t.test('an OPTIONS route added after Trivium CORS: ready() rejects naming every such route', async (t) => {
+  const app = Fastify()
+  t.teardown(() => app.close())
+  await app.register(cors)
+  app.options('/things', async () => 'never reached')
+  app.register(
+    async (v1) => {
+      v1.all('/any', async () => 'never reached for OPTIONS')
+    },
+    { prefix: '/v1' },
+  )
+  await t.rejects(async () => app.ready(), {
+    message:
+      '@trivium/protections: cors answers every OPTIONS request as a CORS preflight, so the routes OPTIONS /things, OPTIONS /v1/any would never run; remove them, or register @trivium/protections with { cors: false } (and keep @fastify/cors)',
+  })
 })

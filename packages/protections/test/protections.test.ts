@@ -45,7 +45,7 @@ t.test('all three together on one request', async (t) => {
   t.same(pick(r.headers, Object.keys(SECURITY)), SECURITY)
   t.equal(r.headers['access-control-allow-origin'], 'https://site.test')
   t.equal(r.headers['access-control-allow-methods'], 'GET, POST, PUT, DELETE, OPTIONS')
-  t.equal(r.headers['access-control-allow-headers'], 'Content-Type, Authorization, Idempotency-Key')
+  t.equal(r.headers['access-control-allow-headers'], 'Content-Type, Authorization')
   t.equal(r.headers['access-control-max-age'], undefined)
   t.equal(r.headers.vary, 'Origin')
   t.equal(r.headers['x-ratelimit-limit'], '1')

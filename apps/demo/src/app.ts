@@ -249,6 +249,7 @@ async function registerProtections(
       allowCredentials: config.corsCredentials,
       allowedHeaders: config.corsHeaders,
       exposedHeaders: config.corsExposedHeaders,
+      routes: 'all', // the demo owns its app: every preflight and response (pages, docs, metrics) as well
     },
     rateLimit:
       config.rateLimitDefault === false

@@ -174,7 +174,7 @@ t.test('the official plugins and Trivium in one app', async (t) => {
 
 // Issue 33 item 3: the same rule for a route registered before the plugin (it was silently taken over).
 t.test(
-  'an OPTIONS route registered before Trivium CORS is refused at start-up too, never taken over',
+  "routes: 'all': an OPTIONS route registered before Trivium CORS is refused at start-up too, never taken over",
   async (t) => {
     const app = Fastify({ logger: false })
     t.teardown(() => app.close())
@@ -188,38 +188,48 @@ t.test(
     )
     app.get('/plain', async () => 'a GET route is no concern of CORS')
     await app.register(triviumCore)
-    await t.rejects(async () => app.register(triviumProtections, { rateLimit: false }), {
-      message:
-        '@trivium/protections: cors answers every OPTIONS request as a CORS preflight, so the routes OPTIONS /legacy, OPTIONS /v1, OPTIONS /v1/, OPTIONS /v1/things/:id would never run; remove them, or register @trivium/protections with { cors: false } (and keep @fastify/cors)',
-    })
+    await t.rejects(
+      async () => app.register(triviumProtections, { rateLimit: false, cors: { routes: 'all' } }),
+      {
+        message:
+          '@trivium/protections: cors answers every OPTIONS request as a CORS preflight, so the routes OPTIONS /legacy, OPTIONS /v1, OPTIONS /v1/, OPTIONS /v1/things/:id would never run; remove them, or register @trivium/protections with { cors: false } (and keep @fastify/cors)',
+      },
+    )
   },
 )
 
-t.test('with { cors: false } an OPTIONS route registered before keeps answering', async (t) => {
-  const app = Fastify({ logger: false })
-  t.teardown(() => app.close())
-  app.options('/legacy', async () => 'the app answers')
-  await app.register(triviumCore)
-  await app.register(triviumProtections, { cors: false, rateLimit: false })
-  await app.listen({ port: 0, host: '127.0.0.1' })
-  const res = await fetch(`http://127.0.0.1:${(app.server.address() as { port: number }).port}/legacy`, {
-    method: 'OPTIONS',
-    headers: { origin: 'https://elsewhere.example' },
-  })
-  t.equal(res.status, 200)
-  t.equal(await res.text(), 'the app answers')
-})
+for (const cors of [false, undefined] as const)
+  t.test(
+    `with ${cors === false ? '{ cors: false }' : "the default cors (routes: 'trivium')"} an OPTIONS route registered before keeps answering`,
+    async (t) => {
+      const app = Fastify({ logger: false })
+      t.teardown(() => app.close())
+      app.options('/legacy', async () => 'the app answers')
+      await app.register(triviumCore)
+      await app.register(triviumProtections, { ...(cors === false ? { cors } : {}), rateLimit: false })
+      await app.listen({ port: 0, host: '127.0.0.1' })
+      const res = await fetch(`http://127.0.0.1:${(app.server.address() as { port: number }).port}/legacy`, {
+        method: 'OPTIONS',
+        headers: { origin: 'https://elsewhere.example' },
+      })
+      t.equal(res.status, 200)
+      t.equal(await res.text(), 'the app answers')
+    },
+  )
 
 // Refused at ready(), not thrown from `app.options()`: a plugin adding the route (as @fastify/cors does)
 // would otherwise see the error escape as an uncaught exception (issue 40 item 9).
-t.test('an OPTIONS route behind Trivium CORS is refused at start-up, with the fix named', async (t) => {
-  const app = Fastify({ logger: false })
-  t.teardown(() => app.close())
-  await app.register(triviumCore)
-  await app.register(triviumProtections, { rateLimit: false })
-  app.options('/things', async () => 'never reached')
-  await t.rejects(async () => app.ready(), {
-    message:
-      '@trivium/protections: cors answers every OPTIONS request as a CORS preflight, so the route OPTIONS /things would never run; remove it, or register @trivium/protections with { cors: false } (and keep @fastify/cors)',
-  })
-})
+t.test(
+  "routes: 'all': an OPTIONS route behind Trivium CORS is refused at start-up, with the fix named",
+  async (t) => {
+    const app = Fastify({ logger: false })
+    t.teardown(() => app.close())
+    await app.register(triviumCore)
+    await app.register(triviumProtections, { rateLimit: false, cors: { routes: 'all' } })
+    app.options('/things', async () => 'never reached')
+    await t.rejects(async () => app.ready(), {
+      message:
+        '@trivium/protections: cors answers every OPTIONS request as a CORS preflight, so the route OPTIONS /things would never run; remove it, or register @trivium/protections with { cors: false } (and keep @fastify/cors)',
+    })
+  },
+)

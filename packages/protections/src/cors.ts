@@ -1,9 +1,14 @@
 // CORS as the README ("CORS") documents, in one onRequest hook (so it also answers OPTIONS on routes that do not exist):
-// every OPTIONS is a preflight, answered here with 200 + headers or 403 `Origin not allowed`; other
+// an OPTIONS request is a preflight, answered here with 200 + headers or 403 `Origin not allowed`; other
 // requests with an allowed Origin get the same headers minus Access-Control-Max-Age (plus
-// Access-Control-Expose-Headers when `exposedHeaders` lists some).
-import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+// Access-Control-Expose-Headers when `exposedHeaders` lists some). Which requests: with `routes: 'trivium'`
+// (the default, a guest's) those to Trivium's routes only — a preflight when its path and requested method
+// match one of them (found with Fastify's own router, find-my-way, over the routes Trivium owns) — so the
+// host's routes, its OPTIONS routes and its @fastify/cors stay as they were; with `routes: 'all'` every one.
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
+import FindMyWay, { type HTTPMethod } from 'find-my-way'
+import { isTriviumRoute } from './security-headers.js'
 
 export interface CorsOptions {
   /** Allowed origins (default `['*']`): `*` = any, `*.example.com` = any subdomain, else exact. */
@@ -25,6 +30,13 @@ export interface CorsOptions {
   allowCredentials?: boolean
   /** Access-Control-Max-Age in seconds (default 86400). */
   maxAge?: number
+  /**
+   * Which requests it answers. `'trivium'` (the default): those to Trivium's endpoints and to routes that
+   * opt in with `config.triviumRoute`, and the preflights for them; the application's other routes (and
+   * its own OPTIONS routes or @fastify/cors) are left as they were. `'all'`: every request of this context,
+   * every OPTIONS request a preflight (an application OPTIONS route is then refused at start).
+   */
+  routes?: 'trivium' | 'all'
 }
 
 export const CORS_DEFAULTS = Object.freeze({
@@ -105,7 +117,12 @@ function validate(options: CorsOptions) {
       '@trivium/protections: cors.allowCredentials cannot be combined with the origin "*" (any site could make credentialed requests); list the allowed origins',
     )
   }
-  return { allowedOrigins, allowedMethods, allowedHeaders, exposedHeaders, allowCredentials, maxAge }
+  const routes = options.routes ?? 'trivium'
+  if (routes !== 'trivium' && routes !== 'all')
+    throw new TypeError(
+      `@trivium/protections: cors.routes must be 'trivium' or 'all', got ${JSON.stringify(routes)}`,
+    )
+  return { allowedOrigins, allowedMethods, allowedHeaders, exposedHeaders, allowCredentials, maxAge, routes }
 }
 
 /** Marks a context (and, through Fastify's inheritance, its children) as already answering CORS. */
@@ -140,24 +157,28 @@ const corsPlugin: FastifyPluginAsync<CorsOptions> = async (fastify, options) => 
   const actualValues = Object.values(actual)
   const actualCount = actualNames.length
 
-  // Every OPTIONS request is a preflight (spec "CORS" 2), answered here: an application's OPTIONS route,
-  // registered before or after this plugin, would never run, so start-up is refused with the way out named.
-  const early = optionsRoutes(fastify)
-  if (early.length > 0) throw refuseOptionsRoutes(early)
-  // A route added later is refused at ready(): thrown from onRoute, the error would escape the plugin that
-  // adds the route (@fastify/cors adds `OPTIONS *` outside its own promise) as an uncaught exception.
+  const everyRoute = config.routes === 'all'
   const late: string[] = []
-  fastify.addHook('onRoute', (route) => {
-    const methods = Array.isArray(route.method) ? route.method : [route.method]
-    if (methods.includes('OPTIONS')) late.push(route.url)
-  })
-  fastify.addHook('onReady', async () => {
-    if (late.length > 0) throw refuseOptionsRoutes(late)
-  })
+  const owned = everyRoute ? undefined : triviumRoutes(fastify)
+  if (everyRoute) {
+    // Every OPTIONS request is a preflight (spec "CORS" 2), answered here: an application's OPTIONS route,
+    // registered before or after this plugin, would never run, so start-up is refused with the way out named.
+    const early = optionsRoutes(fastify)
+    if (early.length > 0) throw refuseOptionsRoutes(early)
+    // A route added later is refused at ready(): thrown from onRoute, the error would escape the plugin that
+    // adds the route (@fastify/cors adds `OPTIONS *` outside its own promise) as an uncaught exception.
+    fastify.addHook('onRoute', (route) => {
+      const methods = Array.isArray(route.method) ? route.method : [route.method]
+      if (methods.includes('OPTIONS')) late.push(route.url)
+    })
+    fastify.addHook('onReady', async () => {
+      if (late.length > 0) throw refuseOptionsRoutes(late)
+    })
+  }
 
   fastify.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done) => {
     const origin = request.headers.origin
-    if (request.method === 'OPTIONS') {
+    if (request.method === 'OPTIONS' && (owned === undefined || owned.preflightFor(request))) {
       if (origin === undefined || !isAllowed(origin)) {
         reply.code(403).type('text/plain; charset=utf-8').send(ORIGIN_NOT_ALLOWED)
         return
@@ -165,7 +186,7 @@ const corsPlugin: FastifyPluginAsync<CorsOptions> = async (fastify, options) => 
       reply.header('access-control-allow-origin', origin).headers(preflight).code(200).send()
       return
     }
-    if (origin !== undefined && isAllowed(origin)) {
+    if (origin !== undefined && (everyRoute || isTriviumRoute(request)) && isAllowed(origin)) {
       reply.header('access-control-allow-origin', origin)
       for (let i = 0; i < actualCount; i++) {
         const name = actualNames[i]
@@ -174,6 +195,40 @@ const corsPlugin: FastifyPluginAsync<CorsOptions> = async (fastify, options) => 
     }
     done()
   })
+}
+
+/**
+ * The routes Trivium owns in this context (endpoints: `config.trivium`; opted-in: `config.triviumRoute`),
+ * seen as they are added, in a router with the application's matching rules: a preflight is Trivium's when
+ * its path and requested method (`Access-Control-Request-Method`, else any method) match one of them.
+ */
+function triviumRoutes(fastify: FastifyInstance): { preflightFor(request: FastifyRequest): boolean } {
+  const options = fastify.initialConfig.routerOptions ?? {}
+  const router = FindMyWay({
+    ignoreTrailingSlash: options.ignoreTrailingSlash ?? fastify.initialConfig.ignoreTrailingSlash ?? false,
+    ignoreDuplicateSlashes:
+      options.ignoreDuplicateSlashes ?? fastify.initialConfig.ignoreDuplicateSlashes ?? false,
+    caseSensitive: options.caseSensitive ?? fastify.initialConfig.caseSensitive ?? true,
+  })
+  const methods = new Set<string>()
+  fastify.addHook('onRoute', (route: RouteOptions) => {
+    const config: object | undefined = route.config
+    if (config === undefined || !('trivium' in config || 'triviumRoute' in config)) return
+    for (const method of Array.isArray(route.method) ? route.method : [route.method]) {
+      if (method === 'OPTIONS' || router.hasRoute(method as HTTPMethod, route.url)) continue
+      router.on(method as HTTPMethod, route.url, () => {})
+      methods.add(method)
+    }
+  })
+  return {
+    preflightFor(request) {
+      const path = request.url.split('?')[0] ?? '/'
+      const asked = request.headers['access-control-request-method']
+      if (typeof asked === 'string') return router.find(asked.toUpperCase() as HTTPMethod, path) !== null
+      for (const method of methods) if (router.find(method as HTTPMethod, path) !== null) return true
+      return false
+    },
+  }
 }
 
 function refuseOptionsRoutes(urls: string[]): TypeError {

@@ -101,9 +101,9 @@ t.test(
 )
 
 t.test(
-  'preflight on a route that does not exist (OPTIONS /anything) and without Access-Control-Request-Method',
+  "routes: 'all': preflight on a route that does not exist (OPTIONS /anything) and without Access-Control-Request-Method",
   async (t) => {
-    const app = await build()
+    const app = await build({ routes: 'all' })
     const r = await app.inject({
       method: 'OPTIONS',
       url: '/no/such/route',
@@ -134,9 +134,10 @@ t.test(
     const err = await app.inject({ url: '/boom', headers: { origin: 'https://app.test' } })
     t.equal(err.statusCode, 500)
     t.same(corsHeaders(err.headers), expected)
+    // A guest (routes: 'trivium', the default) adds nothing to what is not Trivium's: the host's 404.
     const nf = await app.inject({ url: '/nope', headers: { origin: 'https://app.test' } })
     t.equal(nf.statusCode, 404)
-    t.same(corsHeaders(nf.headers), expected)
+    t.same(corsHeaders(nf.headers), {})
     const pre = await app.inject({ method: 'OPTIONS', url: '/ping', headers: { origin: 'https://app.test' } })
     t.same(corsHeaders(pre.headers), { ...expected, 'access-control-max-age': '600' })
   },
@@ -282,7 +283,7 @@ t.test('sibling contexts may each have their own CORS policy', async (t) => {
   ] as const) {
     app.register(
       async (scope) => {
-        await scope.register(cors, { allowedOrigins: [origin] })
+        await scope.register(cors, { allowedOrigins: [origin], routes: 'all' })
         scope.get('/ping', async () => 'pong')
       },
       { prefix },
@@ -300,10 +301,76 @@ t.test('sibling contexts may each have their own CORS policy', async (t) => {
   }
 })
 
-// Issue 40 item 9: @fastify/cors adds `OPTIONS *`; registered after Trivium's CORS it used to end the
-// process with an uncaught TypeError from the onRoute hook. Now ready()/listen() reject, in both orders.
+// Issue 40: a guest (routes: 'trivium', the default) answers CORS for Trivium's routes only, so the host's
+// @fastify/cors and OPTIONS routes keep working beside it, in both orders, over real sockets.
 t.test(
-  '@fastify/cors beside Trivium CORS: ready() and listen() reject with the fix named, in both orders',
+  "the default routes: 'trivium' beside the host's @fastify/cors and OPTIONS routes, both orders",
+  async (t) => {
+    for (const order of ['trivium first', '@fastify/cors first'] as const) {
+      const app = Fastify()
+      t.teardown(() => app.close())
+      if (order === '@fastify/cors first') await app.register(fastifyCors, { origin: 'https://host.test' })
+      await app.register(trivium)
+      await app.register(triviumProtections, { rateLimit: false })
+      if (order === 'trivium first') await app.register(fastifyCors, { origin: 'https://host.test' })
+      app.trivium.endpoint('ping', { method: 'GET', url: '/ping' }, () => ({ ok: true }))
+      app.trivium.endpoint('tasks.get', { method: 'GET', url: '/tasks/:id' }, () => ({ ok: true }))
+      app.get('/legacy', async () => 'legacy')
+      await app.listen({ port: 0, host: '127.0.0.1' })
+      const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
+      const preflight = (path: string) =>
+        fetch(base + path, {
+          method: 'OPTIONS',
+          headers: { origin: 'https://page.test', 'access-control-request-method': 'GET' },
+        })
+      // Both are app-wide hooks on the endpoint's requests: the first onRequest hook answers a preflight, the
+      // last one sets an actual response's headers (README "CORS": beside @fastify/cors).
+      const mine = await preflight('/tasks/42')
+      if (order === 'trivium first') {
+        t.equal(mine.status, 200, `${order}: Trivium answers its endpoint's preflight`)
+        t.equal(mine.headers.get('access-control-allow-origin'), 'https://page.test')
+        t.equal(mine.headers.get('access-control-allow-headers'), 'Content-Type, Authorization')
+      } else
+        t.equal(mine.status, 204, `${order}: the host-wide @fastify/cors, first, answers every preflight`)
+      const host = await preflight('/legacy')
+      t.equal(host.status, 204, `${order}: @fastify/cors answers the host's preflight`)
+      t.equal(host.headers.get('access-control-allow-origin'), 'https://host.test')
+      const legacy = await fetch(`${base}/legacy`, { headers: { origin: 'https://page.test' } })
+      t.equal(await legacy.text(), 'legacy')
+      t.equal(
+        legacy.headers.get('access-control-allow-origin'),
+        'https://host.test',
+        `${order}: the host's own answer`,
+      )
+      const ping = await fetch(`${base}/ping`, { headers: { origin: 'https://page.test' } })
+      t.equal(
+        ping.headers.get('access-control-allow-origin'),
+        order === 'trivium first' ? 'https://host.test' : 'https://page.test',
+        `${order}: the last hook's on the endpoint`,
+      )
+    }
+    const own = Fastify()
+    t.teardown(() => own.close())
+    await own.register(cors)
+    own.options('/things', async () => 'the host answers its own OPTIONS route')
+    await own.ready()
+    const r = await own.inject({ method: 'OPTIONS', url: '/things', headers: { origin: 'https://x.test' } })
+    t.equal(r.body, 'the host answers its own OPTIONS route')
+    await t.rejects(
+      async () => {
+        const bad = Fastify()
+        t.teardown(() => bad.close())
+        await bad.register(cors, { routes: 'everywhere' as never })
+      },
+      { message: `@trivium/protections: cors.routes must be 'trivium' or 'all', got "everywhere"` },
+    )
+  },
+)
+
+// Issue 40 item 9: @fastify/cors adds `OPTIONS *`; registered after Trivium's CORS with routes: 'all' it used
+// to end the process with an uncaught TypeError from the onRoute hook. Now ready()/listen() reject, in both orders.
+t.test(
+  "routes: 'all' beside @fastify/cors: ready() and listen() reject with the fix named, in both orders",
   async (t) => {
     const message =
       '@trivium/protections: cors answers every OPTIONS request as a CORS preflight, so the route OPTIONS * (the one @fastify/cors adds) would never run; remove it, or register @trivium/protections with { cors: false } (and keep @fastify/cors)'
@@ -315,13 +382,13 @@ t.test(
     const after = Fastify()
     t.teardown(() => after.close())
     await after.register(trivium)
-    await after.register(triviumProtections, { rateLimit: false })
+    await after.register(triviumProtections, { rateLimit: false, cors: { routes: 'all' } })
     after.register(fastifyCors)
     await t.rejects(async () => after.ready(), { message }, '@fastify/cors after: ready() rejects')
 
     const afterListen = Fastify()
     t.teardown(() => afterListen.close())
-    await afterListen.register(cors)
+    await afterListen.register(cors, { routes: 'all' })
     afterListen.register(fastifyCors)
     await t.rejects(afterListen.listen({ port: 0, host: '127.0.0.1' }), { message }, 'listen() rejects')
 
@@ -330,7 +397,7 @@ t.test(
     await before.register(fastifyCors)
     await before.register(trivium)
     await t.rejects(
-      async () => before.register(triviumProtections, { rateLimit: false }),
+      async () => before.register(triviumProtections, { rateLimit: false, cors: { routes: 'all' } }),
       { message },
       'before',
     )
@@ -338,19 +405,22 @@ t.test(
   },
 )
 
-t.test('an OPTIONS route added after Trivium CORS: ready() rejects naming every such route', async (t) => {
-  const app = Fastify()
-  t.teardown(() => app.close())
-  await app.register(cors)
-  app.options('/things', async () => 'never reached')
-  app.register(
-    async (v1) => {
-      v1.all('/any', async () => 'never reached for OPTIONS')
-    },
-    { prefix: '/v1' },
-  )
-  await t.rejects(async () => app.ready(), {
-    message:
-      '@trivium/protections: cors answers every OPTIONS request as a CORS preflight, so the routes OPTIONS /things, OPTIONS /v1/any would never run; remove them, or register @trivium/protections with { cors: false } (and keep @fastify/cors)',
-  })
-})
+t.test(
+  "routes: 'all': an OPTIONS route added after Trivium CORS: ready() rejects naming every such route",
+  async (t) => {
+    const app = Fastify()
+    t.teardown(() => app.close())
+    await app.register(cors, { routes: 'all' })
+    app.options('/things', async () => 'never reached')
+    app.register(
+      async (v1) => {
+        v1.all('/any', async () => 'never reached for OPTIONS')
+      },
+      { prefix: '/v1' },
+    )
+    await t.rejects(async () => app.ready(), {
+      message:
+        '@trivium/protections: cors answers every OPTIONS request as a CORS preflight, so the routes OPTIONS /things, OPTIONS /v1/any would never run; remove them, or register @trivium/protections with { cors: false } (and keep @fastify/cors)',
+    })
+  },
+)

@@ -80,7 +80,7 @@ async function service(variant: Variant): Promise<Service> {
   if (variant.trivium) {
     await app.register(triviumCore)
     await app.register(triviumAuth, { secret: SECRET, issuer: 'host-diff' })
-    await app.register(triviumProtections, { cors: false, securityHeaders: false })
+    await app.register(triviumProtections) // the package defaults: CORS and security headers on Trivium's routes only
     app.trivium.endpoint('hello', { method: 'GET', url: '/hello', auth: 'public' }, () => ({ hello: 1 }))
     app.get(
       '/opted',
@@ -187,6 +187,13 @@ const LEGACY: [string, string, RequestInit?, boolean?][] = [
   ['an unknown route', '/nowhere?x=1'],
   ['a bad URL', '/%zz', {}, false],
   ['a wrong method', '/items'],
+  // Trivium's CORS and security headers leave the host's routes alone (protections' guest defaults).
+  ['a cross-origin request to a host route', '/ok', { headers: { origin: 'https://page.example' } }],
+  [
+    "a preflight for a host route (the host has no CORS: Fastify's 404)",
+    '/items',
+    { method: 'OPTIONS', headers: { origin: 'https://page.example', 'access-control-request-method': 'POST' } },
+  ],
 ]
 
 async function legacyAnswers(s: Service) {

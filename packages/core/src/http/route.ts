@@ -192,8 +192,7 @@ export function registerHttpRoute(
       signal: stream ? abortOnClientClose(reply, stream) : lazyAbortSignal(reply),
     })
     request[CALL] = call
-    const run = pipeline.run(call, routeToHandler)
-    const result = deadline ? deadline.run(call, run, definition.streaming) : run
+    const result = pipeline.run(call, routeToHandler, deadline)
     if (isThenable(result)) {
       return Promise.resolve(result).then((value) =>
         pending(respond(request, reply, call, requestFormat, value, stream)),

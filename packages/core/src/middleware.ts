@@ -53,7 +53,8 @@ export interface MiddlewareOptions {
   /** Names that must be registered before this one; checked when the server starts. */
   after?: string[]
   /** Run before every middleware registered without `first` (observers such as metrics, tracing and the
-   *  access log must see every call, including ones auth or rate-limit refuse). Firsts keep their order. */
+   *  access log must see every call, including ones auth or rate-limit refuse). Firsts keep their order.
+   *  Their `next()` settles with the answer the client gets: at a call's deadline, its TimeoutException. */
   first?: boolean
 }
 

@@ -328,20 +328,23 @@ export class TaskRepository {
     )
   }
 
-  /** One statement: `stop` is checked before it; its signal cancels it on PostgreSQL. */
+  /** `stop` as in `withEvent`: checked before and as the last step before COMMIT. */
   async storeFile(
     ownerId: number,
     file: { filename: string; contentType?: string | null; data: Uint8Array },
     stop?: WriteStop,
   ) {
     stop?.throwIfAborted()
-    const { rows } = await this.sql.query<{ id: number; filename: string; size: number; created_at: Date }>(
-      `INSERT INTO demo_files (owner_id, filename, content_type, size, data) VALUES ($1, $2, $3, $4, $5)
-       RETURNING id, filename, size, created_at`,
-      [ownerId, file.filename, file.contentType ?? null, file.data.byteLength, file.data],
-      { signal: stop?.signal },
-    )
-    const row = returned(rows)
+    const row = await this.sql.transaction(async (tx) => {
+      const { rows } = await tx.query<{ id: number; filename: string; size: number; created_at: Date }>(
+        `INSERT INTO demo_files (owner_id, filename, content_type, size, data) VALUES ($1, $2, $3, $4, $5)
+         RETURNING id, filename, size, created_at`,
+        [ownerId, file.filename, file.contentType ?? null, file.data.byteLength, file.data],
+        { signal: stop?.signal },
+      )
+      stop?.throwIfAborted() // the last step before COMMIT
+      return returned(rows)
+    })
     return { id: row.id, filename: row.filename, size: row.size, createdAt: new Date(row.created_at) }
   }
 }

@@ -6,117 +6,14 @@
 // - a registration under a 1 ms deadline is answered 504 and leaves no user (registering again works);
 // - the access log and trivium_calls_total record the 504 the client got, not the handler's result;
 // - a 10,000-deep JSON body is the documented 400 on every transport, with no error-level log line.
-import { once } from 'node:events'
-import net from 'node:net'
 import { Writable } from 'node:stream'
-import {
-  decodeWsFrame,
-  encodeMetadata,
-  encodeTcpFrame,
-  encodeWsFrame,
-  type Frame,
-  FrameType,
-  JSON_TOO_DEEP_MESSAGE,
-  TcpFrameReader,
-} from '@trivium/wire'
+import { JSON_TOO_DEEP_MESSAGE } from '@trivium/wire'
 import t from 'tap'
-import { waitBound } from '../../../scripts/test/waits.js'
+import { type RawTarget, rawCall } from '../../../packages/conformance/test/raw-call.ts'
 import { BACKENDS, backendConfig, registerAndLogin, startDemo } from './helpers.js'
-import { WebSocket, type WsClient } from './scale-helpers.js'
 
 const METRICS_TOKEN = 'demo-metrics-token-0123456789'
-type Transport = 'http' | 'websocket' | 'tcp'
-
-interface Answer {
-  /** HTTP status, or the error body's statusCode on frames (RESPONSE: 200). */
-  status: number
-  body: Record<string, unknown>
-}
-
-interface Target {
-  name: string
-  transport: Transport
-  port: number
-  tcpPort: number
-}
-
-const encoder = new TextEncoder()
-
-/** One call, raw: JSON body, metadata (`timeout_ms`, `idempotency_key`) or the matching HTTP headers. */
-async function rawCall(
-  target: Target,
-  endpoint: string,
-  method: string,
-  path: string,
-  body: string,
-  meta: { timeout?: string; key?: string; token?: string },
-): Promise<Answer> {
-  if (target.transport === 'http') {
-    const headers: Record<string, string> = { 'content-type': 'application/json' }
-    if (meta.timeout) headers['trivium-timeout-ms'] = meta.timeout
-    if (meta.key) headers['idempotency-key'] = meta.key
-    if (meta.token) headers.authorization = `Bearer ${meta.token}`
-    const res = await fetch(`http://127.0.0.1:${target.port}${path}`, { method, headers, body })
-    return { status: res.status, body: (await res.json()) as Record<string, unknown> }
-  }
-  const metadata: Record<string, string> = {}
-  if (meta.timeout) metadata.timeout_ms = meta.timeout
-  if (meta.key) metadata.idempotency_key = meta.key
-  const json = encoder.encode(body)
-  const payloadWith = (m: Record<string, string>) => {
-    const head = encodeMetadata(m)
-    const out = new Uint8Array(head.length + json.length)
-    out.set(head)
-    out.set(json, head.length)
-    return out
-  }
-  const answer = (f: Frame): Answer => {
-    const parsed = JSON.parse(new TextDecoder().decode(f.payload)) as Record<string, unknown>
-    if (f.type === FrameType.RESPONSE) return { status: 200, body: parsed }
-    return { status: parsed.statusCode as number, body: parsed }
-  }
-  const frames: Frame[] = []
-  const arrived = async () => {
-    const end = Date.now() + waitBound(10_000)
-    while (frames.length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 5))
-    const first = frames[0]
-    if (first === undefined) throw new Error(`no answer from ${endpoint} on ${target.name}`)
-    return answer(first)
-  }
-  if (target.transport === 'tcp') {
-    if (meta.token) metadata.auth_token = meta.token
-    const socket = net.connect(target.tcpPort, '127.0.0.1')
-    socket.on('error', () => {})
-    const reader = new TcpFrameReader({ maxFrameBytes: 2 << 20 })
-    socket.on('data', (chunk) => frames.push(...reader.push(chunk)))
-    await once(socket, 'connect')
-    socket.write(
-      encodeTcpFrame({
-        type: FrameType.REQUEST,
-        requestId: 1,
-        endpoint,
-        payload: payloadWith({ format: 'json', ...metadata }),
-      }),
-    )
-    try {
-      return await arrived()
-    } finally {
-      socket.destroy()
-    }
-  }
-  const ws: WsClient = new WebSocket(`ws://127.0.0.1:${target.port}/ws?format=json&metadata=1`, {
-    headers: meta.token ? { authorization: `Bearer ${meta.token}` } : {},
-  })
-  ws.on('error', () => {})
-  ws.on('message', (data: Buffer) => frames.push(decodeWsFrame(new Uint8Array(data))))
-  await once(ws, 'open')
-  ws.send(encodeWsFrame({ type: FrameType.REQUEST, requestId: 1, endpoint, payload: payloadWith(metadata) }))
-  try {
-    return await arrived()
-  } finally {
-    ws.terminate()
-  }
-}
+type Transport = RawTarget['transport']
 
 const timeoutBody = (ms: number) => ({
   statusCode: 504,
@@ -125,7 +22,7 @@ const timeoutBody = (ms: number) => ({
   message: `Deadline of ${ms} ms exceeded`,
 })
 
-/** An ~850 KB task: the handler spends well over 1 ms decoding it, in this thread. */
+/** The issue's ~850 KB task (an unknown field): the call spends well over 1 ms in this thread. */
 function bigTask(tag: string): string {
   return JSON.stringify({ title: `late ${tag}`, tags: [tag], padding: 'x'.repeat(850_000) })
 }
@@ -168,10 +65,11 @@ for (const backend of BACKENDS) {
       const port = (app.server.address() as { port: number }).port
       const tcpPort = app.triviumTcp.address()?.port as number
       const transports: Transport[] = mode === 'direct' ? ['http', 'websocket', 'tcp'] : ['tcp']
-      const targets: Target[] = transports.map((transport) => ({
+      const targets = transports.map((transport) => ({
         name: transport === 'tcp' ? `tcp ${mode}` : transport,
         transport,
-        port,
+        httpUrl: `http://127.0.0.1:${port}`,
+        wsUrl: `ws://127.0.0.1:${port}/ws`,
         tcpPort,
       }))
       const { tokens } = await registerAndLogin(app, `late_${mode}_${backend === 'embedded' ? 'e' : 'p'}`)
@@ -215,7 +113,7 @@ for (const backend of BACKENDS) {
             })
             t.equal(
               first.status,
-              target.transport === 'http' ? 201 : 200,
+              target.transport === 'http' ? 201 : 'ok',
               'the retry runs (nothing was written)',
             )
             const again = await rawCall(target, 'tasks.create', 'POST', '/tasks', bigTask(tag), {
@@ -242,7 +140,7 @@ for (const backend of BACKENDS) {
           t.equal(res.status, 504)
           t.match(res.body, timeoutBody(1))
           const retry = await rawCall(target, 'auth.register', 'POST', '/auth/register', body, {})
-          t.equal(retry.status, target.transport === 'http' ? 201 : 200, 'the username was still free')
+          t.equal(retry.status, target.transport === 'http' ? 201 : 'ok', 'the username was still free')
           t.match(retry.body, { username })
         })
 

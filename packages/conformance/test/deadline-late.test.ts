@@ -5,21 +5,11 @@
 // - a `first` middleware (an observer: access log, metrics) sees the 504 the client got;
 // - an idempotent create answered 504 while its handler runs on keeps its key: a retry meanwhile gets
 //   409, and once the handler has written, the retry gets its committed answer — one write, never two.
-import { connect } from 'node:net'
 import { type ConformanceServer, startConformanceServer } from '@trivium/conformance'
 import { idempotency, jsonSchemaModel, MemoryIdempotencyStore } from '@trivium/core'
-import {
-  decodeWsFrame,
-  encodeMetadata,
-  encodeTcpFrame,
-  encodeWsFrame,
-  type Frame,
-  FrameType,
-  TcpFrameReader,
-} from '@trivium/wire'
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import WebSocket from 'ws'
+import { type RawAnswer, type RawMeta, rawCall } from './raw-call.ts'
 import { until } from './raw-frames.ts'
 
 const Busy = jsonSchemaModel<{ runId: string; spinMs: number }>('Busy', {
@@ -122,77 +112,16 @@ t.teardown(async () => {
 type Target = 'http' | 'websocket' | 'tcp-direct' | 'tcp-inject'
 const TARGETS: Target[] = ['http', 'websocket', 'tcp-direct', 'tcp-inject']
 
-interface Answer {
-  /** The HTTP status; on frames RESPONSE is 'ok', ERROR its body's statusCode. */
-  status: number | 'ok'
-  body: Record<string, unknown>
-}
-
-async function rawCall(
+async function call(
   target: Target,
   endpoint: string,
   url: string,
   body: unknown,
-  meta: { timeout?: string; key?: string },
-): Promise<Answer> {
+  meta: RawMeta,
+): Promise<RawAnswer> {
   const server = await serverFor(target === 'tcp-inject' ? 'inject' : 'direct')
-  if (target === 'http') {
-    const headers: Record<string, string> = { 'content-type': 'application/json' }
-    if (meta.timeout) headers['trivium-timeout-ms'] = meta.timeout
-    if (meta.key) headers['idempotency-key'] = meta.key
-    const res = await fetch(`${server.httpUrl}${url}`, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify(body),
-    })
-    return { status: res.status, body: (await res.json()) as Record<string, unknown> }
-  }
-  const metadata: Record<string, string> = {}
-  if (meta.timeout) metadata.timeout_ms = meta.timeout
-  if (meta.key) metadata.idempotency_key = meta.key
-  const json = new TextEncoder().encode(JSON.stringify(body))
-  const withMeta = (m: Record<string, string>) => {
-    const head = encodeMetadata(m)
-    const out = new Uint8Array(head.length + json.length)
-    out.set(head)
-    out.set(json, head.length)
-    return out
-  }
-  const frames: Frame[] = []
-  const answer = async (): Promise<Answer> => {
-    await until(() => frames.length > 0, `the answer of ${endpoint} on ${target}`)
-    const f = frames[0] as Frame
-    const parsed = JSON.parse(new TextDecoder().decode(f.payload)) as Record<string, unknown>
-    return { status: f.type === FrameType.RESPONSE ? 'ok' : (parsed.statusCode as number), body: parsed }
-  }
-  const request = (payload: Uint8Array): Frame => ({
-    type: FrameType.REQUEST,
-    requestId: 1,
-    endpoint,
-    payload,
-  })
-  if (target === 'websocket') {
-    const ws = new WebSocket(`${server.wsUrl}?format=json&metadata=1`)
-    ws.on('error', () => {})
-    ws.on('message', (data: Buffer) => frames.push(decodeWsFrame(new Uint8Array(data))))
-    await new Promise((resolve) => ws.once('open', resolve))
-    ws.send(encodeWsFrame(request(withMeta(metadata))))
-    try {
-      return await answer()
-    } finally {
-      ws.terminate()
-    }
-  }
-  const socket = connect(server.tcpPort, '127.0.0.1')
-  socket.on('error', () => {})
-  const reader = new TcpFrameReader({ maxFrameBytes: 1 << 20 })
-  socket.on('data', (chunk) => frames.push(...reader.push(chunk)))
-  socket.write(encodeTcpFrame(request(withMeta({ format: 'json', ...metadata }))))
-  try {
-    return await answer()
-  } finally {
-    socket.destroy()
-  }
+  const transport = target === 'tcp-direct' || target === 'tcp-inject' ? 'tcp' : target
+  return rawCall({ ...server, transport }, endpoint, 'POST', url, JSON.stringify(body), meta)
 }
 
 const timeoutBody = (ms: number) => ({
@@ -213,13 +142,13 @@ for (const target of TARGETS) {
         ['late.busySync', '/late/busy-sync'],
       ] as const) {
         const id = runId(endpoint)
-        const res = await rawCall(target, endpoint, url, { runId: id, spinMs: 60 }, { timeout: '5' })
+        const res = await call(target, endpoint, url, { runId: id, spinMs: 60 }, { timeout: '5' })
         t.equal(res.status, 504, `${endpoint}: never its late result`)
         t.match(res.body, timeoutBody(5), endpoint)
         t.equal(observed.get(id), 'TRV_TIMEOUT', `${endpoint}: the observer saw the 504 the client got`)
         // In time, the same handler is answered (the check costs nothing when the deadline holds).
         const quick = runId(endpoint)
-        const ok = await rawCall(target, endpoint, url, { runId: quick, spinMs: 0 }, { timeout: '60000' })
+        const ok = await call(target, endpoint, url, { runId: quick, spinMs: 0 }, { timeout: '60000' })
         t.same(ok.body, { runId: quick }, `${endpoint}: in time, its result`)
         t.equal(observed.get(quick), 'OK')
       }
@@ -230,12 +159,12 @@ for (const target of TARGETS) {
       async (t) => {
         const id = runId('held')
         const key = `key-${id}`
-        const late = await rawCall(target, 'late.held', '/late/held', { runId: id }, { timeout: '50', key })
+        const late = await call(target, 'late.held', '/late/held', { runId: id }, { timeout: '50', key })
         t.equal(late.status, 504)
         t.match(late.body, timeoutBody(50))
         t.equal(observed.get(id), 'TRV_TIMEOUT', 'the observer saw the 504')
         // The handler still runs (held at its gate): the key is not released.
-        const meanwhile = await rawCall(target, 'late.held', '/late/held', { runId: id }, { key })
+        const meanwhile = await call(target, 'late.held', '/late/held', { runId: id }, { key })
         t.equal(meanwhile.status, 409)
         t.match(meanwhile.body, {
           statusCode: 409,
@@ -247,9 +176,9 @@ for (const target of TARGETS) {
         gates.get(id)?.()
         await until(() => writes.get(id) === 1, 'the first handler to write')
         // Its answer is recorded right after it returned (409 until then): the retry gets it, not a new write.
-        let replay: Answer | undefined
+        let replay: RawAnswer | undefined
         for (let i = 0; i < 200; i++) {
-          replay = await rawCall(target, 'late.held', '/late/held', { runId: id }, { key })
+          replay = await call(target, 'late.held', '/late/held', { runId: id }, { key })
           if (replay.status !== 409) break
         }
         t.equal(replay?.status, target === 'http' ? 201 : 'ok', 'the committed answer')

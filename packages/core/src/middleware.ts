@@ -169,7 +169,8 @@ export class Pipeline {
   ): unknown {
     const chain = this.scoped ? this.chainFor(call.definition) : this.chain
     const fns = chain.fns
-    const streaming = call.definition.kind === 'endpoint' && call.definition.streaming
+    const streaming =
+      deadline !== undefined && call.definition.kind === 'endpoint' && call.definition.streaming
     // No middleware: the router directly (its value or promise; callers handle both).
     if (fns.length === 0) {
       return deadline ? deadline.run(call, () => terminal(call), streaming) : terminal(call)

@@ -100,8 +100,12 @@ function initdbTemplate(): Promise<string> {
   return template
 }
 
-/** A demo app on a fresh data folder (PGlite), TCP on a random port, no logs. */
-export async function startDemo(t: Test, overrides: Partial<DemoConfig> = {}) {
+/** A demo app on a fresh data folder (PGlite), TCP on a random port, no logs (or into `logStream`). */
+export async function startDemo(
+  t: Test,
+  overrides: Partial<DemoConfig> = {},
+  logStream?: NodeJS.WritableStream,
+) {
   const dataDir = mkdtempSync(join(tmpdir(), 'trivium-demo-'))
   if (overrides.databaseUrl === undefined)
     cpSync(await initdbTemplate(), join(dataDir, 'pglite'), { recursive: true })
@@ -114,7 +118,7 @@ export async function startDemo(t: Test, overrides: Partial<DemoConfig> = {}) {
     adminPassword: ADMIN.password,
     ...overrides,
   }
-  const demo = await buildApp(config)
+  const demo = await buildApp(config, logStream)
   t.teardown(async () => {
     await demo.app.close()
     rmSync(dataDir, { recursive: true, force: true })

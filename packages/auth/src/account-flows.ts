@@ -15,9 +15,17 @@ function publicUser(user: UserRecord) {
 export function createAccountFlows(ctx: FlowsContext) {
   const { users, onRegistered, minLength, currentUser } = ctx
 
-  /** Creates the user; with hooks, user row and hooks' writes commit together or not at all. */
-  async function createUser(newUser: NewUser, extra: RegisteredHook | undefined): Promise<UserRecord> {
+  /**
+   * Creates the user; with hooks, user row and hooks' writes commit together or not at all. `call`
+   * stopped before the commit: nothing is written (the transaction rolls back).
+   */
+  async function createUser(
+    newUser: NewUser,
+    extra: RegisteredHook | undefined,
+    call: RegisterOptions['call'],
+  ): Promise<UserRecord> {
     const hooks = [onRegistered, extra].filter((h): h is RegisteredHook => h !== undefined)
+    call?.throwIfAborted()
     if (hooks.length === 0) return users.create(newUser)
     if (typeof users.transaction !== 'function') {
       throw new TypeError(
@@ -27,6 +35,7 @@ export function createAccountFlows(ctx: FlowsContext) {
     return users.transaction(async (store, tx) => {
       const user = await store.create(newUser)
       for (const hook of hooks) await hook(user, tx)
+      call?.throwIfAborted() // the last step before COMMIT
       return user
     })
   }
@@ -45,7 +54,7 @@ export function createAccountFlows(ctx: FlowsContext) {
       // Hashed before the transaction: bcrypt must not hold a pooled connection.
       const passwordHash = await hashPassword(password)
       try {
-        return publicUser(await createUser({ username, email, passwordHash }, extra))
+        return publicUser(await createUser({ username, email, passwordHash }, extra, registerOptions.call))
       } catch (err) {
         if (err instanceof DuplicateUserError) {
           const message = err.field === 'email' ? EMAIL_TAKEN : USERNAME_TAKEN

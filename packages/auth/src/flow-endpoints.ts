@@ -48,7 +48,7 @@ const FLOW_ENDPOINTS: ReadonlyArray<{ name: string; path: string; run: Run } & O
       status: 201,
       auth: 'public',
       summary: 'Create a user',
-      run: (f, req) => f.register(req),
+      run: (f, req, call) => f.register(req, { call }),
     },
     {
       name: 'auth.login',

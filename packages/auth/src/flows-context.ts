@@ -19,6 +19,13 @@ export type RegisteredHook = (user: UserRecord, tx: AuthTransaction) => unknown
 export interface RegisterOptions {
   /** Runs after the flows' own `onRegistered`, in the same transaction. */
   onRegistered?: RegisteredHook
+  /**
+   * The call that registers (its deadline, a cancel, the client leaving stop it): checked with
+   * `call.throwIfAborted()` once the password is hashed and as the last step before the write's COMMIT,
+   * which then rolls back; `register` rejects with the call's TimeoutException (or other reason) and no
+   * user is left behind.
+   */
+  call?: Pick<TriviumCall<any>, 'throwIfAborted'>
 }
 
 export interface FlowsOptions {

@@ -1,7 +1,7 @@
 // What the WebSocket and TCP clients share: one multiplexed connection of frames (PROTOCOL.md "Frames"),
 // request ids, calls/streams/subscriptions in flight, reconnection with backoff + jitter, GOAWAY,
 // PING/PONG heartbeats, and the rule that nothing in flight ever hangs when the connection goes away.
-import { type Frame, FrameError, FrameType, readCredit } from '@trivium/wire'
+import { type Frame, FrameError, FrameType, MAX_JSON_DEPTH, nestsDeeperThan, readCredit } from '@trivium/wire'
 import { BaseClient, checkNonNegative, optionError, timeoutToSend, usageError } from './base.js'
 import {
   type ErrorBody,
@@ -773,7 +773,10 @@ function decodePayload(spec: EndpointSpec, format: PayloadFormat, bytes: Uint8Ar
       return model.decode(bytes)
     }
     const text = strictUtf8.decode(bytes)
-    return model.fromJSON(text.length === 0 ? undefined : JSON.parse(text))
+    const json = text.length === 0 ? undefined : JSON.parse(text)
+    // The model's reader recurses with the data (a recursive model): bounded as the server bounds requests.
+    if (nestsDeeperThan(json)) throw new Error(`nested deeper than ${MAX_JSON_DEPTH} levels`)
+    return model.fromJSON(json)
   } catch (err) {
     throw new NetworkException(`Bad response from ${spec.name}: ${(err as Error).message}`, { cause: err })
   }

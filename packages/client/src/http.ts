@@ -1,6 +1,6 @@
 // The HTTP transport: fetch (global in browsers and Node; undici's in the Node entry), one request per
 // call, Server-Sent Events for streams (PROTOCOL.md "HTTP", "HTTP mapping", "HTTP streaming").
-import { TIMEOUT_HEADER } from '@trivium/wire'
+import { MAX_JSON_DEPTH, nestsDeeperThan, TIMEOUT_HEADER } from '@trivium/wire'
 import { BaseClient, optionError, timeoutToSend, usageError } from './base.js'
 import {
   type ErrorBody,
@@ -290,11 +290,16 @@ function networkError(err: unknown): NetworkException {
 }
 
 function parseJson(text: string, spec: EndpointSpec): unknown {
+  let json: unknown
   try {
-    return JSON.parse(text)
+    json = JSON.parse(text)
   } catch (err) {
     throw new NetworkException(`Bad response from ${spec.name}: not valid JSON`, { cause: err })
   }
+  // The model's reader recurses with the data (a recursive model): bounded as the server bounds requests.
+  if (nestsDeeperThan(json))
+    throw new NetworkException(`Bad response from ${spec.name}: nested deeper than ${MAX_JSON_DEPTH} levels`)
+  return json
 }
 
 function decodeJsonItem(spec: EndpointSpec, text: string): unknown {

@@ -1,6 +1,7 @@
 // Bad data and silent servers, from fake servers written with @trivium/wire: every case ends in a
 // typed error (never a hang, never an uncaught exception).
 import { once } from 'node:events'
+import { createServer as createHttpServer } from 'node:http'
 import { createServer, type Socket } from 'node:net'
 import { createClient, NetworkException, type TriviumError } from '@trivium/client/node'
 import {
@@ -241,5 +242,33 @@ t.test('options are validated', async (t) => {
   })
   t.throws(() => createClient({ transport: 'http', url: 'http://x', poolSize: 0 }), {
     message: '@trivium/client: poolSize must be an integer >= 1',
+  })
+})
+
+t.test('a response nested deeper than 64 levels is refused, not read (HTTP and WebSocket)', async (t) => {
+  // A recursive model's reader recurses with the data: the client bounds it as the server bounds requests.
+  const deep = new TextEncoder().encode(`{"text":"x","extra":${'['.repeat(10_000)}${']'.repeat(10_000)}}`)
+  const url = await fakeWs((ws, frame) => {
+    if (frame.type === FrameType.REQUEST)
+      ws.send(encodeWsFrame({ type: FrameType.RESPONSE, requestId: frame.requestId, payload: deep }))
+  })
+  const ws = createClient({ transport: 'websocket', url, endpoints, format: 'json' })
+  t.teardown(() => ws.close())
+  await t.rejects(ws.call('echo', { text: 'x' }), {
+    name: 'NetworkException',
+    message: 'Bad response from echo: nested deeper than 64 levels',
+  })
+  const server = createHttpServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' }).end(deep)
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
+  const port = (server.address() as { port: number }).port
+  const http = createClient({ transport: 'http', url: `http://127.0.0.1:${port}`, endpoints, retries: 0 })
+  t.teardown(() => http.close())
+  await t.rejects(http.call('echo', { text: 'x' }), {
+    name: 'NetworkException',
+    message: 'Bad response from echo: nested deeper than 64 levels',
   })
 })

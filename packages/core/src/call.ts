@@ -166,16 +166,28 @@ export class TriviumCall<Req = unknown, Target extends CallTarget = EndpointDefi
 
   /**
    * Aborted when the client goes away, cancels, or the call's deadline passes (then with the
-   * TimeoutException the call is answered with). Made on first use.
+   * TimeoutException the call is answered with). Made on first use. The deadline is also read from the
+   * clock each time this (or `call.deadline`) is read: a handler that kept the thread busy past it gets
+   * an aborted signal before its timer could run.
    */
   get signal(): AbortSignal {
+    const deadline = this.deadlineState
     if (this.signalValue === undefined) {
       const source = typeof this.signalSource === 'function' ? this.signalSource() : this.signalSource
       const base = source ?? new AbortController().signal
-      const deadline = this.deadlineState
       this.signalValue = deadline ? AbortSignal.any([base, deadline.signal]) : base
     }
+    deadline?.passed()
     return this.signalValue
+  }
+
+  /**
+   * Throws `call.signal`'s reason when it has aborted — the deadline read from the clock, so also when a
+   * handler kept the thread busy past it and no timer could run yet. Call it as the last step before
+   * work that cannot be undone (the COMMIT of a write): a call answered 504 then writes nothing.
+   */
+  throwIfAborted(): void {
+    this.signal.throwIfAborted()
   }
 
   /** Adds a header to the HTTP response (ignored by WebSocket and TCP). */

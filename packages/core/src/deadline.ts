@@ -42,9 +42,24 @@ export class CallDeadline {
     this.at = performance.now() + ms
   }
 
-  /** Milliseconds left (0 once passed). */
+  /** Milliseconds left (0 once passed: then `signal` is aborted, even before the timer could run). */
   remaining(): number {
-    return Math.max(0, Math.ceil(this.at - performance.now()))
+    const left = Math.ceil(this.at - performance.now())
+    if (left > 0) return left
+    this.#expire()
+    return 0
+  }
+
+  /**
+   * True once the deadline has passed, by the clock: a handler that kept the thread busy past it (the
+   * embedded PGlite runs in this thread) gave no timer a chance to run, and its result is late all the
+   * same. Passing it aborts `signal`.
+   */
+  passed(): boolean {
+    if (this.#error !== undefined) return true
+    if (performance.now() < this.at) return false
+    this.#expire()
+    return true
   }
 
   /** Aborted with the TimeoutException when the deadline passes. Made on first use. */
@@ -65,12 +80,24 @@ export class CallDeadline {
   }
 
   /**
-   * The pipeline's result bounded by the deadline: a value answered synchronously is returned as is (no
-   * timer); a promise settles with TimeoutException at the deadline; a stream's iterator rejects its
-   * pending `next()` with it (the whole stream is bounded, the middleware's time included).
+   * `start()` (the rest of the pipeline) bounded by the deadline: a promise settles with TimeoutException
+   * at the deadline; a stream's iterator rejects its pending `next()` with it (the whole stream is
+   * bounded, the middleware's time included). A result that arrives after the deadline — a value, an
+   * error, a stream's item — is dropped for TimeoutException too, also when no timer could run before it
+   * (PROTOCOL.md "Deadlines": the late result is dropped). A value answered synchronously in time costs
+   * no timer.
    */
-  run(call: object, result: unknown, streaming: boolean): unknown {
-    if (!streaming && !isThenable(result)) return result
+  run(call: object, start: () => unknown, streaming: boolean): unknown {
+    let result: unknown
+    try {
+      result = start()
+    } catch (err) {
+      throw this.passed() ? this.#expire() : err
+    }
+    if (!streaming && !isThenable(result)) {
+      if (this.passed()) throw this.#expire()
+      return result
+    }
     const wait = Math.max(0, this.at - performance.now())
     if (!streaming) {
       // One promise and one timer per call (no race, no extra handlers): the cheapest bounded await.
@@ -92,11 +119,12 @@ export class CallDeadline {
         pending.then(
           (value) => {
             clearTimeout(timer)
-            resolve(value)
+            if (this.passed()) reject(this.#expire())
+            else resolve(value)
           },
           (err) => {
             clearTimeout(timer)
-            reject(err)
+            reject(this.passed() ? this.#expire() : err)
           },
         )
       })
@@ -109,22 +137,31 @@ export class CallDeadline {
     const stop = (): void => clearTimeout(timer)
     if (isThenable(result)) {
       return Promise.race([result, expired]).then(
-        (items) => bounded(items as AsyncIterable<unknown>, expired, stop),
+        (items) => bounded(items as AsyncIterable<unknown>, expired, stop, this),
         (err) => {
           stop()
           throw err
         },
       )
     }
-    return bounded(result as AsyncIterable<unknown>, expired, stop)
+    return bounded(result as AsyncIterable<unknown>, expired, stop, this)
+  }
+
+  /** The TimeoutException when the deadline has passed by the clock (see `passed`), else undefined. */
+  late(): TimeoutException | undefined {
+    return this.passed() ? this.#expire() : undefined
   }
 }
 
-/** A stream whose every `next()` races the deadline; ending or stopping it clears the timer. */
+/**
+ * A stream whose every `next()` races the deadline (an item that comes after it, the timer not yet
+ * run, is dropped for the TimeoutException too); ending or stopping it clears the timer.
+ */
 function bounded(
   items: AsyncIterable<unknown>,
   expired: Promise<never>,
   stop: () => void,
+  deadline: CallDeadline,
 ): AsyncIterable<unknown> {
   const inner = items[Symbol.asyncIterator]()
   const iterator: AsyncIterator<unknown> = {
@@ -133,7 +170,10 @@ function bounded(
       Promise.resolve(step).catch(noop) // its rejection after the deadline must not be unhandled
       return Promise.race([step, expired]).then(
         (r) => {
-          if (r.done) stop()
+          // Its end, too: a generator that saw `call.signal` aborted and returned ends with the error.
+          const late = deadline.late()
+          if (r.done || late) stop()
+          if (late) throw late
           return r
         },
         (err) => {

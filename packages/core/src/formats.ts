@@ -1,6 +1,6 @@
 // Serializer step of the lifecycle: the wire formats a payload can be in, and how one is chosen.
 // JSON is built in; @trivium/codec adds `application/x-platform-binary` with `addFormat`.
-import { shortAscii } from '@trivium/wire'
+import { JSON_TOO_DEEP_MESSAGE, MAX_JSON_DEPTH, shortAscii } from '@trivium/wire'
 import { ValidationException } from './errors.js'
 import type { Model } from './model.js'
 
@@ -35,27 +35,11 @@ export const INVALID_JSON_MESSAGE = 'Request body is not valid JSON'
 
 // Keys that could reach an object's prototype if a handler copied the value (`Object.assign`, spread
 // into a class instance): refused in every JSON decoder (PROTOCOL.md "Decoding rules").
-function forbiddenKeys(key: string, value: unknown): unknown {
-  if (key === '__proto__') throw new ValidationException(INVALID_JSON_MESSAGE)
-  if (key === 'constructor' && typeof value === 'object' && value !== null && 'prototype' in value) {
-    throw new ValidationException(INVALID_JSON_MESSAGE)
-  }
-  return value
-}
-
-/**
- * The one JSON text parser of Trivium: invalid JSON, a `__proto__` key or a `constructor` object with
- * a `prototype` key are a ValidationException. The key check only runs when the text could hold such
- * a key (a literal one, or a `\u` escape).
- */
-export function parseJson(text: string): unknown {
-  const risky = text.includes('__proto__') || text.includes('prototype') || text.includes('\\u')
-  try {
-    return risky ? JSON.parse(text, forbiddenKeys) : JSON.parse(text)
-  } catch (err) {
-    if (err instanceof ValidationException) throw err
-    throw new ValidationException(INVALID_JSON_MESSAGE)
-  }
+function forbiddenKey(key: string, value: unknown): boolean {
+  return (
+    key === '__proto__' ||
+    (key === 'constructor' && typeof value === 'object' && value !== null && 'prototype' in value)
+  )
 }
 
 export const LONE_SURROGATE_MESSAGE =
@@ -69,51 +53,106 @@ export const LONE_SURROGATE_MESSAGE =
 const isWellFormed = (String.prototype as unknown as { isWellFormed: (this: string) => boolean }).isWellFormed
 const lone = (text: string): boolean => !isWellFormed.call(text)
 
-/** True when a string or key anywhere in `value` holds a lone surrogate (the common, clean case: no paths built). */
-function hasLoneSurrogate(value: unknown): boolean {
-  if (typeof value === 'string') return lone(value)
-  if (typeof value !== 'object' || value === null) return false
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) if (hasLoneSurrogate(value[i])) return true
-    return false
-  }
-  for (const key in value) {
-    if (lone(key) || hasLoneSurrogate((value as Record<string, unknown>)[key])) return true
-  }
-  return false
-}
+/** What a walk over a parsed JSON value found first. */
+const Found = { Nothing: 0, LoneSurrogate: 1, TooDeep: 2, ForbiddenKey: 3 } as const
+type Found = (typeof Found)[keyof typeof Found]
 
-/** The path of the first string (value or key) holding a lone surrogate (`title`, `tags[1]`). */
-function loneSurrogatePath(value: unknown, path: string): string | undefined {
-  if (typeof value === 'string') return lone(value) ? path : undefined
-  if (typeof value !== 'object' || value === null) return undefined
+/**
+ * One walk over a parsed JSON value, bounded by MAX_JSON_DEPTH (`left`: levels still allowed): its own
+ * recursion never goes deeper than that, whatever the client sent. `strings`: look for lone surrogates
+ * in strings and keys; `keys`: look for prototype keys. The clean case builds no paths.
+ */
+function scan(value: unknown, left: number, strings: boolean, keys: boolean): Found {
+  if (typeof value === 'string') return strings && lone(value) ? Found.LoneSurrogate : Found.Nothing
+  if (typeof value !== 'object' || value === null) return Found.Nothing
+  if (left === 0) return Found.TooDeep
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      const found = loneSurrogatePath(value[i], `${path}[${i}]`)
+      const found = scan(value[i], left - 1, strings, keys)
+      if (found !== Found.Nothing) return found
+    }
+    return Found.Nothing
+  }
+  for (const key in value) {
+    const item = (value as Record<string, unknown>)[key]
+    if (keys && forbiddenKey(key, item)) return Found.ForbiddenKey
+    if (strings && lone(key)) return Found.LoneSurrogate
+    const found = scan(item, left - 1, strings, keys)
+    if (found !== Found.Nothing) return found
+  }
+  return Found.Nothing
+}
+
+/**
+ * The path of the first string (value or key) holding a lone surrogate (`title`, `tags[1]`). Run only
+ * after `scan` found one: it walks the same way and stops there, within the levels `scan` checked.
+ */
+function loneSurrogatePath(value: unknown, path: string, left: number): string | undefined {
+  if (typeof value === 'string') return lone(value) ? path : undefined
+  if (typeof value !== 'object' || value === null || left === 0) return undefined
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = loneSurrogatePath(value[i], `${path}[${i}]`, left - 1)
       if (found !== undefined) return found
     }
     return undefined
   }
-  for (const key of Object.keys(value)) {
+  for (const key in value) {
     // A key is named with JSON's escape (`\ud800`): the error body must not carry the surrogate itself.
     if (lone(key))
       return path ? `${path}.${JSON.stringify(key).slice(1, -1)}` : JSON.stringify(key).slice(1, -1)
-    const found = loneSurrogatePath((value as Record<string, unknown>)[key], path ? `${path}.${key}` : key)
+    const item = (value as Record<string, unknown>)[key]
+    const found = loneSurrogatePath(item, path ? `${path}.${key}` : key, left - 1)
     if (found !== undefined) return found
   }
   return undefined
 }
 
-/**
- * Refuses a parsed JSON request value holding a lone surrogate in any string or key, naming the field
- * (PROTOCOL.md "Decoding rules"): one rule for every JSON transport, before the model sees the value.
- */
-export function refuseLoneSurrogates(model: Model, json: unknown): void {
-  if (!hasLoneSurrogate(json)) return
-  const name = loneSurrogatePath(json, '') || '(body)'
+/** The refusal for what `scan` found, or nothing when the value is clean. */
+function refuse(model: Model, json: unknown, found: Found): void {
+  if (found === Found.Nothing) return
+  if (found === Found.TooDeep) throw new ValidationException(JSON_TOO_DEEP_MESSAGE)
+  if (found === Found.ForbiddenKey) throw new ValidationException(INVALID_JSON_MESSAGE)
+  const name = loneSurrogatePath(json, '', MAX_JSON_DEPTH) || '(body)'
   throw new ValidationException(`Invalid ${model.name}: ${name} ${LONE_SURROGATE_MESSAGE}`, [
     { field: name, message: LONE_SURROGATE_MESSAGE },
   ])
+}
+
+/** JSON.parse, its SyntaxError as the one 400 (V8's parser does not recurse: any depth parses). */
+function parseText(text: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch {
+    throw new ValidationException(INVALID_JSON_MESSAGE)
+  }
+}
+
+/** True when the text could hold a prototype key (a literal one, or one written with `\\u` escapes). */
+const riskyKeys = (text: string): boolean =>
+  text.includes('__proto__') || text.includes('prototype') || text.includes('\\u')
+
+/**
+ * The one JSON text parser of Trivium: invalid JSON, a `__proto__` key or a `constructor` object with
+ * a `prototype` key are a ValidationException `Request body is not valid JSON`; arrays and objects
+ * nested deeper than MAX_JSON_DEPTH are one too (JSON_TOO_DEEP_MESSAGE). The key check only runs when
+ * the text could hold such a key (a literal one, or a `\u` escape).
+ */
+export function parseJson(text: string): unknown {
+  const json = parseText(text)
+  const found = scan(json, MAX_JSON_DEPTH, false, riskyKeys(text))
+  if (found === Found.TooDeep) throw new ValidationException(JSON_TOO_DEEP_MESSAGE)
+  if (found === Found.ForbiddenKey) throw new ValidationException(INVALID_JSON_MESSAGE)
+  return json
+}
+
+/**
+ * Refuses a parsed JSON request value nested deeper than MAX_JSON_DEPTH or holding a lone surrogate in
+ * any string or key, naming the field (PROTOCOL.md "Decoding rules"): one rule for every JSON
+ * transport, before the model sees the value. (HTTP: Fastify's parser already refused prototype keys.)
+ */
+export function checkParsedJson(model: Model, json: unknown): void {
+  refuse(model, json, scan(json, MAX_JSON_DEPTH, true, false))
 }
 
 /**
@@ -134,8 +173,9 @@ export const jsonFormat: WireFormat = {
       return model.fromJSON({})
     }
     const text = decodeUtf8(bytes)
-    const json = parseJson(text)
-    if (text.includes('\\u')) refuseLoneSurrogates(model, json)
+    const json = parseText(text)
+    // One bounded walk: depth always, prototype keys and lone surrogates when the text could hold them.
+    refuse(model, json, scan(json, MAX_JSON_DEPTH, text.includes('\\u'), riskyKeys(text)))
     return model.fromJSON(json)
   },
   encode(model, value) {

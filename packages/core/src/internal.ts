@@ -15,6 +15,7 @@ export {
 } from './errors.js'
 export {
   BINARY_CONTENT_TYPE,
+  checkParsedJson,
   decodePayload,
   decodeUtf8,
   FormatRegistry,
@@ -23,7 +24,6 @@ export {
   jsonFormat,
   LONE_SURROGATE_MESSAGE,
   parseJson,
-  refuseLoneSurrogates,
 } from './formats.js'
 export { HTTP_CODINGS, ZSTD_AVAILABLE } from './http/compression.js'
 export {

@@ -103,8 +103,7 @@ export class Invoker {
     if (!definition) throw new NotFoundException(`Unknown endpoint: ${init.endpoint}`)
     const deadline = callDeadline(init.protocol, init.headers, init.metadata, definition.timeoutMs)
     const call = this.#make(init, definition, deadline)
-    const result = this.pipeline.run(call, routeToHandler)
-    return { call, result: deadline ? deadline.run(call, result, definition.streaming) : result }
+    return { call, result: this.pipeline.run(call, routeToHandler, deadline) }
   }
 
   async invoke(init: InvokeInit): Promise<InvokeResult> {

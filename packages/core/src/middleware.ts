@@ -4,6 +4,7 @@
 // calling `next`, or abort by throwing. For a streaming endpoint the pipeline runs once, when the
 // stream opens, and `next()` resolves to the AsyncIterable of items.
 import type { TriviumCall } from './call.js'
+import type { CallDeadline } from './deadline.js'
 import { enforcedSettings } from './endpoint-settings.js'
 import type { CallTarget } from './registry.js'
 
@@ -34,12 +35,15 @@ export function directMiddleware<T extends Middleware>(fn: T): T {
 interface Chain {
   fns: Middleware[]
   direct: boolean[]
+  /** How many `first` middleware (observers) lead the chain: the deadline bounds what comes after them. */
+  firsts: number
 }
 
 function chainOf(entries: readonly Entry[]): Chain {
   return {
     fns: entries.map((e) => e.fn),
     direct: entries.map((e) => DIRECT.has(e.fn)),
+    firsts: entries.filter((e) => e.first).length,
   }
 }
 
@@ -49,7 +53,8 @@ export interface MiddlewareOptions {
   /** Names that must be registered before this one; checked when the server starts. */
   after?: string[]
   /** Run before every middleware registered without `first` (observers such as metrics, tracing and the
-   *  access log must see every call, including ones auth or rate-limit refuse). Firsts keep their order. */
+   *  access log must see every call, including ones auth or rate-limit refuse). Firsts keep their order.
+   *  Their `next()` settles with the answer the client gets: at a call's deadline, its TimeoutException. */
   first?: boolean
 }
 
@@ -169,19 +174,37 @@ export class Pipeline {
    * Runs the chain, then `terminal` (the router): their value, or a promise of it; a step that throws
    * before anything asynchronous happened may throw here. One `next` closure per call, not one per
    * middleware: the position lives in a local counter.
+   *
+   * With a `deadline`, everything after the `first` middleware is bounded by it (deadline.ts): the
+   * observers' `next()` settles with the answer the client gets — TimeoutException at the deadline —
+   * while the middleware after them (idempotency keeps its key until the handler settles) and the
+   * handler see the handler's own outcome.
    */
-  run<C extends TriviumCall<any, CallTarget>>(call: C, terminal: (call: C) => unknown): unknown {
+  run<C extends TriviumCall<any, CallTarget>>(
+    call: C,
+    terminal: (call: C) => unknown,
+    deadline?: CallDeadline,
+  ): unknown {
     const chain = this.scoped ? this.chainFor(call.definition) : this.chain
     const fns = chain.fns
+    const streaming =
+      deadline !== undefined && call.definition.kind === 'endpoint' && call.definition.streaming
     // No middleware: the router directly (its value or promise; callers handle both).
-    if (fns.length === 0) return terminal(call)
+    if (fns.length === 0) {
+      return deadline ? deadline.run(call, () => terminal(call), streaming) : terminal(call)
+    }
     const direct = chain.direct
     let index = 0
-    const step = (): unknown => {
+    const advance = (): unknown => {
       const fn = fns[index]
       index++
       return fn !== undefined ? fn(call, next) : terminal(call)
     }
+    const firsts = chain.firsts
+    const step =
+      deadline === undefined
+        ? advance
+        : (): unknown => (index === firsts ? deadline.run(call, advance, streaming) : advance())
     // Called by the middleware at `index - 1`: a direct one takes the next step's value as it is; any
     // other gets a promise (a throw becomes its rejection).
     const next: Next = () => {

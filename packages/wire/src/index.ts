@@ -65,6 +65,7 @@ export {
   type InvalidField,
   toHttpRequest,
 } from './http-mapping.js'
+export { JSON_TOO_DEEP_MESSAGE, MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth.js'
 export { decodeMetadata, encodeMetadata, MAX_METADATA_ENTRIES } from './metadata.js'
 export {
   encodeTcpFrame,

@@ -18,8 +18,10 @@ type AuthHandlers = Pick<
 
 export function authHandlers({ flows, roleIds }: HandlerContext): AuthHandlers {
   return {
-    'auth.register': async (req) => {
+    'auth.register': async (req, call) => {
       const user = await flows.register(req, {
+        // A registration whose deadline passed before its COMMIT leaves no user (PROTOCOL.md "Deadlines").
+        call,
         onRegistered: (created, tx) => new RbacService(tx).assignRole(created.id, roleIds.member),
       })
       return { id: user.id, username: user.username, email: user.email, roles: ['member'] }

@@ -9,7 +9,7 @@ import { validateFileContent, validateFileExtension, validateFileSize } from '@t
 import type { CreateTask, ImportSummaryData, SyncChangeData, SyncEdit } from '../generated/models.js'
 import type { EndpointHandlers } from '../generated/server.js'
 import type { TaskEventBus } from '../tasks/events.js'
-import type { TaskChanges, TaskRecord, TaskRepository } from '../tasks/repository.js'
+import type { TaskChanges, TaskRecord, TaskRepository, WriteStop } from '../tasks/repository.js'
 import { type HandlerContext, userOf } from './context.js'
 import { refuseNulIn } from './text-rule.js'
 
@@ -31,33 +31,39 @@ type TaskHandlers = Pick<
 
 export function taskHandlers({ tasks, events, rbac }: HandlerContext): TaskHandlers {
   /** The owner of a task, or an admin (checked live), may change it. */
-  async function updateTask(userId: number, id: number, changes: TaskChanges): Promise<TaskRecord> {
-    const existing = await tasks.get(id)
+  async function updateTask(
+    userId: number,
+    id: number,
+    changes: TaskChanges,
+    stop: WriteStop,
+  ): Promise<TaskRecord> {
+    const existing = await tasks.get(id, stop.signal)
     if (existing.ownerId !== userId && !(await rbac.liveRights(userId)).roles.includes('admin')) {
       throw new ForbiddenException('Only the owner of a task or an admin can change it')
     }
-    return tasks.update(id, changes)
+    return tasks.update(id, changes, stop)
   }
 
   return {
-    // Reads stop with the call (its deadline, a cancel, the client leaving): PROTOCOL.md "Deadlines".
+    // Reads and writes stop with the call (its deadline, a cancel, the client leaving): a write whose
+    // deadline passed before its COMMIT rolls back (PROTOCOL.md "Deadlines").
     'tasks.list': (req, call) => tasks.list(req, call.signal),
     'tasks.get': (req, call) => tasks.get(req.id, call.signal),
-    'tasks.create': (req, call) => tasks.create(userOf(call).id, req),
-    'tasks.update': (req, call) => updateTask(userOf(call).id, req.id, req),
-    'tasks.delete': async (req) => {
-      await tasks.delete(req.id)
+    'tasks.create': (req, call) => tasks.create(userOf(call).id, req, call),
+    'tasks.update': (req, call) => updateTask(userOf(call).id, req.id, req, call),
+    'tasks.delete': async (req, call) => {
+      await tasks.delete(req.id, call)
       return { ok: true }
     },
     'tasks.watch': (_req, call) => events.subscribe(call.signal),
-    'tasks.import': (items, call) => importTasks(tasks, userOf(call).id, items),
+    'tasks.import': (items, call) => importTasks(tasks, userOf(call).id, items, call),
     'tasks.sync': (edits, call) =>
-      syncTasks(events, edits, call.signal, (edit) => updateTask(userOf(call).id, edit.id, edit)),
+      syncTasks(events, edits, call.signal, (edit) => updateTask(userOf(call).id, edit.id, edit, call)),
     'files.upload': async (req, call) => {
       validateFileExtension(req.filename)
       validateFileSize(req.data.byteLength, 'data')
       validateFileContent(req.data, 'data')
-      return tasks.storeFile(userOf(call).id, req)
+      return tasks.storeFile(userOf(call).id, req, call)
     },
   }
 }
@@ -72,6 +78,7 @@ async function importTasks(
   tasks: TaskRepository,
   ownerId: number,
   items: AsyncIterable<CreateTask>,
+  stop: WriteStop,
 ): Promise<ImportSummaryData> {
   let failed = 0
   const taskIds: number[] = []
@@ -84,7 +91,7 @@ async function importTasks(
       if (next.done) break
       item = next.value
       refuseNulIn('CreateTask', item)
-      taskIds.push((await tasks.create(ownerId, item)).id)
+      taskIds.push((await tasks.create(ownerId, item, stop)).id)
     } catch (err) {
       // A refused item (its model, the NUL rule, the service's checks) is reported; anything else ends the import.
       if (!(err instanceof ValidationException)) throw err

@@ -25,6 +25,15 @@ export interface TaskFilter {
   cursor?: string | null
 }
 
+/**
+ * What stops a write: the call (`TriviumCall` is one). `throwIfAborted` reads the deadline from the
+ * clock: the embedded PGlite runs in this thread, so no timer can fire while a write runs.
+ */
+export interface WriteStop {
+  readonly signal: AbortSignal
+  throwIfAborted(): void
+}
+
 export interface TaskChanges {
   title?: string | null
   description?: string | null
@@ -192,11 +201,22 @@ export class TaskRepository {
     private readonly committed: () => void = () => {},
   ) {}
 
-  /** Runs `change` and stores the event of the task it returns, in one transaction. */
-  private async withEvent(kind: TaskEventKind, change: (tx: SqlClient) => Promise<TaskRecord>) {
+  /**
+   * Runs `change` and stores the event of the task it returns, in one transaction. `stop` (the call)
+   * stops it: checked before and as the last step before COMMIT, the deadline read from the clock, so a
+   * call whose deadline passed writes nothing (PROTOCOL.md "Deadlines"); its signal also cancels a
+   * running statement on PostgreSQL.
+   */
+  private async withEvent(
+    kind: TaskEventKind,
+    change: (tx: SqlClient) => Promise<TaskRecord>,
+    stop: WriteStop | undefined,
+  ) {
+    stop?.throwIfAborted()
     const task = await this.sql.transaction(async (tx) => {
       const record = await change(tx)
       await addToOutbox(tx, kind, record)
+      stop?.throwIfAborted()
       return record
     })
     this.committed()
@@ -258,63 +278,84 @@ export class TaskRepository {
   async create(
     ownerId: number,
     input: { title: string; description?: string | null; tags?: readonly string[] | null },
+    stop?: WriteStop,
   ) {
     checkFields(input, 'CreateTask')
-    return this.withEvent('created', async (tx) => {
-      const { rows } = await tx.query<TaskRow>(
-        `INSERT INTO demo_tasks (title, description, tags, owner_id) VALUES ($1, $2, $3, $4) RETURNING *, ${OWNER_NAME}`,
-        [input.title.trim(), input.description ?? null, input.tags ?? [], ownerId],
-      )
-      return toRecord(returned(rows))
-    })
+    return this.withEvent(
+      'created',
+      async (tx) => {
+        const { rows } = await tx.query<TaskRow>(
+          `INSERT INTO demo_tasks (title, description, tags, owner_id) VALUES ($1, $2, $3, $4) RETURNING *, ${OWNER_NAME}`,
+          [input.title.trim(), input.description ?? null, input.tags ?? [], ownerId],
+          { signal: stop?.signal },
+        )
+        return toRecord(returned(rows))
+      },
+      stop,
+    )
   }
 
-  async update(id: number, changes: TaskChanges): Promise<TaskRecord> {
+  async update(id: number, changes: TaskChanges, stop?: WriteStop): Promise<TaskRecord> {
     checkId(id)
     checkFields(changes, 'UpdateTask')
-    return this.withEvent('updated', async (tx) => {
-      const { rows } = await tx.query<TaskRow>(
-        `UPDATE demo_tasks SET
+    return this.withEvent(
+      'updated',
+      async (tx) => {
+        const { rows } = await tx.query<TaskRow>(
+          `UPDATE demo_tasks SET
          title = COALESCE($2, title),
          description = CASE WHEN $3::boolean THEN $4 ELSE description END,
          done = COALESCE($5, done),
          tags = COALESCE($6, tags),
          updated_at = now()
        WHERE id = $1 RETURNING *, ${OWNER_NAME}`,
-        [
-          id,
-          changes.title?.trim() ?? null,
-          changes.description !== undefined,
-          changes.description ?? null,
-          changes.done ?? null,
-          changes.tags ?? null,
-        ],
-      )
-      return toRecord(found(rows, id))
-    })
+          [
+            id,
+            changes.title?.trim() ?? null,
+            changes.description !== undefined,
+            changes.description ?? null,
+            changes.done ?? null,
+            changes.tags ?? null,
+          ],
+          { signal: stop?.signal },
+        )
+        return toRecord(found(rows, id))
+      },
+      stop,
+    )
   }
 
-  async delete(id: number): Promise<TaskRecord> {
+  async delete(id: number, stop?: WriteStop): Promise<TaskRecord> {
     checkId(id)
-    return this.withEvent('deleted', async (tx) => {
-      const { rows } = await tx.query<TaskRow>(
-        `DELETE FROM demo_tasks WHERE id = $1 RETURNING *, ${OWNER_NAME}`,
-        [id],
-      )
-      return toRecord(found(rows, id))
-    })
+    return this.withEvent(
+      'deleted',
+      async (tx) => {
+        const { rows } = await tx.query<TaskRow>(`DELETE FROM demo_tasks WHERE id = $1 RETURNING *, ${OWNER_NAME}`, [id], {
+          signal: stop?.signal,
+        })
+        return toRecord(found(rows, id))
+      },
+      stop,
+    )
   }
 
+  /** `stop` as in `withEvent`: checked before and as the last step before COMMIT. */
   async storeFile(
     ownerId: number,
     file: { filename: string; contentType?: string | null; data: Uint8Array },
+    stop?: WriteStop,
   ) {
-    const { rows } = await this.sql.query<{ id: number; filename: string; size: number; created_at: Date }>(
-      `INSERT INTO demo_files (owner_id, filename, content_type, size, data) VALUES ($1, $2, $3, $4, $5)
-       RETURNING id, filename, size, created_at`,
-      [ownerId, file.filename, file.contentType ?? null, file.data.byteLength, file.data],
-    )
-    const row = returned(rows)
+    stop?.throwIfAborted()
+    const row = await this.sql.transaction(async (tx) => {
+      const { rows } = await tx.query<{ id: number; filename: string; size: number; created_at: Date }>(
+        `INSERT INTO demo_files (owner_id, filename, content_type, size, data) VALUES ($1, $2, $3, $4, $5)
+         RETURNING id, filename, size, created_at`,
+        [ownerId, file.filename, file.contentType ?? null, file.data.byteLength, file.data],
+        { signal: stop?.signal },
+      )
+      stop?.throwIfAborted() // the last step before COMMIT
+      return returned(rows)
+    })
     return { id: row.id, filename: row.filename, size: row.size, createdAt: new Date(row.created_at) }
   }
 }

@@ -5,10 +5,10 @@ import { TriviumCall } from '../call.js'
 import { callDeadline } from '../deadline.js'
 import { ServiceUnavailableException, UnsupportedMediaTypeException, ValidationException } from '../errors.js'
 import {
+  checkParsedJson,
   decodePayload,
   type FormatRegistry,
   jsonFormat,
-  refuseLoneSurrogates,
   type WireFormat,
 } from '../formats.js'
 import type { Pipeline } from '../middleware.js'
@@ -50,8 +50,8 @@ function jsonDecoder(definition: EndpointDefinition): (this: TriviumCall) => unk
   const model = definition.request
   return function decodeJson(this: TriviumCall): unknown {
     const request = this.raw as FastifyRequest
-    // Percent-decoded path and query cannot hold a lone surrogate; a JSON body's `\u` escapes can.
-    if (mapping.hasBody) refuseLoneSurrogates(model, request.body)
+    // A body Fastify parsed: its depth and lone surrogates (percent-decoded path and query cannot hold one).
+    if (mapping.hasBody) checkParsedJson(model, request.body)
     return model.fromJSON(
       mapping.fromHttp(
         request.params as Record<string, string> | undefined,
@@ -183,8 +183,7 @@ export function registerHttpRoute(
       signal: unary ? () => unary.signal() : abortOnClientClose(reply, stream as AbortController),
     })
     request[CALL] = call
-    const run = pipeline.run(call, routeToHandler)
-    const result = deadline ? deadline.run(call, run, definition.streaming) : run
+    const result = pipeline.run(call, routeToHandler, deadline)
     if (isThenable(result)) {
       if (unary === undefined) {
         return Promise.resolve(result).then((value) =>

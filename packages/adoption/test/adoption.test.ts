@@ -20,6 +20,7 @@ import { dirname, join, relative, resolve } from 'node:path'
 import { promisify } from 'node:util'
 import t from 'tap'
 import { packAll, publishablePackages, root } from '../../../scripts/pack.mjs'
+import { assertHostUnchanged, compileHostDiff, officialPlugins } from './host-diff.ts'
 
 const run = promisify(execFile)
 const consumer = resolve(import.meta.dirname, '..', 'consumer')
@@ -44,6 +45,7 @@ const entries = publishablePackages().flatMap((p) => {
 let tarballs = new Map<string, string>()
 // The consumer starts as soon as it is compiled and runs while the next type-check does (it never loads ioredis).
 let consumerRun: Promise<Report> | undefined
+let hostDiffCompiled: Promise<string> | undefined
 
 t.before(async () => {
   for (const p of publishablePackages()) {
@@ -60,7 +62,10 @@ t.before(async () => {
     join(app, 'entries.ts'),
     entries.map((e, i) => `export type * as e${i} from '${e}'\n`).join(''),
   )
-  await npmInstall(app, [...tarballs.values(), 'fastify@^5', '@types/node@^20.19'])
+  await npmInstall(app, [...tarballs.values(), 'fastify@^5', '@types/node@^20.19', ...officialPlugins])
+  // Its own program (it types `request.user` through @fastify/jwt), compiled while the other checks run.
+  hostDiffCompiled = compileHostDiff(app, tsc, env)
+  hostDiffCompiled.catch(() => {}) // awaited by the test that asserts it
 })
 
 t.test('each installed package ships LICENSE, README, CHANGELOG and no dangling source map', async (t) => {
@@ -240,6 +245,12 @@ t.test(
     })
   },
 )
+
+// Issue 40 "Done when": the same service with and without Trivium, in both registration orders (test/host-diff.ts).
+t.test('an existing service with every official plugin answers the same beside Trivium', async (t) => {
+  t.equal(await hostDiffCompiled, '', 'consumer/host-diff.ts: strict, skipLibCheck off, no error')
+  await assertHostUnchanged(t, app, env)
+})
 
 // Issue 40 item 10: the crypto helpers need no Fastify. Installed alone (with @trivium/wire, as the registry would
 // supply it), npm brings no Fastify (an optional peer); `@trivium/crypto/helpers` type-checks under strict with

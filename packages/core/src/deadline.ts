@@ -12,6 +12,7 @@ import {
 } from '@trivium/wire'
 import type { HeaderMap, Protocol } from './call.js'
 import { TimeoutException, ValidationException } from './errors.js'
+import { STOPPED, StreamStop } from './stream-stop.js'
 import { isThenable } from './thenable.js'
 
 const HEADER = TIMEOUT_HEADER.toLowerCase()
@@ -102,37 +103,44 @@ export class CallDeadline {
       })
     }
     let timer: ReturnType<typeof setTimeout> | undefined
+    const passed = new StreamStop<TimeoutException>()
     const expired = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(this.#expire()), wait)
+      timer = setTimeout(() => {
+        const error = this.#expire()
+        passed.stop(error)
+        reject(error)
+      }, wait)
     })
     expired.catch(noop)
     const stop = (): void => clearTimeout(timer)
     if (isThenable(result)) {
       return Promise.race([result, expired]).then(
-        (items) => bounded(items as AsyncIterable<unknown>, expired, stop),
+        (items) => bounded(items as AsyncIterable<unknown>, passed, stop),
         (err) => {
           stop()
           throw err
         },
       )
     }
-    return bounded(result as AsyncIterable<unknown>, expired, stop)
+    return bounded(result as AsyncIterable<unknown>, passed, stop)
   }
 }
 
-/** A stream whose every `next()` races the deadline; ending or stopping it clears the timer. */
+/**
+ * A stream whose every `next()` ends at the deadline; ending or stopping it clears the timer. Each step
+ * waits through `passed` (no race against a promise pending for the stream's life: stream-stop.ts).
+ */
 function bounded(
   items: AsyncIterable<unknown>,
-  expired: Promise<never>,
+  passed: StreamStop<TimeoutException>,
   stop: () => void,
 ): AsyncIterable<unknown> {
   const inner = items[Symbol.asyncIterator]()
   const iterator: AsyncIterator<unknown> = {
     next() {
-      const step = inner.next()
-      Promise.resolve(step).catch(noop) // its rejection after the deadline must not be unhandled
-      return Promise.race([step, expired]).then(
+      return passed.wait(Promise.resolve(inner.next())).then(
         (r) => {
+          if (r === STOPPED) throw passed.reason
           if (r.done) stop()
           return r
         },

@@ -53,4 +53,5 @@ export {
   MAX_TIMEOUT_MS,
 } from './registry.js'
 export type { EarlyRouteGuard } from './route-guard.js'
+export { STOPPED, StreamStop } from './stream-stop.js'
 export { isThenable } from './thenable.js'

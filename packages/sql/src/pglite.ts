@@ -181,11 +181,14 @@ class Engine {
     // returns, so an exchange cannot interleave with another and needs no lock. Should a later PGlite
     // answer later, no ReadyForQuery is read here and every query fails with 503 rather than misreads
     // (so does every PGlite test). No syncToFs: the data directory is written through.
+    if (this.crashed !== undefined) throw new DatabaseUnavailableError(this.crashed)
     this.answer.clear()
     let failed: DatabaseUnavailableError | undefined
     this.db.execProtocolRawStream(message, { syncToFs: false, onRawData: this.onRawData }).catch((err) => {
-      // The engine threw: the promise is already rejected, so this runs before anyone awaiting the
-      // query sees `failed` (their continuations are queued after it).
+      // The engine threw (a WASM trap): the promise is already rejected, so this runs before anyone
+      // awaiting the query sees `failed` (their continuations are queued after it). Every later
+      // exchange fails with it, as the sync call's throw failed each query.
+      this.crashed = err
       if (failed !== undefined) (failed as { cause?: unknown }).cause = err
     })
     const result = this.reader.read(this.answer.bytes())
@@ -194,6 +197,9 @@ class Engine {
     failed = new DatabaseUnavailableError() // no ReadyForQuery: the engine did not finish the exchange
     throw failed
   }
+
+  /** What the engine threw, if it ever did: the engine is not used again. */
+  private crashed: unknown
 
   /** A simple-protocol statement (BEGIN, COMMIT, SAVEPOINT …): its command tags. */
   simple(sql: string): string[] {

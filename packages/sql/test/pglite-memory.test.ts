@@ -6,8 +6,11 @@ import t from 'tap'
 import { retainedPerUnit } from '../../../scripts/test/heap.ts'
 
 const CALLS = 20_000
-/** Bytes per call the heap may grow by: the leak was ~290 B per call; GC noise over 20k calls is ~1–3 B. */
-const BOUND = 32
+/**
+ * Bytes per call the heap may grow by: the leak was 290–305 B per call; after the fix a standalone script
+ * reads 0.2–2 B over 20–40k calls, this file up to ~18 (the collector's noise, the table's first pages).
+ */
+const BOUND = 64
 
 t.test(
   '20 000 fast-path calls (SELECT, INSERT, UPDATE, in and out of transactions) keep no memory',
@@ -36,7 +39,7 @@ t.test(
         await client.query('DELETE FROM t WHERE v = $1', ['x'])
       }
     }
-    await writes(1_000)
+    await writes(4_000)
     // Per call: 10 statements plus BEGIN/COMMIT and the DELETE per 10; the table stays at one row.
     const write1 = await retainedPerUnit(CALLS, () => writes(CALLS))
     t.ok(write1 < BOUND, `INSERT/UPDATE/DELETE, transactions: ${write1.toFixed(1)} B per call (< ${BOUND})`)

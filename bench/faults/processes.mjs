@@ -282,6 +282,13 @@ export class Instance {
     return alive(this.proc)
   }
 
+  /** @trivium/client's address options for `transport` ('websocket' or 'tcp') on this instance. */
+  frameAddress(transport) {
+    return transport === 'tcp'
+      ? { host: '127.0.0.1', port: this.tcp }
+      : { url: `ws://127.0.0.1:${this.http}/ws` }
+  }
+
   signal(name) {
     this.proc.kill(name)
   }

@@ -140,9 +140,7 @@ async function startWorker(instance, transport, token) {
   if (transport !== 'http') {
     worker.client = createClient({
       transport,
-      ...(transport === 'tcp'
-        ? { host: '127.0.0.1', port: instance.tcp }
-        : { url: `ws://127.0.0.1:${instance.http}/ws` }),
+      ...instance.frameAddress(transport),
       endpoints,
       token,
       timeoutMs: 5000,

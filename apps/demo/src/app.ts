@@ -164,6 +164,8 @@ async function registerObservability(
     token: listen ? config.metricsToken : undefined,
     redis: redis ? { redis } : undefined,
     pool: sql.pool,
+    // Memory, CPU, event-loop lag, handles, GC: the figures an operator needs to see a leak or a stall.
+    defaultMetrics: true,
   })
   if (config.accessLog) app.trivium.use(accessLog(), { name: 'access-log', first: true })
 }

@@ -89,6 +89,18 @@ t.test(
   },
 )
 
+t.test('/metrics shows the process: resident memory, heap, event-loop lag, handles (issue 44)', async (t) => {
+  const { app } = await startDemo(t, { metricsToken: METRICS_TOKEN })
+  const base = await listening(app)
+  const res = await fetch(`${base}/metrics`, { headers: bearer(METRICS_TOKEN) })
+  t.equal(res.status, 200)
+  const text = await res.text()
+  t.match(text, /^process_resident_memory_bytes [1-9]\d*$/m)
+  t.match(text, /^nodejs_heap_size_used_bytes [1-9]\d*$/m)
+  t.match(text, /^nodejs_eventloop_lag_seconds \d[\d.e-]*$/m)
+  t.match(text, /^nodejs_active_handles\{type="Server"\} [1-9]\d*$/m, 'the listening server is a handle')
+})
+
 t.test('METRICS=false turns /metrics off; METRICS_LISTEN moves it to an address of its own', async (t) => {
   const off = await startDemo(t, { metrics: false, metricsListen: { host: '127.0.0.1', port: 0 } })
   t.equal((await off.app.inject('/metrics')).statusCode, 404)

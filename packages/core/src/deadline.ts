@@ -12,6 +12,7 @@ import {
 } from '@trivium/wire'
 import type { HeaderMap, Protocol } from './call.js'
 import { TimeoutException, ValidationException } from './errors.js'
+import { STOPPED, StreamStop } from './stream-stop.js'
 import { isThenable } from './thenable.js'
 
 const HEADER = TIMEOUT_HEADER.toLowerCase()
@@ -130,21 +131,26 @@ export class CallDeadline {
       })
     }
     let timer: ReturnType<typeof setTimeout> | undefined
+    const passed = new StreamStop<TimeoutException>()
     const expired = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(this.#expire()), wait)
+      timer = setTimeout(() => {
+        const error = this.#expire()
+        passed.stop(error)
+        reject(error)
+      }, wait)
     })
     expired.catch(noop)
     const stop = (): void => clearTimeout(timer)
     if (isThenable(result)) {
       return Promise.race([result, expired]).then(
-        (items) => bounded(items as AsyncIterable<unknown>, expired, stop, this),
+        (items) => bounded(items as AsyncIterable<unknown>, passed, stop, this),
         (err) => {
           stop()
           throw err
         },
       )
     }
-    return bounded(result as AsyncIterable<unknown>, expired, stop, this)
+    return bounded(result as AsyncIterable<unknown>, passed, stop, this)
   }
 
   /** The TimeoutException when the deadline has passed by the clock (see `passed`), else undefined. */
@@ -154,22 +160,22 @@ export class CallDeadline {
 }
 
 /**
- * A stream whose every `next()` races the deadline (an item that comes after it, the timer not yet
- * run, is dropped for the TimeoutException too); ending or stopping it clears the timer.
+ * A stream whose every `next()` ends at the deadline (an item that comes after it, the timer not yet
+ * run, is dropped for the TimeoutException too); ending or stopping it clears the timer. Each step waits
+ * through `passed` (no race against a promise pending for the stream's life: stream-stop.ts).
  */
 function bounded(
   items: AsyncIterable<unknown>,
-  expired: Promise<never>,
+  passed: StreamStop<TimeoutException>,
   stop: () => void,
   deadline: CallDeadline,
 ): AsyncIterable<unknown> {
   const inner = items[Symbol.asyncIterator]()
   const iterator: AsyncIterator<unknown> = {
     next() {
-      const step = inner.next()
-      Promise.resolve(step).catch(noop) // its rejection after the deadline must not be unhandled
-      return Promise.race([step, expired]).then(
+      return passed.wait(Promise.resolve(inner.next())).then(
         (r) => {
+          if (r === STOPPED) throw passed.reason
           // Its end, too: a generator that saw `call.signal` aborted and returned ends with the error.
           const late = deadline.late()
           if (r.done || late) stop()

@@ -54,4 +54,5 @@ export {
 } from './registry.js'
 export type { EarlyRouteGuard } from './route-guard.js'
 export { defaultShutdownGrace, resolveShutdownGrace } from './shutdown-grace.js'
+export { STOPPED, StreamStop } from './stream-stop.js'
 export { isThenable } from './thenable.js'

@@ -30,7 +30,9 @@ import {
   isThenable,
   jsonFormat,
   SHUTDOWN_MESSAGE,
+  STOPPED,
   type StartedCall,
+  StreamStop,
   type TransportOverride,
 } from '@trivium/core/internal'
 import {
@@ -53,7 +55,6 @@ import type { ResolvedFrameSessionOptions } from './options.js'
 import { RequestInbox } from './request-stream.js'
 
 const EMPTY = new Uint8Array(0)
-const ABORTED = Symbol('aborted')
 const noop = (): void => {}
 const textEncoder = new TextEncoder()
 /** Stops at `maxBytes` (zlib throws ERR_BUFFER_TOO_LARGE): a bomb never inflates past the limit. */
@@ -779,19 +780,17 @@ export class FrameSession implements Session {
     signal: AbortSignal,
   ): Promise<void> {
     const iterator = items[Symbol.asyncIterator]()
-    let onAbort: () => void = noop
-    const aborted = new Promise<typeof ABORTED>((resolve) => {
-      onAbort = () => resolve(ABORTED)
-      if (signal.aborted) resolve(ABORTED)
-      else signal.addEventListener('abort', onAbort, { once: true })
-    })
+    // One listener for the stream's life; each item's wait leaves nothing behind (PROTOCOL.md "Streams
+    // hold constant memory").
+    const aborted = new StreamStop()
+    const onAbort = (): void => aborted.stop(signal.reason)
+    if (signal.aborted) onAbort()
+    else signal.addEventListener('abort', onAbort, { once: true })
     const carrier = this.#carrier
     try {
       while (true) {
-        const next = iterator.next()
-        next.catch(noop) // a rejection after an abort must not be unhandled
-        const step = await Promise.race([next, aborted])
-        if (step === ABORTED) break
+        const step = await aborted.wait(iterator.next())
+        if (step === STOPPED) break
         if (step.done) {
           carrier.sendBody(FrameType.STREAM_END, id, EMPTY)
           break

@@ -4,10 +4,11 @@
 import type { AddressInfo } from 'node:net'
 import type { FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
-import { collectDefaultMetrics, Registry } from 'prom-client'
+import { Registry } from 'prom-client'
 import { metricsRoute, metricsServer } from './expose.js'
 import { DEFAULT_BUCKETS, Instruments, type PoolLike } from './instruments.js'
 import { callObserver } from './observer.js'
+import { registerProcessMetrics } from './process-metrics.js'
 import { subscribeChannels } from './subscriptions.js'
 
 export { CHANNELS } from './channels.js'
@@ -35,7 +36,11 @@ export interface TriviumMetricsOptions {
   registry?: Registry
   /** Histogram buckets of `trivium_call_duration_seconds`, in seconds. */
   buckets?: number[]
-  /** Also collect prom-client's process metrics (CPU, memory, event loop lag; default false). */
+  /**
+   * Also serve prom-client's process metrics (`process_resident_memory_bytes`, `nodejs_heap_size_used_bytes`,
+   * `nodejs_eventloop_lag_seconds`, `nodejs_active_handles`, CPU, GC …; default false: they observe the
+   * whole process, which is the host's to decide). Collected once per process, whatever the number of apps.
+   */
   defaultMetrics?: boolean
   /** A pg.Pool (or the same counts) for `trivium_pg_pool_connections`. */
   pool?: PoolLike
@@ -76,6 +81,8 @@ function validate(o: TriviumMetricsOptions) {
       fail('listen.port must be a port number (0 = any)')
     if (o.listen.host !== undefined && typeof o.listen.host !== 'string') fail('listen.host must be a string')
   }
+  if (o.defaultMetrics !== undefined && typeof o.defaultMetrics !== 'boolean')
+    fail('defaultMetrics must be a boolean')
   const buckets = o.buckets ?? DEFAULT_BUCKETS
   if (
     !Array.isArray(buckets) ||
@@ -90,7 +97,7 @@ function validate(o: TriviumMetricsOptions) {
 const metrics: FastifyPluginAsync<TriviumMetricsOptions> = async (fastify, options = {}) => {
   const { expose, path, buckets } = validate(options)
   const registry = options.registry ?? new Registry()
-  if (options.defaultMetrics) collectDefaultMetrics({ register: registry })
+  if (options.defaultMetrics) registerProcessMetrics(registry)
   const instruments = new Instruments(registry, buckets)
   if (options.pool) instruments.watchPool(options.pool)
   const watchRedis = (name: string, client: ReconnectingClient) => {

@@ -5,6 +5,7 @@ import trivium, { RateLimitExceededException, ValidationException } from '@trivi
 import { jsonFormat } from '@trivium/core/internal'
 import triviumMetrics, { CHANNELS } from '@trivium/metrics'
 import Fastify from 'fastify'
+import { collectDefaultMetrics, Registry } from 'prom-client'
 import t from 'tap'
 
 async function app(options: Parameters<typeof triviumMetrics>[1] = { expose: true }) {
@@ -235,6 +236,53 @@ t.test('a separate listen address serves /metrics and the API server does not', 
   t.equal((await fetch(`http://127.0.0.1:${port}/other`)).status, 404)
 })
 
+/** Issue 44: the process figures an operator needs to see a leak or a stall, as every Node service shows. */
+const PROCESS_SERIES: Array<[string, RegExp]> = [
+  ['resident memory', /^process_resident_memory_bytes \d+$/m],
+  ['heap used', /^nodejs_heap_size_used_bytes \d+$/m],
+  ['event-loop lag', /^nodejs_eventloop_lag_seconds \d[\d.e-]*$/m],
+  ['active handles', /^nodejs_active_handles\{type="\w+"\} \d+$/m],
+]
+
+t.test(
+  'defaultMetrics: process memory, heap, event-loop lag and handles on /metrics (off by default)',
+  async (t) => {
+    const plain = await app({ listen: { host: '127.0.0.1', port: 0 } })
+    const plainText = await (await fetch(`http://127.0.0.1:${plain.metrics.address()?.port}/metrics`)).text()
+    t.notMatch(plainText, /^(process|nodejs)_/m, 'none without the option: they observe the whole process')
+
+    const one = await app({ listen: { host: '127.0.0.1', port: 0 }, defaultMetrics: true })
+    const two = await app({ expose: true, defaultMetrics: true })
+    const base = await two.listen({ port: 0, host: '127.0.0.1' })
+    for (const [label, url] of [
+      ['listen address', `http://127.0.0.1:${one.metrics.address()?.port}/metrics`],
+      ['expose', `${base}/metrics`],
+    ] as const) {
+      const res = await fetch(url)
+      t.equal(res.status, 200, label)
+      const text = await res.text()
+      for (const [name, series] of PROCESS_SERIES) t.match(text, series, `${label}: ${name}`)
+      t.match(text, /^# HELP trivium_calls_total /m, `${label}: with the Trivium metrics`)
+    }
+    // Collected once per process: prom-client's collectors (a GC observer, an event-loop monitor) never
+    // stop, so one set per app would pile up with every app a process creates.
+    t.equal(
+      one.metrics.registry.getSingleMetric('nodejs_heap_size_used_bytes'),
+      two.metrics.registry.getSingleMetric('nodejs_heap_size_used_bytes'),
+      'the same collector serves both apps',
+    )
+  },
+)
+
+t.test('defaultMetrics with a registry that already collects them: no error, one series each', async (t) => {
+  const registry = new Registry()
+  collectDefaultMetrics({ register: registry })
+  const fastify = await app({ registry, defaultMetrics: true })
+  const text = await fastify.metrics.registry.metrics()
+  t.equal(text.match(/^process_resident_memory_bytes /gm)?.length, 1)
+  for (const [name, series] of PROCESS_SERIES) t.match(text, series, name)
+})
+
 t.test('options are validated at registration', async (t) => {
   const cases: Array<[object, string]> = [
     [{ expose: 'yes' }, '@trivium/metrics: expose must be a boolean'],
@@ -245,6 +293,7 @@ t.test('options are validated at registration', async (t) => {
     [{ path: 'metrics' }, '@trivium/metrics: path must start with "/" (e.g. /metrics)'],
     [{ listen: { port: 70000 } }, '@trivium/metrics: listen.port must be a port number (0 = any)'],
     [{ buckets: [1, 0.5] }, '@trivium/metrics: buckets must be increasing positive numbers of seconds'],
+    [{ defaultMetrics: 'on' }, '@trivium/metrics: defaultMetrics must be a boolean'],
   ]
   for (const [options, message] of cases) {
     const fastify = Fastify()

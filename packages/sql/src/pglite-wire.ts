@@ -164,7 +164,7 @@ export interface ExchangeResult {
 
 /** Decodes the raw backend bytes of one exchange. */
 export class ResponseReader {
-  /** Decodes what the exchange answered (`bytes`: PGlite's own copy, read in place). */
+  /** Decodes what the exchange answered (`bytes` read in place; nothing returned refers to them). */
   read(bytes: Uint8Array): ExchangeResult {
     const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
     const end = bytes.byteLength

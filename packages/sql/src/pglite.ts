@@ -8,7 +8,7 @@
 // and errors are the same. Other statements (DDL, SET, LOCK …) and `exec` go through PGlite and drop
 // the prepared statements (a table they change may change a statement's columns).
 //
-// One exchange runs synchronously (PGlite's `execProtocolRawSync`), so queries outside a transaction need no lock;
+// One exchange runs synchronously (inside PGlite's `execProtocolRawStream` call), so queries outside a transaction need no lock;
 // `transaction()` (and the PGlite calls, which await) run one at a time, and a query arriving while one
 // is queued or open waits for it, as with PGlite's own transaction().
 import { existsSync } from 'node:fs'
@@ -114,6 +114,42 @@ function affected(tags: readonly string[]): number {
   return n
 }
 
+/**
+ * One exchange's answer bytes, gathered from PGlite's chunks. The buffer is kept between exchanges
+ * (no allocation per call) unless an answer made it larger than `KEEP_BYTES`.
+ */
+class AnswerBuffer {
+  private static readonly KEEP_BYTES = 1 << 20
+  private buf = new Uint8Array(16 * 1024)
+  private length = 0
+
+  clear(): void {
+    this.length = 0
+  }
+
+  append(chunk: Uint8Array): void {
+    const end = this.length + chunk.byteLength
+    if (end > this.buf.byteLength) {
+      const grown = new Uint8Array(Math.max(end, this.buf.byteLength * 2))
+      grown.set(this.buf.subarray(0, this.length))
+      this.buf = grown
+    }
+    this.buf.set(chunk, this.length)
+    this.length = end
+  }
+
+  /** The bytes gathered so far (a view: read them before the next exchange). */
+  bytes(): Uint8Array {
+    return this.buf.subarray(0, this.length)
+  }
+
+  /** After reading: a buffer grown past KEEP_BYTES by one large answer is not kept for the process's life. */
+  release(): void {
+    if (this.buf.byteLength > AnswerBuffer.KEEP_BYTES) this.buf = new Uint8Array(16 * 1024)
+    this.length = 0
+  }
+}
+
 /** The embedded engine with its prepared statements; every method but `fallback*` is synchronous. */
 class Engine {
   private readonly writer = new MessageWriter()
@@ -129,22 +165,41 @@ class Engine {
     private readonly lib: PgliteModule,
   ) {}
 
+  /** The answer of the exchange in progress, as PGlite hands it over (a view of the WASM heap each time). */
+  private readonly answer = new AnswerBuffer()
+  private readonly onRawData = (chunk: Uint8Array): void => this.answer.append(chunk)
+
   /** One round trip: the messages in, every answer up to ReadyForQuery out. */
   private exchange(message: Uint8Array): ExchangeResult {
-    // PGlite's synchronous call, declared on its PGlite class: "Execute a postgres wire protocol
-    // synchronously … @returns The direct message data response produced by Postgres" (its
-    // `execProtocolRawStream` is typed to return a Promise, so finishing inside the call is not its
-    // contract). No syncToFs: the data directory is written through.
-    let bytes: Uint8Array
-    try {
-      bytes = this.db.execProtocolRawSync(message)
-    } catch (err) {
-      throw new DatabaseUnavailableError(err)
-    }
-    const result = this.reader.read(bytes)
+    // PGlite's `execProtocolRawStream` with `onRawData`, not `execProtocolRawSync`: without a data
+    // callback of its own, the sync call also parses every answer into PGlite's result collector, which
+    // only `query`/`exec`/`execProtocol` replace, so on a fast path that rarely calls them every
+    // DataRow/CommandComplete/ReadyForQuery stayed reachable from the PGlite instance (~290 B per
+    // one-row SELECT, forever: issue 44). With the callback the bytes come here and nowhere else.
+    // The engine runs inside the call (PGlite's stream call runs `execProtocolRawSync` before its
+    // first await, and there is no await with `syncToFs: false`): the answer is complete when it
+    // returns, so an exchange cannot interleave with another and needs no lock. Should a later PGlite
+    // answer later, no ReadyForQuery is read here and every query fails with 503 rather than misreads
+    // (so does every PGlite test). No syncToFs: the data directory is written through.
+    if (this.crashed !== undefined) throw new DatabaseUnavailableError(this.crashed)
+    this.answer.clear()
+    let failed: DatabaseUnavailableError | undefined
+    this.db.execProtocolRawStream(message, { syncToFs: false, onRawData: this.onRawData }).catch((err) => {
+      // The engine threw (a WASM trap): the promise is already rejected, so this runs before anyone
+      // awaiting the query sees `failed` (their continuations are queued after it). Every later
+      // exchange fails with it, as the sync call's throw failed each query.
+      this.crashed = err
+      if (failed !== undefined) (failed as { cause?: unknown }).cause = err
+    })
+    const result = this.reader.read(this.answer.bytes())
+    this.answer.release()
     if (result.status !== undefined) return result
-    throw new DatabaseUnavailableError() // no ReadyForQuery: the engine did not finish the exchange
+    failed = new DatabaseUnavailableError() // no ReadyForQuery: the engine did not finish the exchange
+    throw failed
   }
+
+  /** What the engine threw, if it ever did: the engine is not used again. */
+  private crashed: unknown
 
   /** A simple-protocol statement (BEGIN, COMMIT, SAVEPOINT …): its command tags. */
   simple(sql: string): string[] {

@@ -13,6 +13,7 @@ import {
 } from '../errors.js'
 import type { WireFormat } from '../formats.js'
 import type { EndpointDefinition } from '../registry.js'
+import { STOPPED, StreamStop } from '../stream-stop.js'
 
 /** What every transport tells callers while the app shuts down (SSE `error` event, frame ERROR, GOAWAY). */
 export const SHUTDOWN_MESSAGE = 'Server is shutting down'
@@ -85,20 +86,16 @@ export function sendEventStream(
   async function* events(): AsyncGenerator<string> {
     let id = 0
     const iterator = items[Symbol.asyncIterator]()
-    let stop: (error: TriviumError) => void = noop
-    const stopped = new Promise<never>((_, reject) => {
-      stop = reject
-    })
-    stopped.catch(noop)
+    // A revocation or the shutdown ends the stream even while the handler waits for its next item.
+    const stopper = new StreamStop<TriviumError>()
+    const stop = (error: TriviumError): void => stopper.stop(error)
     const session = streams.open(call, stop)
     try {
       // A comment first, so the status and headers reach the client now, not with the first item.
       yield ': stream open\n\n'
       while (true) {
-        const next = iterator.next()
-        next.catch(noop) // a rejection after a stop must not be unhandled
-        // A revocation or the shutdown ends the stream even while the handler waits for its next item.
-        const step = await Promise.race([next, stopped])
+        const step = await stopper.wait(iterator.next())
+        if (step === STOPPED) throw stopper.reason
         if (step.done) break
         const data = format.encode(definition.response, step.value)
         yield `id: ${id++}\nevent: item\ndata: ${typeof data === 'string' ? data : Buffer.from(data).toString('utf8')}\n\n`

@@ -192,7 +192,10 @@ const LEGACY: [string, string, RequestInit?, boolean?][] = [
   [
     "a preflight for a host route (the host has no CORS: Fastify's 404)",
     '/items',
-    { method: 'OPTIONS', headers: { origin: 'https://page.example', 'access-control-request-method': 'POST' } },
+    {
+      method: 'OPTIONS',
+      headers: { origin: 'https://page.example', 'access-control-request-method': 'POST' },
+    },
   ],
 ]
 

@@ -330,9 +330,13 @@ export class TaskRepository {
     return this.withEvent(
       'deleted',
       async (tx) => {
-        const { rows } = await tx.query<TaskRow>(`DELETE FROM demo_tasks WHERE id = $1 RETURNING *, ${OWNER_NAME}`, [id], {
-          signal: stop?.signal,
-        })
+        const { rows } = await tx.query<TaskRow>(
+          `DELETE FROM demo_tasks WHERE id = $1 RETURNING *, ${OWNER_NAME}`,
+          [id],
+          {
+            signal: stop?.signal,
+          },
+        )
         return toRecord(found(rows, id))
       },
       stop,

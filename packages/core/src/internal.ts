@@ -54,3 +54,4 @@ export {
 } from './registry.js'
 export type { EarlyRouteGuard } from './route-guard.js'
 export { isThenable } from './thenable.js'
+export { atExpiry, TOKEN_EXPIRED_MESSAGE } from './token-expiry.js'

@@ -6,7 +6,12 @@ import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import triviumAuth, { type AuthFlows, RedisRevocationStore, type RevocationStore } from '@trivium/auth'
+import triviumAuth, {
+  type AuthFlows,
+  RedisRevocationStore,
+  type RevocationStore,
+  TOKEN_REVOKED,
+} from '@trivium/auth'
 import {
   SingleWriterSqlRevocationStore,
   SqlRevocationStore,
@@ -219,8 +224,12 @@ async function registerAuth(
     rolesProvider: (userId) => app.rbac.getUserRights(userId),
     ledger: new SqlTokenLedger(sql),
     // Every revocation (logout, a reused refresh token revoking all of a user's tokens) closes the
-    // matching WebSocket/TCP sessions on every instance (the revocation list only stops the next frame).
-    onRevoked: ({ tokenId, userId }) => fanout.announceRevocation({ tokenId, userId }),
+    // matching WebSocket/TCP sessions and event streams on every instance (the revocation list only stops
+    // the next frame): on this one before the revocation is answered, on the others on its announcement.
+    onRevoked: ({ tokenId, userId }) => {
+      closeRevokedSessions(app, { tokenId, userId })
+      return fanout.announceRevocation({ tokenId, userId })
+    },
     flows: {
       users: new SqlUserStore(sql),
       encryptionKey: secrets.encryptionKey,
@@ -327,21 +336,20 @@ async function prepareHandlerContext(
   const tasks = new TaskRepository(sql, () => relay.kick())
   await tasks.migrate()
   // Sessions live on one instance; revocations and rights changes are announced to all of them.
-  fanout.onRevocation((notice) => {
-    if (notice.tokenId) app.push.closeSessions({ tokenId: notice.tokenId }, 'Token has been revoked')
-    if (notice.userId !== undefined)
-      app.push.closeSessions({ userId: notice.userId }, 'Token has been revoked')
-  })
+  fanout.onRevocation((notice) => closeRevokedSessions(app, notice))
   // Revocations announced while this instance's subscription was down were missed (and so were their
-  // notices above): after every reload of the list, the open sessions are checked against it.
+  // notices above): after every reload of the list, the open sessions are checked against it; and a
+  // lookup that found a token listed in the database meanwhile closes that token's sessions at once
+  // (PROTOCOL.md "Revocation window": whenever an instance learns of a revocation).
   const revocation = app.triviumAuth.revocation
   if (revocation instanceof RedisRevocationStore) {
     revocation.onMirrorReload((isListed) =>
       app.push.closeSessions(
         (session) => session.tokenId !== undefined && isListed(session.tokenId),
-        'Token has been revoked',
+        TOKEN_REVOKED,
       ),
     )
+    revocation.onListedFound((tokenId) => closeRevokedSessions(app, { tokenId }))
   }
   fanout.onRightsChange((userId) => app.rbac.invalidateLive(userId))
   fanout.onResync(() => {
@@ -362,6 +370,15 @@ async function prepareHandlerContext(
     roleIds,
     userExists: async (userId) => (await new SqlUserStore(sql).findById(userId)) !== undefined,
   }
+}
+
+/** Ends this instance's WebSocket/TCP sessions and event streams of a revoked token, or of a user. */
+function closeRevokedSessions(
+  app: FastifyInstance,
+  notice: { tokenId?: string | undefined; userId?: number | undefined },
+): void {
+  if (notice.tokenId) app.push.closeSessions({ tokenId: notice.tokenId }, TOKEN_REVOKED)
+  if (notice.userId !== undefined) app.push.closeSessions({ userId: notice.userId }, TOKEN_REVOKED)
 }
 
 /** The schema's endpoints with the demo's handlers, and the checks that need them registered. */

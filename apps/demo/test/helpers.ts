@@ -127,18 +127,26 @@ export async function startDemo(
   return { ...demo, config }
 }
 
+/** `remoteAddress`: the client's address (register and login allow 5 calls a minute per address). */
 export async function registerAndLogin(
   app: Awaited<ReturnType<typeof startDemo>>['app'],
   username: string,
   password = 'Str0ng!Passw0rd',
+  remoteAddress?: string,
 ) {
   const reg = await app.inject({
     method: 'POST',
     url: '/auth/register',
     payload: { username, email: `${username}@example.com`, password },
+    remoteAddress,
   })
   if (reg.statusCode !== 201) throw new Error(`register failed: ${reg.body}`)
-  const login = await app.inject({ method: 'POST', url: '/auth/login', payload: { username, password } })
+  const login = await app.inject({
+    method: 'POST',
+    url: '/auth/login',
+    payload: { username, password },
+    remoteAddress,
+  })
   if (login.statusCode !== 200) throw new Error(`login failed: ${login.body}`)
   return {
     user: reg.json(),

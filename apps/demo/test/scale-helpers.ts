@@ -427,10 +427,15 @@ export class PrivateRedis {
   }
 }
 
-/** A TCP proxy in front of PostgreSQL: `cut()` drops every connection and refuses new ones. */
+/**
+ * A TCP proxy in front of PostgreSQL (or any server: Redis): `cut()` drops every connection and refuses new
+ * ones; `hold()` keeps the bytes both ways with the connections open (a partition without a reset),
+ * `release()` delivers them.
+ */
 export class PgProxy {
   private readonly sockets = new Set<net.Socket>()
   private cutOff = false
+  private held: [net.Socket, Buffer][] | undefined
   private constructor(
     private readonly server: net.Server,
     readonly port: number,
@@ -453,8 +458,12 @@ export class PgProxy {
           upstream.destroy()
         })
       }
-      client.pipe(upstream)
-      upstream.pipe(client)
+      const forward = (to: net.Socket) => (data: Buffer) => {
+        if (proxy.held) proxy.held.push([to, data])
+        else to.write(data)
+      }
+      client.on('data', forward(upstream))
+      upstream.on('data', forward(client))
     })
     server.listen(0, '127.0.0.1')
     await once(server, 'listening')
@@ -471,11 +480,22 @@ export class PgProxy {
 
   cut(): void {
     this.cutOff = true
+    this.held = undefined
     for (const s of this.sockets) s.destroy()
   }
 
   restore(): void {
     this.cutOff = false
+  }
+
+  hold(): void {
+    this.held ??= []
+  }
+
+  release(): void {
+    const held = this.held ?? []
+    this.held = undefined
+    for (const [to, data] of held) if (!to.destroyed) to.write(data)
   }
 
   async close(): Promise<void> {

@@ -2,13 +2,14 @@
 // instance's in-memory mirror are copies rebuilt from it.
 //   - a logged-out token stays refused on every instance after its Redis restarts empty or is flushed;
 //   - a revocation announced while an instance's Redis subscription was down closes that instance's
-//     WebSocket and TCP sessions of the token once it reloads the list.
-// A private redis-server (no persistence) that the test restarts, and a proxy it cuts.
+//     WebSocket and TCP sessions of the token once it reloads the list;
+//   - (issue 44.2) so does a lookup of the token that reached the database while the copy is distrusted.
+// A private redis-server (no persistence) that the test restarts, and a proxy it cuts or holds.
 import { once } from 'node:events'
 import net from 'node:net'
 import { encodeMetadata, encodeTcpFrame, encodeWsFrame, FrameType, TcpFrameReader } from '@trivium/wire'
 import { Redis } from 'ioredis'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import {
   api,
   backendEnv,
@@ -107,57 +108,85 @@ t.test('a revoked token stays revoked when Redis loses its data', async (t) => {
   })
 })
 
+/** A and B on one backend; B reaches Redis through a proxy only. Two logins of one new user. */
+async function proxiedInstances(t: Test, username: string) {
+  const redis = await PrivateRedis.create()
+  t.teardown(() => redis.close())
+  const proxy = await PgProxy.create(new URL(redis.url))
+  t.teardown(() => proxy.close())
+  const backend = newBackend({ redisUrl: redis.url })
+  const [a] = (await startInstances(t, backend, 1)) as [Instance]
+  const b = await startProcess('B', {
+    ...backendEnv(backend),
+    REDIS_URL: `redis://127.0.0.1:${proxy.port}`,
+  })
+  t.teardown(() => b.stop())
+  await register(a.base, username)
+  const { accessToken } = await login(a.base, username)
+  const { accessToken: other } = await login(a.base, username)
+  return { proxy, a, b, accessToken, other }
+}
+
+/** A WebSocket and a TCP session of `token` on `instance`, both working (their first call answered). */
+async function openSessions(t: Test, instance: Instance, token: string) {
+  const ws = new WebSocket(`ws://127.0.0.1:${instance.http}/ws?token=${token}&format=json`)
+  await once(ws, 'open')
+  const wsReplies: number[] = []
+  ws.on('message', (data: Buffer) => wsReplies.push(data[0]!))
+  let wsClose: [number, string] | undefined
+  ws.on('close', (code: number, reason: Buffer) => {
+    wsClose = [code, reason.toString()]
+  })
+  ws.send(encodeWsFrame({ type: FrameType.REQUEST, requestId: 1, endpoint: 'auth.me', payload: EMPTY_JSON }))
+  const socket = net.connect(instance.tcp!, '127.0.0.1')
+  socket.on('error', () => {})
+  await once(socket, 'connect')
+  const reader = new TcpFrameReader()
+  const frames: { type: number; requestId: number; body: string }[] = []
+  socket.on('data', (chunk) => {
+    for (const f of reader.push(chunk))
+      frames.push({ type: f.type, requestId: f.requestId, body: decoder.decode(f.payload) })
+  })
+  let tcpIsClosed = false
+  socket.on('close', () => {
+    tcpIsClosed = true
+  })
+  socket.write(
+    encodeTcpFrame({
+      type: FrameType.REQUEST,
+      requestId: 1,
+      endpoint: 'auth.me',
+      payload: Buffer.concat([encodeMetadata({ auth_token: token, format: 'json' }), EMPTY_JSON]),
+    }),
+  )
+  t.teardown(() => {
+    ws.terminate()
+    socket.destroy()
+  })
+  t.ok(await until(async () => wsReplies.length > 0 && frames.length > 0, 5000), 'both sessions answered')
+  t.same([wsReplies[0], frames[0]?.type], [FrameType.RESPONSE, FrameType.RESPONSE], 'both sessions work')
+  return {
+    frames,
+    /** Both closed (or the bound passed: the caller's assertions then fail). */
+    closed: () => until(async () => wsClose !== undefined && tcpIsClosed, 15_000),
+    wsClose: () => wsClose,
+    isOpen: () => wsClose === undefined && !tcpIsClosed,
+  }
+}
+
+/** Both sessions ended as a revocation ends them: close 4001 on the WebSocket, ERROR id 0 then FIN on TCP. */
+function endedRevoked(t: Test, sessions: Awaited<ReturnType<typeof openSessions>>, where: string) {
+  t.same(sessions.wsClose(), [4001, REVOKED], `the WebSocket on B is closed ${where}`)
+  const error = sessions.frames.find((f) => f.type === FrameType.ERROR)
+  t.equal(error?.requestId, 0, 'the TCP session got ERROR id 0, then was closed')
+  t.match(JSON.parse(error?.body ?? '{}'), { statusCode: 401, code: 'TRV_UNAUTHORIZED', message: REVOKED })
+}
+
 t.test(
   'a revocation missed while the subscription was down closes the sessions after the reload',
   async (t) => {
-    const redis = await PrivateRedis.create()
-    t.teardown(() => redis.close())
-    const proxy = await PgProxy.create(new URL(redis.url))
-    t.teardown(() => proxy.close())
-    const backend = newBackend({ redisUrl: redis.url })
-    const [a] = (await startInstances(t, backend, 1)) as [Instance]
-    // B reaches Redis through the proxy only.
-    const b = await startProcess('B', {
-      ...backendEnv(backend),
-      REDIS_URL: `redis://127.0.0.1:${proxy.port}`,
-    })
-    t.teardown(() => b.stop())
-    await register(a.base, 'missed')
-    const { accessToken } = await login(a.base, 'missed')
-    const { accessToken: other } = await login(a.base, 'missed')
-
-    // A WebSocket and a TCP session of the token on B, both working.
-    const ws = new WebSocket(`ws://127.0.0.1:${b.http}/ws?token=${accessToken}&format=json`)
-    await once(ws, 'open')
-    const wsReplies: number[] = []
-    ws.on('message', (data: Buffer) => wsReplies.push(data[0]!))
-    const wsClosed = once(ws, 'close')
-    let wsIsClosed = false
-    ws.on('close', () => {
-      wsIsClosed = true
-    })
-    ws.send(
-      encodeWsFrame({ type: FrameType.REQUEST, requestId: 1, endpoint: 'auth.me', payload: EMPTY_JSON }),
-    )
-    const socket = net.connect(b.tcp!, '127.0.0.1')
-    await once(socket, 'connect')
-    const reader = new TcpFrameReader()
-    const frames: { type: number; requestId: number; body: string }[] = []
-    socket.on('data', (chunk) => {
-      for (const f of reader.push(chunk))
-        frames.push({ type: f.type, requestId: f.requestId, body: decoder.decode(f.payload) })
-    })
-    const tcpClosed = once(socket, 'close')
-    socket.write(
-      encodeTcpFrame({
-        type: FrameType.REQUEST,
-        requestId: 1,
-        endpoint: 'auth.me',
-        payload: Buffer.concat([encodeMetadata({ auth_token: accessToken, format: 'json' }), EMPTY_JSON]),
-      }),
-    )
-    t.ok(await until(async () => wsReplies.length > 0 && frames.length > 0, 5000), 'both sessions answered')
-    t.same([wsReplies[0], frames[0]?.type], [FrameType.RESPONSE, FrameType.RESPONSE], 'both sessions work')
+    const { proxy, a, b, accessToken, other } = await proxiedInstances(t, 'missed')
+    const sessions = await openSessions(t, b, accessToken)
 
     // B loses Redis: the logout's announcements never reach it.
     proxy.cut()
@@ -169,24 +198,45 @@ t.test(
       'B fails closed without Redis',
     )
     t.equal((await api(a.base, 'POST', '/auth/logout', { token: accessToken, body: {} })).status, 200)
-    t.notOk(wsIsClosed, 'the WebSocket on B is still open while B is cut off')
+    t.ok(sessions.isOpen(), 'the sessions on B are still open while B is cut off')
 
     proxy.restore()
-    const timer = setTimeout(() => {
-      ws.terminate()
-      socket.destroy()
-    }, 15_000)
-    const [code, reason] = (await wsClosed) as [number, Buffer]
-    await tcpClosed
-    clearTimeout(timer)
-    t.same([code, reason.toString()], [4001, REVOKED], 'the WebSocket on B is closed after the reload')
-    const error = frames.find((f) => f.type === FrameType.ERROR)
-    t.equal(error?.requestId, 0, 'the TCP session got ERROR id 0, then was closed')
-    t.match(JSON.parse(error?.body ?? '{}'), { statusCode: 401, code: 'TRV_UNAUTHORIZED', message: REVOKED })
+    await sessions.closed()
+    endedRevoked(t, sessions, 'after the reload')
     const res = await api(b.base, 'GET', '/auth/me', { token: accessToken })
     t.same([res.status, res.body.message], [401, REVOKED], 'and the token is refused on B')
   },
 )
+
+// Issue 44.2: an instance that learns of a revocation from a lookup closes that token's sessions, as on
+// the announcement. B's Redis bytes are held with its connections open (no reset): its copy of the list
+// is distrusted once its heartbeats stop coming back, and its lookups ask the database.
+t.test('a lookup that finds the token revoked in the database closes its sessions', async (t) => {
+  const { proxy, a, b, accessToken, other } = await proxiedInstances(t, 'held')
+  const sessions = await openSessions(t, b, accessToken)
+  const bystander = await openSessions(t, b, other)
+
+  proxy.hold()
+  t.equal((await api(a.base, 'POST', '/auth/logout', { token: accessToken, body: {} })).status, 200)
+  // B refuses the token once its copy is distrusted and the lookup asks the database (until then it may
+  // still answer from its copy, which never heard of the logout).
+  const seen: string[] = []
+  const refused = await until(async () => {
+    const res = await api(b.base, 'GET', '/auth/me', { token: accessToken })
+    seen.push(String(res.status))
+    return res.status === 401 ? res : undefined
+  }, 10_000)
+  t.same(
+    [refused?.status, refused?.body.message],
+    [401, REVOKED],
+    `B refuses the token (seen ${seen.join(',')})`,
+  )
+  // … and closes its sessions of it, while Redis is still cut off.
+  await sessions.closed()
+  endedRevoked(t, sessions, 'while Redis is still cut off')
+  t.ok(bystander.isOpen(), "another token's sessions stay open")
+  proxy.release()
+})
 
 t.test('without Redis, the list is the database table: a restart of the demo keeps it', async (t) => {
   const backend = newBackend()

@@ -211,6 +211,7 @@ export class RedisRevocationStore implements RevocationStore {
   private readonly mirror: Mirror | undefined
   /** @internal */
   readonly durable: DurableRevocationStore | undefined
+  readonly #foundListeners = new Set<(jti: string) => void>()
 
   constructor(options: RedisRevocationStoreOptions) {
     if (!options || typeof options.client !== 'object' || options.client === null) {
@@ -255,6 +256,17 @@ export class RedisRevocationStore implements RevocationStore {
    */
   onMirrorReload(listener: (isListed: (jti: string) => boolean) => void): () => void {
     return this.mirror?.onReload(listener) ?? (() => {})
+  }
+
+  /**
+   * Calls `listener` with a jti each time a lookup that the mirror could not answer (not loaded, or
+   * distrusted: the subscription lost, heartbeats not coming back) found it listed in the durable store or
+   * Redis. The revocation's announcement may never have reached this instance: close the sessions and
+   * streams of that token here, as on the announcement (the demo does). Returns an unsubscribe function.
+   */
+  onListedFound(listener: (jti: string) => void): () => void {
+    this.#foundListeners.add(listener)
+    return () => this.#foundListeners.delete(listener)
   }
 
   /** Where the mirror is (undefined without `mirror`): only 'on' answers `contains` from memory. */
@@ -321,9 +333,24 @@ export class RedisRevocationStore implements RevocationStore {
     }
     if (mirror?.trusted()) return mirror.has(jti)
     // The copy is not known to be complete: ask the source of truth, else Redis.
-    if (this.durable !== undefined) return this.durable.contains(jti)
     const key = this.keyPrefix + jti
-    return (await this.run(() => this.client.exists(key))) === 1
+    const listed =
+      this.durable !== undefined
+        ? await this.durable.contains(jti)
+        : (await this.run(() => this.client.exists(key))) === 1
+    if (listed) this.#found(jti)
+    return listed
+  }
+
+  /** A lookup outside the mirror found `jti` listed: the listeners close its sessions. */
+  #found(jti: string): void {
+    for (const listener of [...this.#foundListeners]) {
+      try {
+        listener(jti)
+      } catch {
+        // a listener's failure is its own; the lookup's answer stands
+      }
+    }
   }
 
   async remove(jti: string): Promise<void> {

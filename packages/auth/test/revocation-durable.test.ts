@@ -189,6 +189,13 @@ t.test('durable source: the database keeps the list, Redis and the mirrors are c
 
   await t.test('Redis frozen (SIGSTOP): never "not listed"; answered from the database', async (t) => {
     await b.store.mirrorReady(10_000)
+    // Issue 44.2: a lookup that finds a jti listed outside the copy tells the listeners (they close its
+    // sessions); one answered by the trusted copy does not (its announcement already did).
+    const found: string[] = []
+    const off = b.store.onListedFound((jti) => found.push(jti))
+    t.teardown(off)
+    t.equal(await b.store.contains('r1'), true, 'listed: answered by the copy')
+    t.same(found, [], 'a lookup answered by the trusted copy tells no listener')
     redis.kill('SIGSTOP')
     t.teardown(() => {
       redis.kill('SIGCONT')
@@ -203,8 +210,11 @@ t.test('durable source: the database keeps the list, Redis and the mirrors are c
       },
       'the copy is distrusted',
     )
+    found.length = 0
     t.equal(await b.store.contains('r1'), true, 'listed: asked the database')
+    t.same(found, ['r1'], 'the listeners are told the jti the database listed')
     t.equal(await b.store.contains('never-listed'), false, 'not listed: asked the database')
+    t.same(found, ['r1'], 'not told of a jti that is not listed')
     t.notOk(seen.has('false'), `never "not listed" meanwhile (${[...seen].join(', ')})`)
     redis.kill('SIGCONT')
     await b.store.mirrorReady(10_000)

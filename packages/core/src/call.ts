@@ -59,6 +59,11 @@ export interface CallInit<Req = unknown, Target extends CallTarget = EndpointDef
   deadline?: CallDeadline
   /** A client or bidirectional stream's request items (frame transports). */
   requests?: AsyncIterable<Req>
+  /**
+   * Told each time `identity` is set (authentication accepted the credential): a frame connection learns
+   * who it is from then on, before the handler runs, whatever kind of call it is (PROTOCOL.md "Frames").
+   */
+  onIdentity?: (identity: TriviumIdentity) => void
 }
 
 /** The default credential of a transport that does not supply `CallInit.credential`. */
@@ -96,14 +101,14 @@ export class TriviumCall<Req = unknown, Target extends CallTarget = EndpointDefi
   readonly connection: Record<string, unknown> | undefined
   /** Headers to add to an HTTP response; other transports ignore them. */
   responseHeaders: Record<string, string> | undefined = undefined
-  /** The authenticated caller (set by authentication middleware); undefined when anonymous. */
-  identity: TriviumIdentity | undefined = undefined
   /**
    * The request items of a client or bidirectional stream, as they arrive (the handler's first argument);
    * undefined for other endpoints. `body` is undefined for these calls.
    */
   readonly requests: AsyncIterable<Req> | undefined
 
+  private identityValue: TriviumIdentity | undefined = undefined
+  private readonly identityListener: ((identity: TriviumIdentity) => void) | undefined
   private bodyValue: Req | typeof UNSET = UNSET
   // Not typed by Target: a call to an endpoint is also a call that middleware sees (`TriviumCall<any, CallTarget>`).
   private readonly decodeBody: (this: TriviumCall<Req, any>) => Req
@@ -131,6 +136,17 @@ export class TriviumCall<Req = unknown, Target extends CallTarget = EndpointDefi
     this.credentialSource = init.credential
     this.requests = init.requests
     this.deadlineState = init.deadline
+    this.identityListener = init.onIdentity
+  }
+
+  /** The authenticated caller (set by authentication middleware); undefined when anonymous. */
+  get identity(): TriviumIdentity | undefined {
+    return this.identityValue
+  }
+
+  set identity(identity: TriviumIdentity | undefined) {
+    this.identityValue = identity
+    if (identity !== undefined) this.identityListener?.(identity)
   }
 
   /**

@@ -1,7 +1,7 @@
 // The transport-neutral entry for adapters that receive frames (WebSocket, TCP direct mode):
 // parser → middleware → router → handler, with the result handed back for the adapter to serialize.
 import type { FastifyBaseLogger } from 'fastify'
-import { type HeaderMap, type Protocol, TriviumCall } from './call.js'
+import { type HeaderMap, type Protocol, TriviumCall, type TriviumIdentity } from './call.js'
 import { type CallDeadline, callDeadline } from './deadline.js'
 import { NotFoundException, UnsupportedMediaTypeException } from './errors.js'
 import { decodePayload, type WireFormat } from './formats.js'
@@ -28,6 +28,8 @@ export interface InvokeInit {
   credential?: string | (() => string | undefined)
   /** A client or bidirectional stream's request items, fed by the transport. */
   requests?: AsyncIterable<unknown>
+  /** Told when authentication sets the call's identity (see CallInit.onIdentity). */
+  onIdentity?: (identity: TriviumIdentity) => void
 }
 
 export interface InvokeResult {
@@ -80,6 +82,7 @@ export class Invoker {
       connection: init.connection,
       credential: init.credential,
       requests: init.requests,
+      onIdentity: init.onIdentity,
       decodeBody: () => {
         // A stream of requests has no request model in its REQUEST: the items carry them.
         if (definition.requestStream) return undefined

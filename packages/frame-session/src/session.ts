@@ -24,6 +24,7 @@ import {
   type WireFormat,
 } from '@trivium/core'
 import {
+  atExpiry,
   encodePayload,
   type HeaderMap,
   handlerSettled,
@@ -33,6 +34,7 @@ import {
   STOPPED,
   type StartedCall,
   StreamStop,
+  TOKEN_EXPIRED_MESSAGE,
   type TransportOverride,
 } from '@trivium/core/internal'
 import {
@@ -60,8 +62,6 @@ const textEncoder = new TextEncoder()
 /** Stops at `maxBytes` (zlib throws ERR_BUFFER_TOO_LARGE): a bomb never inflates past the limit. */
 const inflateRaw: Inflate = (body, maxBytes) =>
   inflateRawSync(body, { maxOutputLength: Math.max(1, maxBytes) })
-/** setTimeout's largest delay; a later expiry re-arms the timer when it fires. */
-const MAX_TIMER_MS = 2 ** 31 - 1
 
 /** What a frame transport tells callers while it shuts down (ERROR 503 and the GOAWAY reason). */
 export { SHUTDOWN_MESSAGE }
@@ -70,7 +70,7 @@ export { SHUTDOWN_MESSAGE }
 const REMEMBERED_ENDED_STREAMS = 256
 
 /** The spec's message for an expired token; also sent (ERROR id 0) when a session's token expires. */
-export const TOKEN_EXPIRED_MESSAGE = 'Token has expired'
+export { TOKEN_EXPIRED_MESSAGE }
 
 const rejectedChannel = channel(TRIVIUM_CHANNELS.frameRejected)
 const pushChannel = channel(TRIVIUM_CHANNELS.push)
@@ -161,7 +161,8 @@ export class FrameSession implements Session {
   readonly #carrier: FrameCarrier
   readonly #ctx: SessionContext
   readonly #init: SessionInit
-  #expiryTimer: NodeJS.Timeout | undefined
+  /** Cancels the timer that ends the session at `expiresAt`. */
+  #cancelExpiry: (() => void) | undefined
   #drained: (() => void) | undefined
   /** Set by `close(reason)` while the calls in flight are still being answered. */
   #closing: UnauthorizedException | undefined
@@ -169,6 +170,14 @@ export class FrameSession implements Session {
   #compressFrom: number | undefined
   /** The connection's credential (WebSocket: from the upgrade), found when a call asks: one per session. */
   readonly #connectionCredential: () => string | undefined
+  /**
+   * Every call's `onIdentity`: the connection learns who it is the moment authentication accepts a call's
+   * token, before the handler runs, so `closeSessions` and the expiry timer see a connection whose only
+   * call is still running (a client stream, a long unary call, a logout of its own token). One per session.
+   */
+  readonly #onIdentity = (identity: TriviumIdentity): void => {
+    if (!this.closed) this.#adoptIdentity(identity)
+  }
 
   constructor(carrier: FrameCarrier, ctx: SessionContext, init: SessionInit) {
     this.#carrier = carrier
@@ -432,7 +441,7 @@ export class FrameSession implements Session {
   #cleanup(): void {
     if (this.closed) return
     this.closed = true
-    if (this.#expiryTimer) clearTimeout(this.#expiryTimer)
+    this.#cancelExpiry?.()
     const closedError = new Error('connection closed')
     for (const entry of this.inFlight.values()) entry.abort(closedError)
     this.inFlight.clear()
@@ -613,6 +622,7 @@ export class FrameSession implements Session {
         signal: entry.lazySignal,
         connection: this.state,
         requests,
+        onIdentity: this.#onIdentity,
       })
       // The endpoint's deadline bounds the whole stream: a handler waiting for an item is woken by it.
       if (requests !== undefined && started.call.definition.timeoutMs !== undefined) {
@@ -677,6 +687,7 @@ export class FrameSession implements Session {
       protocol: this.protocol,
       clientIp: this.clientIp,
       connection: this.state,
+      onIdentity: this.#onIdentity,
     }
     if (metadata !== undefined) override.metadata = metadata
     let answered: TriviumCall | undefined
@@ -810,6 +821,10 @@ export class FrameSession implements Session {
 
   // ---- identity and expiry ----
 
+  /**
+   * Learnt again when a call answers or its stream starts: middleware may complete the identity after
+   * setting it (its expiry, say), which `#onIdentity` saw before.
+   */
   #learnIdentity(call: TriviumCall): void {
     const identity = call.identity
     if (identity !== undefined && !this.closed) this.#adoptIdentity(identity)
@@ -833,19 +848,11 @@ export class FrameSession implements Session {
   }
 
   #armExpiry(): void {
-    if (this.#expiryTimer) clearTimeout(this.#expiryTimer)
-    const delay = Math.max(0, (this.expiresAt as number) - Date.now())
-    this.#expiryTimer = setTimeout(
-      () => {
-        this.#expiryTimer = undefined
-        if (this.closed) return
-        // Timers may fire a little early against the wall clock: check, and re-arm if so.
-        if (Date.now() < (this.expiresAt as number)) this.#armExpiry()
-        else this.fail(new TokenExpiredException(TOKEN_EXPIRED_MESSAGE), 'session')
-      },
-      Math.min(delay, MAX_TIMER_MS),
-    )
-    this.#expiryTimer.unref()
+    this.#cancelExpiry?.()
+    this.#cancelExpiry = atExpiry(this.expiresAt as number, () => {
+      this.#cancelExpiry = undefined
+      this.fail(new TokenExpiredException(TOKEN_EXPIRED_MESSAGE), 'session')
+    })
   }
 }
 

@@ -38,8 +38,10 @@ export interface Probe {
   slowRunning: number
 }
 
+/** `extend` registers more endpoints and middleware before the app listens. */
 export async function buildApp(
   wsOptions: TriviumWebSocketOptions = {},
+  extend?: (app: FastifyInstance) => void,
 ): Promise<{ app: FastifyInstance; url: string; probe: Probe }> {
   const app = Fastify({ logger: false })
   const probe: Probe = { finallyRan: 0, produced: 0, slowRunning: 0 }
@@ -113,6 +115,7 @@ export async function buildApp(
     yield { i: 0 }
     throw new Error('stream broke')
   })
+  extend?.(app)
   await app.listen({ port: 0, host: '127.0.0.1' })
   const address = app.server.address()
   const port = typeof address === 'object' && address ? address.port : 0

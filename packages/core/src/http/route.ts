@@ -167,6 +167,7 @@ export function registerHttpRoute(
       protocol,
       metadata: transport?.metadata,
       connection: transport?.connection,
+      onIdentity: transport?.onIdentity,
       requestId: request.id,
       log: request.log,
       headers: request.headers,

@@ -7,6 +7,7 @@ import type { TriviumCall } from '../call.js'
 import {
   normalizeError,
   ServiceUnavailableException,
+  TokenExpiredException,
   type TriviumError,
   toErrorBody,
   UnauthorizedException,
@@ -14,6 +15,7 @@ import {
 import type { WireFormat } from '../formats.js'
 import type { EndpointDefinition } from '../registry.js'
 import { STOPPED, StreamStop } from '../stream-stop.js'
+import { atExpiry, TOKEN_EXPIRED_MESSAGE } from '../token-expiry.js'
 
 /** What every transport tells callers while the app shuts down (SSE `error` event, frame ERROR, GOAWAY). */
 export const SHUTDOWN_MESSAGE = 'Server is shutting down'
@@ -26,6 +28,8 @@ class EventStreamSession implements Session {
   userId: string | undefined = undefined
   tokenId: string | undefined = undefined
   readonly topics = new Set<string>()
+  /** Cancels the end of the stream at its token's expiry. */
+  cancelExpiry: (() => void) | undefined = undefined
   constructor(
     readonly id: string,
     readonly stop: (error: TriviumError) => void,
@@ -38,7 +42,8 @@ class EventStreamSession implements Session {
 
 /**
  * The event streams open on one app. Each registers in the frame transports' session hub (when the app
- * has one), so a revocation's `closeSessions` ends it with the 401; shutdown ends them all with the 503.
+ * has one), so a revocation's `closeSessions` ends it with the 401; its token's expiry ends it with the
+ * 401 `Token has expired` (as a frame session); shutdown ends them all with the 503.
  */
 export class EventStreams {
   /** `fastify.push` of @trivium/frame-session, set through `trivium.sessionHub`. */
@@ -55,11 +60,16 @@ export class EventStreams {
       this.hub.add(session)
       if (identity !== undefined) this.hub.identify(session, identity.userId, identity.tokenId)
     }
+    const expiresAt = identity?.expiresAt
+    if (typeof expiresAt === 'number' && Number.isFinite(expiresAt)) {
+      session.cancelExpiry = atExpiry(expiresAt, () => stop(new TokenExpiredException(TOKEN_EXPIRED_MESSAGE)))
+    }
     if (this.closing) stop(new ServiceUnavailableException(SHUTDOWN_MESSAGE))
     return session
   }
 
   closed(session: EventStreamSession): void {
+    session.cancelExpiry?.()
     this.#open.delete(session)
     this.hub?.delete(session)
   }

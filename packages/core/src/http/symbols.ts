@@ -1,4 +1,4 @@
-import type { TriviumCall } from '../call.js'
+import type { TriviumCall, TriviumIdentity } from '../call.js'
 
 /**
  * Where the HTTP adapter keeps the common request form on the Fastify request (`request[CALL]`),
@@ -28,4 +28,6 @@ export interface TransportOverride {
   metadata?: Record<string, string>
   clientIp?: string
   connection?: Record<string, unknown>
+  /** Told when authentication sets the call's identity (see CallInit.onIdentity). */
+  onIdentity?: (identity: TriviumIdentity) => void
 }

@@ -122,12 +122,16 @@ const openApi: FastifyPluginAsync<TriviumOpenApiOptions> = async (fastify: Fasti
     return document
   })
 
-  fastify.get(options.path, (_request: FastifyRequest, reply: FastifyReply) => {
+  // Trivium's own routes (`triviumOwned`): @trivium/protections' security headers and CORS apply to them
+  // with its guest defaults as to endpoints.
+  const config = { triviumOwned: true }
+  fastify.get(options.path, { config }, (_request: FastifyRequest, reply: FastifyReply) => {
     reply.type('application/json; charset=utf-8').send(json)
   })
 
   if (options.docsPath !== false) {
     fastify.get(options.docsPath, {
+      config,
       // Route-level onSend runs after the app's (e.g. security headers): the page's own policy wins.
       onSend: (_request, reply, payload, done) => {
         reply.header('Content-Security-Policy', DOCS_CSP)

@@ -8,7 +8,7 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import FindMyWay, { type HTTPMethod } from 'find-my-way'
-import { isTriviumRoute } from './security-headers.js'
+import { isTriviumRoute, isTriviumRouteConfig } from './security-headers.js'
 
 export interface CorsOptions {
   /** Allowed origins (default `['*']`): `*` = any, `*.example.com` = any subdomain, else exact. */
@@ -212,8 +212,7 @@ function triviumRoutes(fastify: FastifyInstance): { preflightFor(request: Fastif
   })
   const methods = new Set<string>()
   fastify.addHook('onRoute', (route: RouteOptions) => {
-    const config: object | undefined = route.config
-    if (config === undefined || !('trivium' in config || 'triviumRoute' in config)) return
+    if (!isTriviumRouteConfig(route.config)) return
     for (const method of Array.isArray(route.method) ? route.method : [route.method]) {
       if (method === 'OPTIONS' || router.hasRoute(method as HTTPMethod, route.url)) continue
       router.on(method as HTTPMethod, route.url, () => {})

@@ -30,11 +30,18 @@ export interface SecurityHeadersOptions {
   routes?: 'trivium' | 'all'
 }
 
-/** A route of Trivium's: an endpoint's (core marks it `config.trivium`) or one that opted in. */
+/**
+ * A route of Trivium's: an endpoint's (core marks it `config.trivium`), one that opted in
+ * (`config.triviumRoute`), or one a Trivium plugin serves itself (`config.triviumOwned`: @trivium/openapi's
+ * document and page).
+ */
+export function isTriviumRouteConfig(config: object | undefined): boolean {
+  // The keys are declared by other packages (core, auth); `in` needs no type of theirs.
+  return config !== undefined && ('trivium' in config || 'triviumRoute' in config || 'triviumOwned' in config)
+}
+
 export function isTriviumRoute(request: FastifyRequest): boolean {
-  // Both keys are declared by other packages (core, auth); `in` needs no type of theirs.
-  const config: object | undefined = request.routeOptions.config
-  return config !== undefined && ('trivium' in config || 'triviumRoute' in config)
+  return isTriviumRouteConfig(request.routeOptions.config)
 }
 
 function checkRoutes(value: unknown): 'trivium' | 'all' {

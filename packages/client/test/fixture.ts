@@ -160,6 +160,8 @@ export interface Probe {
   streamStopped(from: number): Promise<void>
   /** Resolves when the next `slow` call sees its signal abort. */
   nextSlowAbort(): Promise<void>
+  /** Resolves when the next `slow` call's handler starts (the REQUEST reached the server). */
+  nextSlowStart(): Promise<void>
   tokensSeen: string[]
 }
 
@@ -204,9 +206,11 @@ export async function startServer(options: ServerOptions = {}): Promise<TestServ
     return d
   }
   const slowWaiters: Array<() => void> = []
+  const slowStarters: Array<() => void> = []
   const probe: Probe = {
     streamStopped: (from) => stopOf(from).promise,
     nextSlowAbort: () => new Promise<void>((resolve) => slowWaiters.push(resolve)),
+    nextSlowStart: () => new Promise<void>((resolve) => slowStarters.push(resolve)),
     tokensSeen: [],
   }
   const t = app.trivium
@@ -240,6 +244,7 @@ export async function startServer(options: ServerOptions = {}): Promise<TestServ
   })
   t.endpoint('slow', endpoints.slow, async (_req, call) => {
     const signal = call.signal
+    for (const w of slowStarters.splice(0)) w()
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, 10_000)
       signal.addEventListener('abort', () => {

@@ -112,8 +112,12 @@ export async function frameSuite(transport: Transport): Promise<void> {
     const c = open(transport, server)
     const controller = new AbortController()
     const aborted = probe.nextSlowAbort()
+    const started = probe.nextSlowStart()
     const p = c.call('slow', {}, { signal: controller.signal })
-    setTimeout(() => controller.abort(new Error('stop')), 30)
+    // Aborted once the server runs it: an abort before the REQUEST is sent (a slow connect on a loaded
+    // machine) sends nothing, so the handler would never see a CANCEL and `aborted` would wait forever.
+    await started
+    controller.abort(new Error('stop'))
     await t.rejects(p, { message: 'stop' })
     await aborted
   })

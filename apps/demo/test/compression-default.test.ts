@@ -5,6 +5,7 @@ import { request } from 'node:http'
 import { connect } from 'node:net'
 import { gunzipSync } from 'node:zlib'
 import t, { type Test } from 'tap'
+import { loadConfig } from '../dist/config.js'
 import { registerAndLogin, startDemo } from './helpers.js'
 
 interface RawAnswer {
@@ -63,7 +64,9 @@ async function demoWithTasks(t: Test, overrides: Parameters<typeof startDemo>[1]
 }
 
 t.test('default: a task list over 1 KiB is gzip-compressed for a client that accepts gzip', async (t) => {
-  const { token, port, demo } = await demoWithTasks(t)
+  // The demo's own default (startDemo turns compression off for the other tests).
+  const { token, port, demo } = await demoWithTasks(t, { compression: loadConfig({}).compression })
+  t.equal(loadConfig({}).compression, true)
   const plain = await get(port, '/tasks', { authorization: `Bearer ${token}` })
   t.equal(plain.status, 200)
   t.equal(plain.headers['content-encoding'], undefined, 'no Accept-Encoding: no compression')

@@ -116,6 +116,9 @@ export async function startDemo(
     tcpPort: 0,
     logLevel: 'silent',
     adminPassword: ADMIN.password,
+    // The demo compresses by default (COMPRESSION); the tests that are not about it run without, since it
+    // costs the suite measurable CPU (auth-sessions: 14 → 25 s). compression-default.test.ts asks for it.
+    compression: false,
     ...overrides,
   }
   const demo = await buildApp(config, logStream)

@@ -122,6 +122,7 @@ function baseEnv(name: string): Record<string, string> {
     TCP_PORT: '0',
     TRIVIUM_PRINT_PORTS: '1',
     LOG_LEVEL: 'warn',
+    COMPRESSION: 'off', // CPU the suite does not need; compression-default.test.ts covers the default
     ADMIN_PASSWORD: ADMIN.password,
     TRUST_PROXY: 'true', // lets the tests spread logins over client addresses (X-Forwarded-For)
     INSTANCE_NAME: name,

@@ -32,6 +32,7 @@ export {
   referenceUsers,
   type UserRights,
   type UserRoleAssignment,
+  type WriteStop,
 } from './service.js'
 
 export interface TriviumRbacOptions extends RbacServiceOptions {

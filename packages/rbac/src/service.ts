@@ -99,6 +99,15 @@ const ROLE_COLUMNS = 'r.id, r.name, r.description, r.created_at'
 const PERMISSION_COLUMNS = 'p.id, p.name, p.description, p.resource, p.action, p.created_at'
 const ASSIGNMENT_COLUMNS = 'user_id, role_id, assigned_at, assigned_by, revoked_at, revoked_by'
 
+/**
+ * What can still drop a write: a call whose deadline passed or that was cancelled (`TriviumCall` is one).
+ * Checked before the write and as the last step before its COMMIT, so a call answered 504 wrote nothing
+ * (PROTOCOL.md "Deadlines").
+ */
+export interface WriteStop {
+  throwIfAborted(): void
+}
+
 /** Creates the RBAC tables (idempotent, safe with several instances starting at once). */
 export function migrateRbac(sql: SqlClient): Promise<void> {
   return runMigrations(sql, RBAC_COMPONENT, RBAC_MIGRATIONS)
@@ -304,13 +313,19 @@ export class RbacService {
    * - already active → unchanged (decision: the original assigned_at/assigned_by are kept).
    * One statement (INSERT … ON CONFLICT), so concurrent calls keep one row per (user, role).
    */
-  async assignRole(userId: number, roleId: number, assignedBy?: number | null): Promise<UserRoleAssignment> {
+  async assignRole(
+    userId: number,
+    roleId: number,
+    assignedBy?: number | null,
+    stop?: WriteStop,
+  ): Promise<UserRoleAssignment> {
     checkId(userId, 'userId')
     checkId(roleId, 'roleId')
     const by = checkOptionalId(assignedBy, 'assignedBy')
     if (this.userExists && !(await this.userExists(userId))) throw userNotFound(userId)
     try {
-      const { rows } = await this.sql.query<UserRoleAssignment>(
+      const { rows } = await this.stoppable(stop, (sql) =>
+        sql.query<UserRoleAssignment>(
         `WITH up AS (
            INSERT INTO user_roles (user_id, role_id, assigned_at, assigned_by)
            VALUES ($1, $2, now(), $3)
@@ -323,7 +338,8 @@ export class RbacService {
          UNION ALL
          SELECT ${ASSIGNMENT_COLUMNS} FROM user_roles
            WHERE user_id = $1 AND role_id = $2 AND NOT EXISTS (SELECT 1 FROM up)`,
-        [userId, roleId, by],
+          [userId, roleId, by],
+        ),
       )
       this.invalidateLive(userId)
       const row = rows[0]
@@ -347,16 +363,19 @@ export class RbacService {
     userId: number,
     roleId: number,
     revokedBy?: number | null,
+    stop?: WriteStop,
   ): Promise<UserRoleAssignment | null> {
     checkId(userId, 'userId')
     checkId(roleId, 'roleId')
     const by = checkOptionalId(revokedBy, 'revokedBy')
     if (this.userExists && !(await this.userExists(userId))) throw userNotFound(userId)
-    const { rows } = await this.sql.query<UserRoleAssignment>(
-      `UPDATE user_roles SET revoked_at = now(), revoked_by = $3
-       WHERE user_id = $1 AND role_id = $2 AND revoked_at IS NULL
-       RETURNING ${ASSIGNMENT_COLUMNS}`,
-      [userId, roleId, by],
+    const { rows } = await this.stoppable(stop, (sql) =>
+      sql.query<UserRoleAssignment>(
+        `UPDATE user_roles SET revoked_at = now(), revoked_by = $3
+         WHERE user_id = $1 AND role_id = $2 AND revoked_at IS NULL
+         RETURNING ${ASSIGNMENT_COLUMNS}`,
+        [userId, roleId, by],
+      ),
     )
     this.invalidateLive(userId)
     if (rows[0]) return rows[0]
@@ -379,10 +398,16 @@ export class RbacService {
    * Creates the role and its permission links in one transaction: a duplicate name
    * (ConflictException) or an unknown permission id (NotFoundException) leaves nothing behind.
    */
-  async createRole(name: string, description: string, permissionIds: number[] = []): Promise<Role> {
+  async createRole(
+    name: string,
+    description: string,
+    permissionIds: number[] = [],
+    stop?: WriteStop,
+  ): Promise<Role> {
     checkName(name, 'name')
     const desc = checkDescription(description)
     const ids = checkIdList(permissionIds, 'permissionIds')
+    stop?.throwIfAborted()
     return this.sql.transaction(async (tx) => {
       if (ids.length > 0) {
         const found = await tx.query<{ id: number }>(
@@ -411,6 +436,7 @@ export class RbacService {
         if (isForeignKeyViolation(err)) throw permissionNotFound(ids) // a permission vanished meanwhile
         throw err
       }
+      stop?.throwIfAborted() // the last step before COMMIT
       return role
     })
   }
@@ -421,22 +447,39 @@ export class RbacService {
     description: string,
     resource: string,
     action: string,
+    stop?: WriteStop,
   ): Promise<Permission> {
     checkName(name, 'name')
     const desc = checkDescription(description)
     checkName(resource, 'resource')
     checkName(action, 'action')
     try {
-      const { rows } = await this.sql.query<Permission>(
-        `INSERT INTO permissions (name, description, resource, action) VALUES ($1, $2, $3, $4)
-         RETURNING id, name, description, resource, action, created_at`,
-        [name, desc, resource, action],
+      const { rows } = await this.stoppable(stop, (sql) =>
+        sql.query<Permission>(
+          `INSERT INTO permissions (name, description, resource, action) VALUES ($1, $2, $3, $4)
+           RETURNING id, name, description, resource, action, created_at`,
+          [name, desc, resource, action],
+        ),
       )
       return returned(rows)
     } catch (err) {
       if (isUniqueViolation(err)) throw nameTaken('Permission', name)
       throw err
     }
+  }
+
+  /**
+   * Runs one write statement so that `stop` can still drop it: checked before, and inside a transaction as
+   * the last step before COMMIT. Without `stop`, one autocommit statement (no BEGIN/COMMIT round trips).
+   */
+  private async stoppable<T>(stop: WriteStop | undefined, write: (sql: SqlClient) => Promise<T>): Promise<T> {
+    if (stop === undefined) return write(this.sql)
+    stop.throwIfAborted()
+    return this.sql.transaction(async (tx) => {
+      const result = await write(tx)
+      stop.throwIfAborted()
+      return result
+    })
   }
 
   private async roleExists(roleId: number): Promise<boolean> {

@@ -20,8 +20,10 @@ export function adminHandlers({ rbac, userExists }: HandlerContext): AdminHandle
   }
 
   return {
-    'admin.roles.create': async (req) => {
-      const role = await rbac.createRole(req.name, req.description, [...req.permissionIds])
+    // Each write takes the call: one whose deadline passed before its COMMIT writes nothing (PROTOCOL.md
+    // "Deadlines").
+    'admin.roles.create': async (req, call) => {
+      const role = await rbac.createRole(req.name, req.description, [...req.permissionIds], call)
       return {
         id: role.id,
         name: role.name,
@@ -31,16 +33,16 @@ export function adminHandlers({ rbac, userExists }: HandlerContext): AdminHandle
     },
     'admin.roles.assign': async (req, call) => {
       await knownUser(req.userId)
-      await rbac.assignRole(req.userId, req.roleId, userOf(call).id)
+      await rbac.assignRole(req.userId, req.roleId, userOf(call).id, call)
       return { ok: true }
     },
     'admin.roles.revoke': async (req, call) => {
       await knownUser(req.userId)
-      await rbac.revokeRole(req.userId, req.roleId, userOf(call).id)
+      await rbac.revokeRole(req.userId, req.roleId, userOf(call).id, call)
       return { ok: true }
     },
-    'admin.permissions.create': async (req) => {
-      const p = await rbac.createPermission(req.name, req.description, req.resource, req.action)
+    'admin.permissions.create': async (req, call) => {
+      const p = await rbac.createPermission(req.name, req.description, req.resource, req.action, call)
       return {
         id: p.id,
         name: p.name,

@@ -326,7 +326,7 @@ export class RbacService {
     try {
       const { rows } = await this.stoppable(stop, (sql) =>
         sql.query<UserRoleAssignment>(
-        `WITH up AS (
+          `WITH up AS (
            INSERT INTO user_roles (user_id, role_id, assigned_at, assigned_by)
            VALUES ($1, $2, now(), $3)
            ON CONFLICT (user_id, role_id) DO UPDATE

@@ -41,13 +41,27 @@ const rounds = Number(process.env.BRIDGE_ROUNDS ?? 7)
 const results = {}
 const cpu = {}
 
+/** One call: an options object (since issue 43), or the positional form of a BENCH_BEFORE build. */
+function callOnce(bridge) {
+  const entry = new Cancellation(false)
+  if (bridge.call.length > 1) return bridge.call(definition, jsonFormat, jsonFormat, payload, override, entry)
+  return bridge.call({
+    definition,
+    format: jsonFormat,
+    accept: jsonFormat,
+    payload,
+    override,
+    entry,
+    requestId: 'b:1',
+  })
+}
+
 async function run(label, bridge) {
   const started = performance.now()
   const used = process.cpuUsage()
   for (let i = 0; i < calls; i += 100) {
     const batch = []
-    for (let j = 0; j < 100; j++)
-      batch.push(bridge.call(definition, jsonFormat, jsonFormat, payload, override, new Cancellation(false)))
+    for (let j = 0; j < 100; j++) batch.push(callOnce(bridge))
     const outcomes = await Promise.all(batch)
     if (!outcomes[0].ok) throw new Error(`${label}: ${Buffer.from(outcomes[0].body)}`)
     // A new turn of the event loop, as a server's next read is (bench/README.md, js-path).

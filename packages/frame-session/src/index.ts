@@ -18,5 +18,5 @@ export {
   type SessionInit,
   SHUTDOWN_MESSAGE,
   TOKEN_EXPIRED_MESSAGE,
-  type UnaryBridge,
 } from './session.js'
+export type { BridgedCall, BridgedOutcome, UnaryBridge } from './unary.js'

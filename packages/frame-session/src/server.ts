@@ -5,7 +5,8 @@ import { ServiceUnavailableException, TRIVIUM_CHANNELS, type Trivium, type Trivi
 import { SessionHub } from '@trivium/wire/sessions'
 import type { FastifyInstance } from 'fastify'
 import type { ResolvedFrameSessionOptions } from './options.js'
-import { type FrameSession, type SessionContext, SHUTDOWN_MESSAGE, type UnaryBridge } from './session.js'
+import { type FrameSession, type SessionContext, SHUTDOWN_MESSAGE } from './session.js'
+import type { UnaryBridge } from './unary.js'
 
 const connectionChannel = channel(TRIVIUM_CHANNELS.connection)
 /**

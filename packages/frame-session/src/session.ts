@@ -2,75 +2,48 @@
 // calls through core's pipeline (or the TCP inject bridge), stream pumping with backpressure, CANCEL,
 // SUBSCRIBE with authorization, push, identity and token expiry, idle timeout and GOAWAY.
 import { channel } from 'node:diagnostics_channel'
-import { deflateRawSync, inflateRawSync } from 'node:zlib'
 import {
-  type EndpointDefinition,
   ForbiddenException,
   type FrameRejectReason,
   normalizeError,
   PayloadTooLargeException,
-  RateLimitExceededException,
-  ServiceUnavailableException,
   TokenExpiredException,
   TRIVIUM_CHANNELS,
   type Trivium,
-  type TriviumCall,
   type TriviumError,
   type TriviumIdentity,
   toErrorBody,
   UnauthorizedException,
-  UnsupportedMediaTypeException,
   ValidationException,
   type WireFormat,
 } from '@trivium/core'
-import {
-  atExpiry,
-  encodePayload,
-  type HeaderMap,
-  handlerSettled,
-  isThenable,
-  jsonFormat,
-  SHUTDOWN_MESSAGE,
-  STOPPED,
-  type StartedCall,
-  StreamStop,
-  TOKEN_EXPIRED_MESSAGE,
-  type TransportOverride,
-} from '@trivium/core/internal'
+import { atExpiry, type HeaderMap, SHUTDOWN_MESSAGE, TOKEN_EXPIRED_MESSAGE } from '@trivium/core/internal'
 import {
   Cancellation,
-  DEFAULT_MAX_FRAME_BYTES,
-  FRAME_COMPRESSED,
   type Frame,
   FrameError,
   FrameErrorCode,
   FrameType,
   frameBody,
   frameTypeName,
-  type Inflate,
-  inflateFrame,
 } from '@trivium/wire'
 import type { Session, SessionHub } from '@trivium/wire/sessions'
 import type { FastifyBaseLogger } from 'fastify'
+import { admissionRefusal, clientStreamRefusal, readRequest } from './admission.js'
 import type { CloseKind, FrameCarrier, RequestParts } from './carrier.js'
+import { ClientStreams } from './client-streams.js'
+import { SessionCompression } from './compression.js'
+import { CallTable } from './flow-control.js'
 import type { ResolvedFrameSessionOptions } from './options.js'
-import { RequestInbox } from './request-stream.js'
+import type { RequestInbox } from './request-stream.js'
+import { type CallHost, runCall, type UnaryBridge } from './unary.js'
 
 const EMPTY = new Uint8Array(0)
-const noop = (): void => {}
 const textEncoder = new TextEncoder()
-/** Stops at `maxBytes` (zlib throws ERR_BUFFER_TOO_LARGE): a bomb never inflates past the limit. */
-const inflateRaw: Inflate = (body, maxBytes) =>
-  inflateRawSync(body, { maxOutputLength: Math.max(1, maxBytes) })
 
 /** What a frame transport tells callers while it shuts down (ERROR 503 and the GOAWAY reason). */
-export { SHUTDOWN_MESSAGE }
-
-/** Ids of streams whose request half the server ended before the client's CLIENT_END, remembered per connection. */
-const REMEMBERED_ENDED_STREAMS = 256
-
 /** The spec's message for an expired token; also sent (ERROR id 0) when a session's token expires. */
-export { TOKEN_EXPIRED_MESSAGE }
+export { SHUTDOWN_MESSAGE, TOKEN_EXPIRED_MESSAGE }
 
 const rejectedChannel = channel(TRIVIUM_CHANNELS.frameRejected)
 const pushChannel = channel(TRIVIUM_CHANNELS.push)
@@ -78,24 +51,7 @@ const pushChannel = channel(TRIVIUM_CHANNELS.push)
 /** Who a connection is before any call (the WebSocket `identify` hook at upgrade time). */
 export type ConnectionIdentity = Pick<TriviumIdentity, 'userId' | 'tokenId' | 'expiresAt'>
 
-/** The TCP inject bridge: a unary call replayed through the endpoint's Fastify route. */
-export interface UnaryBridge {
-  call(
-    definition: EndpointDefinition,
-    format: WireFormat,
-    accept: WireFormat,
-    payload: Uint8Array,
-    override: TransportOverride,
-    entry: Cancellation,
-  ): Promise<BridgedOutcome>
-}
-
-/** A bridged call's HTTP response: the body as the route encoded it, and the call it ran (if any). */
-export interface BridgedOutcome {
-  ok: boolean
-  body: Uint8Array
-  call: TriviumCall | undefined
-}
+export type { BridgedCall, BridgedOutcome, UnaryBridge } from './unary.js'
 
 /** What every session of one transport server shares. */
 export interface SessionContext {
@@ -135,17 +91,13 @@ export class FrameSession implements Session {
   readonly log: FastifyBaseLogger
   /** Per-connection state shared by every call (`call.connection`). */
   readonly state: Record<string, unknown>
-  /** Calls by request id; an id leaves at its answer or the moment its CANCEL is read. */
-  readonly inFlight = new Map<number, Cancellation>()
-  /** Handlers still running, cancelled ones included: `maxInFlight` bounds this. */
-  running = 0
-  /** Open client and bidirectional streams by request id: their request items' inboxes. */
-  readonly #inboxes = new Map<number, RequestInbox>()
-  /**
-   * Streams whose request half the server ended before the client's CLIENT_END (answered, failed): items
-   * the client sent before it saw the end are dropped without an answer (oldest forgotten first).
-   */
-  readonly #endedEarly = new Set<number>()
+  /** The calls in flight and the handlers running (flow-control.ts). */
+  readonly #calls: CallTable
+  /** Open client and bidirectional streams (client-streams.ts). */
+  readonly #streams = new ClientStreams()
+  readonly #compression: SessionCompression
+  /** What the call runner uses of this session (unary.ts). */
+  readonly #host: CallHost
   /**
    * When the connection was last active (a frame received, a call ended), to the precision of the
    * server's tick: activity only sets a flag, the next tick stamps it with its own clock reading. A
@@ -163,11 +115,8 @@ export class FrameSession implements Session {
   readonly #init: SessionInit
   /** Cancels the timer that ends the session at `expiresAt`. */
   #cancelExpiry: (() => void) | undefined
-  #drained: (() => void) | undefined
   /** Set by `close(reason)` while the calls in flight are still being answered. */
   #closing: UnauthorizedException | undefined
-  /** Bodies of at least this many bytes go out compressed: set once the peer offered (PING 0x88). */
-  #compressFrom: number | undefined
   /** The connection's credential (WebSocket: from the upgrade), found when a call asks: one per session. */
   readonly #connectionCredential: () => string | undefined
   /**
@@ -189,6 +138,35 @@ export class FrameSession implements Session {
     this.log = init.log
     this.state = { id: init.id, protocol: ctx.transport }
     this.#connectionCredential = () => init.credential(undefined)
+    this.#compression = new SessionCompression(carrier, ctx.options.compressionThreshold)
+    this.#calls = new CallTable((id, entry) => {
+      this.#streams.settle(id, entry)
+      this.#active = true
+    })
+    this.#host = {
+      session: this,
+      ctx,
+      init,
+      carrier,
+      calls: this.#calls,
+      compression: this.#compression,
+      connectionCredential: this.#connectionCredential,
+      onIdentity: this.#onIdentity,
+      learnIdentity: (call) => {
+        const identity = call.identity
+        if (identity !== undefined && !this.closed) this.#adoptIdentity(identity)
+      },
+    }
+  }
+
+  /** Calls by request id; an id leaves at its answer or the moment its CANCEL is read. */
+  get inFlight(): Map<number, Cancellation> {
+    return this.#calls.inFlight
+  }
+
+  /** Handlers still running, cancelled ones included: `maxInFlight` bounds this. */
+  get running(): number {
+    return this.#calls.running
   }
 
   // ---- from the carrier ----
@@ -209,23 +187,20 @@ export class FrameSession implements Session {
           this.#onRequest(frame)
           return
         case FrameType.CANCEL: {
-          // The id is free at once (PROTOCOL.md): a REQUEST reusing it in the same read is a new call.
-          this.#endedEarly.delete(frame.requestId)
-          const entry = this.inFlight.get(frame.requestId)
+          this.#streams.forgetEnded(frame.requestId)
+          const entry = this.#calls.inFlight.get(frame.requestId)
           if (entry === undefined) return
-          this.inFlight.delete(frame.requestId)
-          const inbox = this.#inboxes.get(frame.requestId)
-          if (inbox?.entry === entry) {
-            inbox.cancelled = true
-            this.#inboxes.delete(frame.requestId)
-          }
+          this.#calls.inFlight.delete(frame.requestId)
+          this.#streams.cancel(frame.requestId, entry)
           entry.abort(new Error('cancelled by the client'))
           return
         }
         case FrameType.CLIENT_ITEM:
-        case FrameType.CLIENT_END:
-          this.#onClientFrame(frame)
+        case FrameType.CLIENT_END: {
+          const refusal = this.#streams.receive(frame, this.#calls)
+          if (refusal !== undefined) this.#reject(frame.requestId, refusal[0], refusal[1])
           return
+        }
         case FrameType.PING:
           this.#carrier.sendBody(FrameType.PONG, frame.requestId, EMPTY)
           return
@@ -256,45 +231,23 @@ export class FrameSession implements Session {
    * here; any other is inflated within the carrier's frame limit. Undefined: nothing more to do.
    */
   #inflate(frame: Frame): Frame | undefined {
-    const threshold = this.#ctx.options.compressionThreshold
+    const compression = this.#compression
     if (frame.type === FrameType.PING || frame.type === FrameType.PONG) {
-      if (frame.type === FrameType.PONG) return undefined
-      if (threshold !== undefined) this.#compressFrom = threshold
-      const pong = threshold === undefined ? FrameType.PONG : FrameType.PONG | FRAME_COMPRESSED
-      this.#carrier.sendBody(pong, frame.requestId, EMPTY)
+      compression.answerOffer(frame)
       return undefined
     }
-    if (threshold === undefined) {
-      this.#reject(
-        frame.requestId,
-        new ValidationException('Compressed frames are not enabled on this server'),
-        'malformed',
-      )
-      this.#end('protocol', 'Compressed frames are not enabled on this server')
+    if (compression.threshold === undefined) {
+      const message = 'Compressed frames are not enabled on this server'
+      this.#reject(frame.requestId, new ValidationException(message), 'malformed')
+      this.#end('protocol', message)
       return undefined
     }
-    const max = this.#carrier.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES
     try {
-      return inflateFrame(frame, inflateRaw, max - 5, max)
+      return compression.inflate(frame)
     } catch (err) {
       this.rejectFrame(err, true)
       return undefined
     }
-  }
-
-  /** Sends a frame's body, compressed when the peer offered and the body is over the threshold. */
-  #send(type: number, requestId: number, body: Uint8Array | string): void {
-    const from = this.#compressFrom
-    // A string's UTF-8 form is at most 3 bytes per code unit: shorter ones are never measured.
-    if (from === undefined || body.length * (typeof body === 'string' ? 3 : 1) < from) {
-      this.#carrier.sendBody(type, requestId, body)
-      return
-    }
-    const bytes = typeof body === 'string' ? Buffer.from(body) : body
-    const packed = bytes.length >= from ? deflateRawSync(bytes) : undefined
-    if (packed !== undefined && packed.length < bytes.length)
-      this.#carrier.sendBody(type | FRAME_COMPRESSED, requestId, packed)
-    else this.#carrier.sendBody(type, requestId, bytes)
   }
 
   /**
@@ -347,8 +300,8 @@ export class FrameSession implements Session {
         return
       }
       const frame = { type: FrameType.PUSH, requestId: 0, topic, payload: textEncoder.encode(json) }
-      if (this.#compressFrom === undefined) this.#carrier.sendFrame(frame)
-      else this.#send(FrameType.PUSH, 0, frameBody(frame))
+      if (!this.#compression.active) this.#carrier.sendFrame(frame)
+      else this.#compression.send(FrameType.PUSH, 0, frameBody(frame))
       publish(pushChannel, { transport: this.protocol, event: 'sent' })
     } catch (err) {
       this.log.error({ err }, 'push failed')
@@ -365,17 +318,8 @@ export class FrameSession implements Session {
     if (this.closed || this.#closing !== undefined) return
     const error = new UnauthorizedException(reason)
     this.#closing = error
-    for (const entry of this.inFlight.values()) if (entry.streaming) entry.abort(error)
-    if (this.running === 0) {
-      this.fail(error, 'session')
-      return
-    }
-    const timer = setTimeout(() => this.fail(error, 'session'), this.#ctx.options.shutdownGraceMs)
-    timer.unref()
-    this.#drained = () => {
-      clearTimeout(timer)
-      this.fail(error, 'session')
-    }
+    this.#calls.abortStreams(error)
+    this.#calls.afterDrain(this.#ctx.options.shutdownGraceMs, false, () => this.fail(error, 'session'))
   }
 
   // ---- timers and shutdown (driven by the server) ----
@@ -405,16 +349,8 @@ export class FrameSession implements Session {
       requestId: 0,
       payload: textEncoder.encode(JSON.stringify({ reason: SHUTDOWN_MESSAGE })),
     })
-    for (const entry of this.inFlight.values()) if (entry.streaming) entry.abort(this.#ctx.shutdownError)
-    if (this.running > 0) {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, graceMs)
-        this.#drained = () => {
-          clearTimeout(timer)
-          resolve()
-        }
-      })
-    }
+    this.#calls.abortStreams(this.#ctx.shutdownError)
+    if (this.running > 0) await new Promise<void>((resolve) => this.#calls.afterDrain(graceMs, true, resolve))
     this.#end('shutdown', SHUTDOWN_MESSAGE)
   }
 
@@ -424,7 +360,7 @@ export class FrameSession implements Session {
     const { error, internal } = normalizeError(err)
     const requestId = `${this.id}:${frameId}`
     if (internal) this.log.error({ err, requestId }, 'unhandled error')
-    this.#send(FrameType.ERROR, frameId, JSON.stringify(toErrorBody(error, requestId)))
+    this.#compression.send(FrameType.ERROR, frameId, JSON.stringify(toErrorBody(error, requestId)))
   }
 
   #reject(frameId: number, err: TriviumError, reason: FrameRejectReason): void {
@@ -442,37 +378,24 @@ export class FrameSession implements Session {
     if (this.closed) return
     this.closed = true
     this.#cancelExpiry?.()
-    const closedError = new Error('connection closed')
-    for (const entry of this.inFlight.values()) entry.abort(closedError)
-    this.inFlight.clear()
-    this.#inboxes.clear()
+    this.#calls.abortAll(new Error('connection closed'))
+    this.#streams.clear()
     this.#ctx.hub.delete(this)
     this.#ctx.onClosed(this)
-    this.#drained?.()
+    this.#calls.closed()
   }
 
   // ---- requests ----
 
-  #admission(id: number): [TriviumError, FrameRejectReason] | undefined {
-    if (this.#ctx.isShuttingDown())
-      return [new ServiceUnavailableException(SHUTDOWN_MESSAGE), 'shutting_down']
-    if (this.#closing !== undefined) return [this.#closing, 'session_closed']
-    if (this.inFlight.has(id)) {
-      return [new ValidationException(`Request id ${id} is already in flight`), 'duplicate_id']
-    }
-    const max = this.#ctx.options.maxInFlight
-    if (this.running >= max) {
-      return [
-        new RateLimitExceededException(1, `Too many requests in flight on this connection (limit ${max})`),
-        'in_flight_limit',
-      ]
-    }
-    return undefined
-  }
-
   #onRequest(frame: Frame): void {
     const id = frame.requestId
-    const refusal = this.#admission(id)
+    const calls = this.#calls
+    const refusal = admissionRefusal(id, {
+      shuttingDown: this.#ctx.isShuttingDown(),
+      closing: this.#closing,
+      calls,
+      maxInFlight: this.#ctx.options.maxInFlight,
+    })
     if (refusal) {
       this.#reject(id, refusal[0], refusal[1])
       return
@@ -482,287 +405,36 @@ export class FrameSession implements Session {
     let format = this.#init.format
     const split = this.#init.splitRequest
     if (split !== undefined) {
-      let parts: RequestParts
-      try {
-        parts = split(frame.payload)
-      } catch (err) {
-        this.#reject(id, new ValidationException((err as Error).message), 'bad_metadata')
+      const read = readRequest(frame, this.#ctx.trivium, format, split)
+      if (Array.isArray(read)) {
+        this.#reject(id, read[0], read[1])
         return
       }
-      payload = parts.payload
-      metadata = parts.metadata
-      if (parts.formatName !== undefined) {
-        const named = this.#ctx.trivium.formats.get(parts.formatName)
-        if (named === undefined) {
-          this.#reject(
-            id,
-            new UnsupportedMediaTypeException(`Unsupported format: ${parts.formatName}`),
-            'bad_format',
-          )
-          return
-        }
-        format = named
-      }
+      ;({ payload, metadata, format } = read)
     }
     const endpoint = frame.endpoint as string
     const definition = this.#ctx.trivium.registry.get(endpoint)
-    let inbox: RequestInbox | undefined
+    let requests: RequestInbox | undefined
     if (definition?.requestStream) {
-      const max = this.#ctx.options.maxClientStreams
-      if (this.#inboxes.size >= max) {
-        this.#reject(
-          id,
-          new RateLimitExceededException(1, `Too many client streams open on this connection (limit ${max})`),
-          'in_flight_limit',
-        )
-        return
-      }
-      if (payload.length > 0) {
-        this.#reject(
-          id,
-          new ValidationException(
-            "A client stream's REQUEST carries no request model: send the requests as CLIENT_ITEM frames",
-          ),
-          'client_stream',
-        )
+      const streamRefusal = clientStreamRefusal(
+        definition,
+        payload,
+        this.#streams,
+        this.#ctx.options.maxClientStreams,
+      )
+      if (streamRefusal) {
+        this.#reject(id, streamRefusal[0], streamRefusal[1])
         return
       }
     }
     // Client streams are streams too: shutdown and closeSessions stop them at once.
     const entry = new Cancellation(definition?.streaming === true || definition?.requestStream === true)
     if (definition?.requestStream) {
-      const carrier = this.#carrier
-      inbox = new RequestInbox(
-        id,
-        entry,
-        definition,
-        format,
-        this.#ctx.options.clientStreamWindowBytes,
-        (type, body) => {
-          if (!entry.aborted && carrier.open) carrier.sendBody(type, id, body)
-        },
-      )
-      this.#inboxes.set(id, inbox)
-      this.#endedEarly.delete(id)
+      const window = this.#ctx.options.clientStreamWindowBytes
+      requests = this.#streams.open(id, entry, definition, format, window, this.#carrier)
     }
-    this.inFlight.set(id, entry)
-    this.running++
-    this.#run(endpoint, definition, id, payload, metadata, format, entry, inbox)
-  }
-
-  /** A CLIENT_ITEM or CLIENT_END (PROTOCOL.md "Client and bidirectional streams"). */
-  #onClientFrame(frame: Frame): void {
-    const id = frame.requestId
-    const inbox = this.#inboxes.get(id)
-    if (inbox === undefined) {
-      if (this.#endedEarly.has(id)) {
-        // Sent before the client saw the stream's end: dropped; its half-close ends the memory of it.
-        if (frame.type === FrameType.CLIENT_END) this.#endedEarly.delete(id)
-        return
-      }
-      // A unary call or server stream with this id is cancelled: this ERROR is its one answer.
-      const entry = this.inFlight.get(id)
-      if (entry !== undefined) {
-        this.inFlight.delete(id)
-        entry.abort(new Error('refused: not a client stream'))
-      }
-      this.#reject(
-        id,
-        new ValidationException(`No client stream ${id} is open on this connection`),
-        'client_stream',
-      )
-      return
-    }
-    const violation = frame.type === FrameType.CLIENT_ITEM ? inbox.item(frame.payload) : inbox.end()
-    if (violation === undefined) return
-    // The stream is broken: the call ends, answered by this ERROR only.
-    inbox.cancelled = true
-    this.#inboxes.delete(id)
-    if (this.inFlight.get(id) === inbox.entry) this.inFlight.delete(id)
-    inbox.entry.abort(new Error('refused: client stream protocol violation'))
-    this.#reject(id, new ValidationException(violation), 'client_stream')
-  }
-
-  /**
-   * Runs one call. Not async: when the pipeline and the handler answer synchronously (no middleware
-   * waiting on I/O, a handler that returns a value) the response is queued in this turn, with no promise
-   * or microtask per call; a promise or a stream continues in `#complete`, the inject bridge in `#runBridged`.
-   */
-  #run(
-    endpoint: string,
-    known: EndpointDefinition | undefined,
-    id: number,
-    payload: Uint8Array,
-    metadata: Record<string, string> | undefined,
-    format: WireFormat,
-    entry: Cancellation,
-    requests: RequestInbox | undefined,
-  ): void {
-    const requestId = `${this.id}:${id}`
-    let started: StartedCall
-    try {
-      if (this.#ctx.bridge !== undefined && known !== undefined && !known.streaming && !known.requestStream) {
-        void this.#runBridged(known, id, requestId, payload, metadata, format, entry)
-        return
-      }
-      // Metadata travels per frame (TCP): its credential is read now (a map lookup, never throws).
-      const credential = metadata === undefined ? this.#connectionCredential : this.#init.credential(metadata)
-      started = this.#ctx.trivium.start({
-        endpoint,
-        protocol: this.protocol,
-        payload,
-        format,
-        requestId,
-        log: this.log,
-        headers: this.#init.headers,
-        query: this.#init.query,
-        metadata,
-        clientIp: this.clientIp,
-        credential,
-        signal: entry.lazySignal,
-        connection: this.state,
-        requests,
-        onIdentity: this.#onIdentity,
-      })
-      // The endpoint's deadline bounds the whole stream: a handler waiting for an item is woken by it.
-      if (requests !== undefined && started.call.definition.timeoutMs !== undefined) {
-        const signal = started.call.signal
-        signal.addEventListener('abort', () => requests.fail(signal.reason), { once: true })
-      }
-      const result = started.result
-      if (!started.call.definition.streaming && !isThenable(result)) {
-        this.#respond(id, started.call, result, format, entry)
-        this.#settle(id, entry)
-        return
-      }
-    } catch (err) {
-      this.#failed(id, err, entry)
-      this.#settle(id, entry)
-      return
-    }
-    void this.#complete(id, started.call, started.result, format, entry)
-  }
-
-  /** The rest of a call whose answer is a promise, or a stream. */
-  async #complete(
-    id: number,
-    call: TriviumCall,
-    pending: unknown,
-    format: WireFormat,
-    entry: Cancellation,
-  ): Promise<void> {
-    try {
-      const result = await pending
-      const definition = call.definition
-      if (definition.streaming) {
-        this.#learnIdentity(call)
-        await this.#pump(
-          id,
-          definition,
-          responseFormat(definition, format),
-          result as AsyncIterable<unknown>,
-          entry.signal,
-        )
-      } else {
-        this.#respond(id, call, result, format, entry)
-      }
-    } catch (err) {
-      this.#failed(id, err, entry)
-    } finally {
-      this.#release(id, entry, call)
-    }
-  }
-
-  /** A unary call through the TCP inject bridge: the route's own HTTP response, already encoded. */
-  async #runBridged(
-    definition: EndpointDefinition,
-    id: number,
-    requestId: string,
-    payload: Uint8Array,
-    metadata: Record<string, string> | undefined,
-    format: WireFormat,
-    entry: Cancellation,
-  ): Promise<void> {
-    const override: TransportOverride = {
-      protocol: this.protocol,
-      clientIp: this.clientIp,
-      connection: this.state,
-      onIdentity: this.#onIdentity,
-    }
-    if (metadata !== undefined) override.metadata = metadata
-    let answered: TriviumCall | undefined
-    try {
-      const out = await this.#ctx.bridge!.call(
-        definition,
-        format,
-        responseFormat(definition, format),
-        payload,
-        override,
-        entry,
-      )
-      answered = out.call
-      if (out.call) this.#learnIdentity(out.call)
-      if (entry.aborted || !this.#carrier.open) return
-      if (out.ok) this.#send(FrameType.RESPONSE, id, out.body)
-      else this.#send(FrameType.ERROR, id, withRequestId(out.body, requestId))
-    } catch (err) {
-      this.#failed(id, err, entry)
-    } finally {
-      this.#release(id, entry, answered)
-    }
-  }
-
-  /** A unary call's value as its RESPONSE frame (nothing when the call was cancelled or the carrier closed). */
-  #respond(id: number, call: TriviumCall, result: unknown, format: WireFormat, entry: Cancellation): void {
-    this.#learnIdentity(call)
-    if (entry.aborted || !this.#carrier.open) return
-    const definition = call.definition
-    this.#send(FrameType.RESPONSE, id, responseFormat(definition, format).encode(definition.response, result))
-  }
-
-  #failed(id: number, err: unknown, entry: Cancellation): void {
-    if (!entry.aborted) this.sendError(id, err)
-    else if (entry.reason === this.#ctx.shutdownError) this.sendError(id, entry.reason)
-  }
-
-  /**
-   * A call is answered: settled now, or — answered at its deadline while its handler runs on — its id is
-   * free now and it counts toward maxInFlight until the handler returns (as a cancelled one does).
-   */
-  #release(id: number, entry: Cancellation, call: TriviumCall | undefined): void {
-    const running = call === undefined ? undefined : handlerSettled(call)
-    if (running === undefined) {
-      this.#settle(id, entry)
-      return
-    }
-    if (this.inFlight.get(id) === entry) this.inFlight.delete(id)
-    entry.abort(new Error('deadline exceeded'))
-    void running.then(() => this.#settle(id, entry))
-  }
-
-  /** A call is over: its id is free again, and a drain waiting for the last call is told. */
-  #settle(id: number, entry: Cancellation): void {
-    const inbox = this.#inboxes.get(id)
-    if (inbox?.entry === entry) {
-      this.#inboxes.delete(id)
-      inbox.close()
-      // Answered before the client's half-close: items it sent meanwhile are dropped, not refused.
-      if (!inbox.ended && !inbox.cancelled) this.#rememberEnded(id)
-    }
-    // A CANCEL may have freed the id and a new call taken it: only remove this call's own entry.
-    // Only an aborted entry can have left the map (CANCEL, close), so the lookup is for those.
-    if (!entry.aborted || this.inFlight.get(id) === entry) this.inFlight.delete(id)
-    this.running--
-    this.#active = true
-    if (this.running === 0) this.#drained?.()
-  }
-
-  #rememberEnded(id: number): void {
-    if (this.#endedEarly.size >= REMEMBERED_ENDED_STREAMS) {
-      const oldest = this.#endedEarly.values().next().value as number
-      this.#endedEarly.delete(oldest)
-    }
-    this.#endedEarly.add(id)
+    calls.start(id, entry)
+    runCall(this.#host, { endpoint, definition, id, payload, metadata, format, entry, requests })
   }
 
   async #onSubscribe(frame: Frame): Promise<void> {
@@ -782,53 +454,7 @@ export class FrameSession implements Session {
     }
   }
 
-  /** Sends items as the generator yields them; waits for the socket when over the high-water mark. */
-  async #pump(
-    id: number,
-    definition: EndpointDefinition,
-    format: WireFormat,
-    items: AsyncIterable<unknown>,
-    signal: AbortSignal,
-  ): Promise<void> {
-    const iterator = items[Symbol.asyncIterator]()
-    // One listener for the stream's life; each item's wait leaves nothing behind (PROTOCOL.md "Streams
-    // hold constant memory").
-    const aborted = new StreamStop()
-    const onAbort = (): void => aborted.stop(signal.reason)
-    if (signal.aborted) onAbort()
-    else signal.addEventListener('abort', onAbort, { once: true })
-    const carrier = this.#carrier
-    try {
-      while (true) {
-        const step = await aborted.wait(iterator.next())
-        if (step === STOPPED) break
-        if (step.done) {
-          carrier.sendBody(FrameType.STREAM_END, id, EMPTY)
-          break
-        }
-        this.#send(FrameType.STREAM_ITEM, id, encodePayload(definition, format, step.value))
-        if (carrier.backlog > this.#ctx.options.highWaterMark) await carrier.drain(signal)
-        if (signal.aborted || !carrier.open) break
-      }
-    } finally {
-      signal.removeEventListener('abort', onAbort)
-      // Stops the generator (its finally runs). Not awaited: a generator stuck in an await that ignores
-      // call.signal must not hold the connection.
-      iterator.return?.()?.catch?.(noop)
-    }
-    if (signal.aborted && signal.reason === this.#ctx.shutdownError) throw signal.reason
-  }
-
   // ---- identity and expiry ----
-
-  /**
-   * Learnt again when a call answers or its stream starts: middleware may complete the identity after
-   * setting it (its expiry, say), which `#onIdentity` saw before.
-   */
-  #learnIdentity(call: TriviumCall): void {
-    const identity = call.identity
-    if (identity !== undefined && !this.closed) this.#adoptIdentity(identity)
-  }
 
   #adoptIdentity(identity: ConnectionIdentity): void {
     const { expiresAt } = identity
@@ -856,25 +482,6 @@ export class FrameSession implements Session {
   }
 }
 
-function responseFormat(definition: EndpointDefinition, format: WireFormat): WireFormat {
-  // A response model without a binary form is sent as JSON (as on HTTP).
-  return format !== jsonFormat && !definition.response.encode ? jsonFormat : format
-}
-
 function publish(ch: ReturnType<typeof channel>, message: object): void {
   if (ch.hasSubscribers) ch.publish(message)
-}
-
-/** Rewrites an injected error body's requestId (the Fastify request's id) to `<connection>:<frame id>`. */
-function withRequestId(body: Uint8Array, requestId: string): Uint8Array | string {
-  try {
-    const parsed = JSON.parse(new TextDecoder().decode(body))
-    if (parsed && typeof parsed === 'object') {
-      parsed.requestId = requestId
-      return JSON.stringify(parsed)
-    }
-  } catch {
-    /* not JSON: pass through */
-  }
-  return body
 }

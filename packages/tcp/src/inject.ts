@@ -31,7 +31,7 @@ import {
   type WireFormat,
 } from '@trivium/core'
 import { decodePayload, jsonFormat, TRANSPORT_OVERRIDE, type TransportOverride } from '@trivium/core/internal'
-import type { Cancellation } from '@trivium/wire'
+import type { BridgedCall, BridgedOutcome, UnaryBridge } from '@trivium/frame-session'
 import type {
   FastifyInstance,
   FastifyReply,
@@ -45,12 +45,9 @@ const EMPTY = new Uint8Array(0)
 /** Idle FrameSockets kept per bridge: one per call in flight up to this (more are made, then dropped). */
 const POOL_SIZE = 256
 
-export interface InjectOutcome {
-  ok: boolean
-  /** RESPONSE payload bytes, or the error body (JSON) for an ERROR frame. */
-  body: Uint8Array
-  /** The call the route built (for the connection's identity), when the route ran. */
-  call: TriviumCall | undefined
+export interface InjectOutcome extends BridgedOutcome {
+  /** RESPONSE payload bytes, or the error body (JSON, its requestId the frame's) for an ERROR frame. */
+  body: Uint8Array | string
   /** Which path served the frame: `lean` (Node's request/response built in memory) or `inject` (`app.inject()`). */
   path: 'lean' | 'inject'
 }
@@ -214,7 +211,7 @@ function isEmptyObject(json: unknown): boolean {
   return true
 }
 
-export class InjectBridge {
+export class InjectBridge implements UnaryBridge {
   readonly #idle: FrameSocket[] = []
   /** Only on the app.inject() path (an AsyncLocalStorage costs every promise of the process once used). */
   readonly #marker: AsyncLocalStorage<InjectMarker> | undefined
@@ -259,32 +256,19 @@ export class InjectBridge {
     return this.#marker !== undefined
   }
 
-  call(
-    definition: EndpointDefinition,
-    format: WireFormat,
-    accept: WireFormat,
-    payload: Uint8Array,
-    override: TransportOverride,
-    entry: Cancellation,
-  ): Promise<InjectOutcome> {
+  call(bridged: BridgedCall): Promise<InjectOutcome> {
     let form: HttpForm
     try {
-      form = httpFormOf(definition, format, payload)
+      form = httpFormOf(bridged.definition, bridged.format, bridged.payload)
     } catch (err) {
       return Promise.reject(err) // a promise either way: the frame session awaits or chains it
     }
-    if (this.#marker !== undefined)
-      return this.#inject(this.#marker, definition, form, accept, override, entry)
-    return this.#lean(definition, form, accept, override, entry)
+    if (this.#marker !== undefined) return this.#inject(this.#marker, bridged, form)
+    return this.#lean(bridged, form)
   }
 
-  #lean(
-    definition: EndpointDefinition,
-    form: HttpForm,
-    accept: WireFormat,
-    override: TransportOverride,
-    entry: Cancellation,
-  ): Promise<InjectOutcome> {
+  #lean(bridged: BridgedCall, form: HttpForm): Promise<InjectOutcome> {
+    const { definition, accept, override, entry } = bridged
     return new Promise((resolve) => {
       if (entry.aborted) {
         resolve({ ok: false, body: EMPTY, call: undefined, path: 'lean' })
@@ -343,7 +327,8 @@ export class InjectBridge {
           this.#release(socket)
           process.nextTick(emitClose, res)
         })
-        resolve({ ok: res.statusCode < 400, body, call, path: 'lean' })
+        const ok = res.statusCode < 400
+        resolve({ ok, body: ok ? body : withRequestId(body, bridged.requestId), call, path: 'lean' })
       })
       this.fastify.routing(req, res)
     })
@@ -358,12 +343,10 @@ export class InjectBridge {
 
   async #inject(
     context: AsyncLocalStorage<InjectMarker>,
-    definition: EndpointDefinition,
+    bridged: BridgedCall,
     form: HttpForm,
-    accept: WireFormat,
-    override: TransportOverride,
-    entry: Cancellation,
   ): Promise<InjectOutcome> {
+    const { definition, accept, override, entry } = bridged
     const marker = new InjectMarker(override)
     entry.onAbort = (reason) => {
       marker.request?.raw.destroy(abortError(reason))
@@ -392,9 +375,25 @@ export class InjectBridge {
         )
       })
       const call = (marker.request as unknown as Record<symbol, TriviumCall | undefined> | undefined)?.[CALL]
-      return { ok: res.statusCode < 400, body: res.rawPayload, call, path: 'inject' }
+      const ok = res.statusCode < 400
+      const body = ok ? res.rawPayload : withRequestId(res.rawPayload, bridged.requestId)
+      return { ok, body, call, path: 'inject' }
     } finally {
       entry.onAbort = undefined
     }
   }
+}
+
+/** Rewrites an injected error body's requestId (the Fastify request's id) to `<connection>:<frame id>`. */
+function withRequestId(body: Uint8Array, requestId: string): Uint8Array | string {
+  try {
+    const parsed = JSON.parse(new TextDecoder().decode(body))
+    if (parsed && typeof parsed === 'object') {
+      parsed.requestId = requestId
+      return JSON.stringify(parsed)
+    }
+  } catch {
+    /* not JSON: pass through */
+  }
+  return body
 }

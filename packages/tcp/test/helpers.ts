@@ -15,7 +15,8 @@ export async function until(cond: () => boolean, what: string, timeoutMs = 10_00
     await sleep(5)
   }
 }
-export const dec = (b: Uint8Array) => JSON.parse(new TextDecoder().decode(b))
+export const dec = (b: Uint8Array | string) =>
+  JSON.parse(typeof b === 'string' ? b : new TextDecoder().decode(b))
 
 export interface Probe {
   finallyRan: number

@@ -332,14 +332,15 @@ t.test('an abort before the route starts does not run it', async (t) => {
   reset()
   const entry = new Cancellation(false)
   entry.abort(new Error('cancelled'))
-  const out = await lean.call(
-    definitionOf(app, 'plain'),
-    jsonFormat,
-    jsonFormat,
-    new Uint8Array(0),
-    tcpOverride(),
+  const out = await lean.call({
+    definition: definitionOf(app, 'plain'),
+    format: jsonFormat,
+    accept: jsonFormat,
+    payload: new Uint8Array(0),
+    override: tcpOverride(),
     entry,
-  )
+    requestId: 'c1:1',
+  })
   t.same({ ok: out.ok, length: out.body.length }, { ok: false, length: 0 })
   await tick()
   t.same(seen.trace, [], 'no hook ran')

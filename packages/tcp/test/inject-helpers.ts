@@ -36,7 +36,17 @@ export function bridgeCall(
       : body instanceof Uint8Array
         ? body
         : new TextEncoder().encode(JSON.stringify(body))
-  return bridge.call(definitionOf(app, name), jsonFormat, jsonFormat, payload, tcpOverride(), entry)
+  const definition = definitionOf(app, name)
+  const override = tcpOverride()
+  return bridge.call({
+    definition,
+    format: jsonFormat,
+    accept: jsonFormat,
+    payload,
+    override,
+    entry,
+    requestId: 'c1:1',
+  })
 }
 
 /** A body without the per-request id (each path has its own). */

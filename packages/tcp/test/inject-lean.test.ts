@@ -12,7 +12,7 @@ import t, { type Test } from 'tap'
 import { dec, requestFrame, TcpClient, until } from './helpers.ts'
 import { bridgeCall, definitionOf, InjectBridge, tcpOverride } from './inject-helpers.ts'
 
-const text = (b: Uint8Array) => Buffer.from(b).toString()
+const text = (b: Uint8Array | string) => Buffer.from(b).toString()
 
 /** An app with core and a lean bridge (not ready yet: the test adds hooks and endpoints), closed at the end. */
 async function withBridge(t: Test, options: FastifyServerOptions = { logger: false }) {
@@ -108,14 +108,15 @@ t.test('the request logger sees method, url and the TCP peer address', async (t)
   const { app, bridge } = await withBridge(t, { logger: { level: 'info', stream } })
   app.trivium.endpoint('plain', { method: 'GET', url: '/plain' }, () => ({ plain: true }))
   await app.ready()
-  const out = await bridge.call(
-    definitionOf(app, 'plain'),
-    jsonFormat,
-    jsonFormat,
-    new Uint8Array(0),
-    { ...tcpOverride(), clientIp: '10.1.2.3' },
-    new (await import('@trivium/wire')).Cancellation(false),
-  )
+  const out = await bridge.call({
+    definition: definitionOf(app, 'plain'),
+    format: jsonFormat,
+    accept: jsonFormat,
+    payload: new Uint8Array(0),
+    override: { ...tcpOverride(), clientIp: '10.1.2.3' },
+    entry: new (await import('@trivium/wire')).Cancellation(false),
+    requestId: 'c1:1',
+  })
   t.equal(out.ok, true)
   await until(() => lines.some((l) => l.msg === 'request completed'), 'the access log line')
   const incoming = lines.find((l) => l.msg === 'incoming request') as { req: Record<string, unknown> }

@@ -1,0 +1,67 @@
+// Compressed frames on the server side (PROTOCOL.md "Compression"): the client's offer (PING 0x88) is
+// answered with the acceptance (PONG 0x89) when the server compresses, bodies of at least the threshold
+// then go out as raw DEFLATE when smaller, and compressed frames received are inflated within the
+// carrier's frame limit (a bomb never inflates past it).
+import { deflateRawSync, inflateRawSync } from 'node:zlib'
+import {
+  DEFAULT_MAX_FRAME_BYTES,
+  FRAME_COMPRESSED,
+  type Frame,
+  FrameType,
+  type Inflate,
+  inflateFrame,
+} from '@trivium/wire'
+import type { FrameCarrier } from './carrier.js'
+
+const EMPTY = new Uint8Array(0)
+/** Stops at `maxBytes` (zlib throws ERR_BUFFER_TOO_LARGE): a bomb never inflates past the limit. */
+const inflateRaw: Inflate = (body, maxBytes) =>
+  inflateRawSync(body, { maxOutputLength: Math.max(1, maxBytes) })
+
+export class SessionCompression {
+  /** Bodies of at least this many bytes go out compressed: set once the peer offered (PING 0x88). */
+  #compressFrom: number | undefined
+  readonly #carrier: FrameCarrier
+  /** The server's threshold; undefined: compression is off and a compressed frame is refused. */
+  readonly threshold: number | undefined
+
+  constructor(carrier: FrameCarrier, threshold: number | undefined) {
+    this.#carrier = carrier
+    this.threshold = threshold
+  }
+
+  /** The peer offered and the server accepted: bodies may go out compressed. */
+  get active(): boolean {
+    return this.#compressFrom !== undefined
+  }
+
+  /** A flagged PING (the offer) is answered, with the acceptance when compression is on; a flagged PONG is ignored. */
+  answerOffer(frame: Frame): void {
+    if (frame.type === FrameType.PONG) return
+    const threshold = this.threshold
+    if (threshold !== undefined) this.#compressFrom = threshold
+    const pong = threshold === undefined ? FrameType.PONG : FrameType.PONG | FRAME_COMPRESSED
+    this.#carrier.sendBody(pong, frame.requestId, EMPTY)
+  }
+
+  /** A compressed frame as the plain frame it stands for. Throws FrameError (too large, malformed). */
+  inflate(frame: Frame): Frame {
+    const max = this.#carrier.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES
+    return inflateFrame(frame, inflateRaw, max - 5, max)
+  }
+
+  /** Sends a frame's body, compressed when the peer offered and the body is over the threshold. */
+  send(type: number, requestId: number, body: Uint8Array | string): void {
+    const from = this.#compressFrom
+    // A string's UTF-8 form is at most 3 bytes per code unit: shorter ones are never measured.
+    if (from === undefined || body.length * (typeof body === 'string' ? 3 : 1) < from) {
+      this.#carrier.sendBody(type, requestId, body)
+      return
+    }
+    const bytes = typeof body === 'string' ? Buffer.from(body) : body
+    const packed = bytes.length >= from ? deflateRawSync(bytes) : undefined
+    if (packed !== undefined && packed.length < bytes.length)
+      this.#carrier.sendBody(type | FRAME_COMPRESSED, requestId, packed)
+    else this.#carrier.sendBody(type, requestId, bytes)
+  }
+}

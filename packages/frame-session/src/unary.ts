@@ -1,0 +1,233 @@
+// Running one call on a frame connection: through core's pipeline (or a unary bridge, TCP's inject
+// mode), answered by its RESPONSE or ERROR frame, or by a stream handed to the pump.
+import type {
+  EndpointDefinition,
+  TriviumCall,
+  TriviumError,
+  TriviumIdentity,
+  WireFormat,
+} from '@trivium/core'
+import { isThenable, jsonFormat, type StartedCall, type TransportOverride } from '@trivium/core/internal'
+import { type Cancellation, FrameType } from '@trivium/wire'
+import type { FrameCarrier } from './carrier.js'
+import type { SessionCompression } from './compression.js'
+import type { CallTable } from './flow-control.js'
+import type { RequestInbox } from './request-stream.js'
+import { pumpStream } from './server-stream.js'
+import type { FrameSession, SessionContext, SessionInit } from './session.js'
+
+/** A unary call handed to a bridge (TCP's inject mode replays it through the endpoint's Fastify route). */
+export interface BridgedCall {
+  definition: EndpointDefinition
+  /** The request payload's format, and the one the response is asked in. */
+  format: WireFormat
+  accept: WireFormat
+  payload: Uint8Array
+  override: TransportOverride
+  entry: Cancellation
+  /** `<connection>:<frame id>`: the request id an error body carries. */
+  requestId: string
+}
+
+/** A bridged call's answer: the frame body (an error body carrying the call's request id), the call it ran. */
+export interface BridgedOutcome {
+  ok: boolean
+  body: Uint8Array | string
+  call: TriviumCall | undefined
+}
+
+/** Runs unary calls another way than core's pipeline (TCP's inject bridge, in @trivium/tcp). */
+export interface UnaryBridge {
+  call(call: BridgedCall): Promise<BridgedOutcome>
+}
+
+/** One admitted call, as the session hands it to the runner. */
+export interface CallStart {
+  endpoint: string
+  /** The registry's definition; undefined: core answers with its own "no such endpoint". */
+  definition: EndpointDefinition | undefined
+  /** The frame's request id. */
+  id: number
+  payload: Uint8Array
+  metadata: Record<string, string> | undefined
+  format: WireFormat
+  entry: Cancellation
+  /** A client stream's inbox of request items. */
+  requests: RequestInbox | undefined
+}
+
+/** What the runner uses of its session (one object per session). */
+export interface CallHost {
+  readonly session: FrameSession
+  readonly ctx: SessionContext
+  readonly init: SessionInit
+  readonly carrier: FrameCarrier
+  readonly calls: CallTable
+  readonly compression: SessionCompression
+  /** The connection's credential, read when a call without frame metadata asks. */
+  readonly connectionCredential: () => string | undefined
+  readonly onIdentity: (identity: TriviumIdentity) => void
+  /** Learns the identity a call ended with (middleware may complete it after `onIdentity`). */
+  learnIdentity(call: TriviumCall): void
+}
+
+export function responseFormat(definition: EndpointDefinition, format: WireFormat): WireFormat {
+  // A response model without a binary form is sent as JSON (as on HTTP).
+  return format !== jsonFormat && !definition.response.encode ? jsonFormat : format
+}
+
+/**
+ * Runs one call. Not async: when the pipeline and the handler answer synchronously (no middleware
+ * waiting on I/O, a handler that returns a value) the response is queued in this turn, with no promise
+ * or microtask per call; a promise or a stream continues in `complete`, a bridged call in `runBridged`.
+ */
+export function runCall(host: CallHost, start: CallStart): void {
+  const { session, ctx } = host
+  const { id, definition, metadata, format, entry, requests } = start
+  const requestId = `${session.id}:${id}`
+  let started: StartedCall
+  try {
+    if (
+      ctx.bridge !== undefined &&
+      definition !== undefined &&
+      !definition.streaming &&
+      !definition.requestStream
+    ) {
+      void runBridged(host, start, requestId, ctx.bridge)
+      return
+    }
+    // Metadata travels per frame (TCP): its credential is read now (a map lookup, never throws).
+    const credential = metadata === undefined ? host.connectionCredential : host.init.credential(metadata)
+    started = ctx.trivium.start({
+      endpoint: start.endpoint,
+      protocol: session.protocol,
+      payload: start.payload,
+      format,
+      requestId,
+      log: session.log,
+      headers: host.init.headers,
+      query: host.init.query,
+      metadata,
+      clientIp: session.clientIp,
+      credential,
+      signal: entry.lazySignal,
+      connection: session.state,
+      requests,
+      onIdentity: host.onIdentity,
+    })
+    // The endpoint's deadline bounds the whole stream: a handler waiting for an item is woken by it.
+    if (requests !== undefined && started.call.definition.timeoutMs !== undefined) {
+      const signal = started.call.signal
+      signal.addEventListener('abort', () => requests.fail(signal.reason), { once: true })
+    }
+    const result = started.result
+    if (!started.call.definition.streaming && !isThenable(result)) {
+      respond(host, id, started.call, result, format, entry)
+      host.calls.settle(id, entry)
+      return
+    }
+  } catch (err) {
+    failed(host, id, err, entry)
+    host.calls.settle(id, entry)
+    return
+  }
+  void complete(host, id, started.call, started.result, format, entry)
+}
+
+/** The rest of a call whose answer is a promise, or a stream. */
+async function complete(
+  host: CallHost,
+  id: number,
+  call: TriviumCall,
+  pending: unknown,
+  format: WireFormat,
+  entry: Cancellation,
+): Promise<void> {
+  try {
+    const result = await pending
+    const definition = call.definition
+    if (definition.streaming) {
+      host.learnIdentity(call)
+      await pumpStream({
+        id,
+        definition,
+        format: responseFormat(definition, format),
+        items: result as AsyncIterable<unknown>,
+        signal: entry.signal,
+        carrier: host.carrier,
+        send: host.compression.send.bind(host.compression),
+        highWaterMark: host.ctx.options.highWaterMark,
+        shutdownError: host.ctx.shutdownError,
+      })
+    } else {
+      respond(host, id, call, result, format, entry)
+    }
+  } catch (err) {
+    failed(host, id, err, entry)
+  } finally {
+    host.calls.release(id, entry, call)
+  }
+}
+
+/** A unary call through the bridge: the answer is the route's own response, already encoded. */
+async function runBridged(
+  host: CallHost,
+  start: CallStart,
+  requestId: string,
+  bridge: UnaryBridge,
+): Promise<void> {
+  const { session } = host
+  const { id, entry, format } = start
+  const definition = start.definition as EndpointDefinition
+  const override: TransportOverride = {
+    protocol: session.protocol,
+    clientIp: session.clientIp,
+    connection: session.state,
+    onIdentity: host.onIdentity,
+  }
+  if (start.metadata !== undefined) override.metadata = start.metadata
+  let answered: TriviumCall | undefined
+  try {
+    const out = await bridge.call({
+      definition,
+      format,
+      accept: responseFormat(definition, format),
+      payload: start.payload,
+      override,
+      entry,
+      requestId,
+    })
+    answered = out.call
+    if (out.call) host.learnIdentity(out.call)
+    if (entry.aborted || !host.carrier.open) return
+    host.compression.send(out.ok ? FrameType.RESPONSE : FrameType.ERROR, id, out.body)
+  } catch (err) {
+    failed(host, id, err, entry)
+  } finally {
+    host.calls.release(id, entry, answered)
+  }
+}
+
+/** A unary call's value as its RESPONSE frame (nothing when the call was cancelled or the carrier closed). */
+function respond(
+  host: CallHost,
+  id: number,
+  call: TriviumCall,
+  result: unknown,
+  format: WireFormat,
+  entry: Cancellation,
+): void {
+  host.learnIdentity(call)
+  if (entry.aborted || !host.carrier.open) return
+  const definition = call.definition
+  host.compression.send(
+    FrameType.RESPONSE,
+    id,
+    responseFormat(definition, format).encode(definition.response, result),
+  )
+}
+
+function failed(host: CallHost, id: number, err: unknown, entry: Cancellation): void {
+  if (!entry.aborted) host.session.sendError(id, err)
+  else if (entry.reason === host.ctx.shutdownError) host.session.sendError(id, entry.reason as TriviumError)
+}

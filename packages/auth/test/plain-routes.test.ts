@@ -242,6 +242,21 @@ t.test('a route added before the plugins is guarded by the fallback', async (t) 
   t.same(ok.json(), { user: 9 })
 })
 
+// Issue 43 item 6: whether a route was added before core is not read from printRoutes() (a drawing, not an
+// API): a Fastify that draws its tree differently (here: one that says it is empty) changes nothing.
+t.test('a route added before the plugins is guarded whatever printRoutes() draws', async (t) => {
+  const app = Fastify()
+  t.teardown(() => app.close())
+  app.get('/early', { config: { triviumRoute: {} } }, async () => ({ open: true }))
+  app.printRoutes = () => '(empty tree)'
+  await app.register(trivium)
+  await app.register(triviumAuth, { secret: SECRET, issuer: ISSUER })
+  await app.ready()
+  const res = await app.inject({ url: '/early' })
+  t.equal(res.statusCode, 401)
+  t.equal(res.json().code, 'TRV_UNAUTHORIZED')
+})
+
 t.test("a child context's auth does not guard a route added before core: it stays refused", async (t) => {
   const app = Fastify()
   t.teardown(() => app.close())

@@ -304,27 +304,25 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
   // Plain routes with `config.triviumRoute` seen after this plugin, and the guard's definition of each.
   const plainRoutes: { label: string; rules: unknown }[] = []
   const guarded = new Map<unknown, GuardedRoute>()
-  // Routes added before this plugin cannot be seen by onRoute, and Fastify lists no route's config. When
-  // there are any, an app-wide preHandler reads each request's route config and guards (or refuses) those
-  // with the option; an app whose routes all come after Trivium's plugins pays nothing per request.
+  // Routes added before this plugin cannot be seen by onRoute, and Fastify has no public listing of them
+  // (printRoutes() draws a tree, not an API). So an app-wide preHandler reads each request's route config
+  // (request.routeOptions, public) and guards (or refuses) those with the option that onRoute never saw.
   let earlyGuard: EarlyRouteGuard | undefined
-  if (fastify.printRoutes() !== '(empty tree)') {
-    fastify.addHook('preHandler', (request, reply, done) => {
-      const config = request.routeOptions.config
-      const rules: unknown = 'triviumRoute' in config ? config.triviumRoute : undefined
-      if (rules === undefined || guarded.has(rules)) return done()
-      if (typeof rules === 'object' && rules !== null && earlyGuard !== undefined) {
-        return earlyGuard(rules, request, reply, done)
-      }
-      // Fail closed: a server fault (its rule cannot be enforced), named in the log, not to the client.
-      request.log.error(
-        { route: request.routeOptions.url },
-        '@trivium/core: a route added before @trivium/core has config.triviumRoute but no route guard runs: register @trivium/auth',
-      )
-      reply.headers(errorHeaders)
-      replyWithError(new InternalErrorException(INTERNAL_ERROR_MESSAGE), request, reply)
-    })
-  }
+  fastify.addHook('preHandler', (request, reply, done) => {
+    const config = request.routeOptions.config
+    const rules: unknown = 'triviumRoute' in config ? config.triviumRoute : undefined
+    if (rules === undefined || guarded.has(rules)) return done()
+    if (typeof rules === 'object' && rules !== null && earlyGuard !== undefined) {
+      return earlyGuard(rules, request, reply, done)
+    }
+    // Fail closed: a server fault (its rule cannot be enforced), named in the log, not to the client.
+    request.log.error(
+      { route: request.routeOptions.url },
+      '@trivium/core: a route added before @trivium/core has config.triviumRoute but no route guard runs: register @trivium/auth',
+    )
+    reply.headers(errorHeaders)
+    replyWithError(new InternalErrorException(INTERNAL_ERROR_MESSAGE), request, reply)
+  })
   // Opted-in routes answer their errors in the Trivium body, with an error handler of their own (a
   // route's own `errorHandler` is kept); every other route keeps its context's (the application's).
   const routeErrorHandler = frameworkErrorHandler(errorHeaders)

@@ -31,6 +31,7 @@ export {
   hostMissing,
   MISSING_FACTORY_OPTIONS,
   MISSING_HOST,
+  requestListenersKept,
 } from './http/framework-errors.js'
 export { SHUTDOWN_MESSAGE } from './http/sse.js'
 export { CALL, TRANSPORT_OVERRIDE, type TransportOverride } from './http/symbols.js'

@@ -1,9 +1,10 @@
 // Issue 16 items 6 and 11: HTTP errors produced below the routes use the error body (with `code` and
 // `requestId`) and the headers of `fastify.trivium.errorHeaders`.
+import http from 'node:http'
 import net from 'node:net'
 import { Writable } from 'node:stream'
 import trivium, { triviumFactoryOptions } from '@trivium/core'
-import { MISSING_FACTORY_OPTIONS } from '@trivium/core/internal'
+import { MISSING_FACTORY_OPTIONS, requestListenersKept } from '@trivium/core/internal'
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify'
 import type { Test } from 'tap'
 import t from 'tap'
@@ -372,4 +373,41 @@ t.test('a request arriving while the server closes: 503 with the error body and 
   )
   const res: Raw = { status: Number(statusLine.split(' ')[1]), headers, body: JSON.parse(body) }
   expectBody(t, res, 503, 'TRV_SERVICE_UNAVAILABLE', 'ServiceUnavailableException', 'Server is shutting down')
+})
+
+// Issue 43 item 7: core wraps Fastify's one `request` listener (Node's public listener API). With a second
+// listener (a serverFactory that adds its own) it cannot tell which is Fastify's: it leaves both, says so at
+// warn, and those early refusals are Node's and Fastify's own again.
+t.test('a server with two request listeners: both are kept, a warning names what is lost', async (t) => {
+  const log = warnings()
+  let seenByOther = 0
+  const other = () => {
+    seenByOther++
+  }
+  const fastify = Fastify({
+    ...triviumFactoryOptions(),
+    logger: log.logger,
+    serverFactory: (handler) => {
+      const server = http.createServer({ requireHostHeader: false }, handler)
+      server.on('request', other)
+      return server
+    },
+  })
+  const before = fastify.server.listeners('request')
+  t.equal(before.length, 2)
+  await fastify.register(trivium, WHOLE_APP)
+  fastify.get('/plain', async () => ({ ok: true }))
+  await fastify.listen({ port: 0, host: '127.0.0.1' })
+  t.teardown(() => fastify.close())
+  t.same(
+    log.lines.map((l) => [l.level, l.msg]),
+    [[40, requestListenersKept(2)]],
+  )
+  t.same(fastify.server.listeners('request'), before, 'the listeners are the same two, in order')
+  const port = (fastify.server.address() as net.AddressInfo).port
+  // No Host on HTTP/1.1: Fastify routes it (core's 400 needs the wrapped listener).
+  const res = await raw(port, 'GET /plain HTTP/1.1\r\nConnection: close\r\n\r\n')
+  t.equal(res.status, 200)
+  t.same(res.body, { ok: true })
+  t.equal(seenByOther, 1)
 })

@@ -239,13 +239,19 @@ function refuseOptionsRoutes(urls: string[]): TypeError {
 }
 
 /**
- * The OPTIONS routes already registered: onRoute never saw them, and `printRoutes` is the one public
- * listing. Its tree (`└── /v1 (OPTIONS)` with children indented by four) is joined back into URLs.
+ * The OPTIONS routes already registered: onRoute never saw them, and `printRoutes` is Fastify's only listing
+ * of them. Its tree (`└── /v1 (OPTIONS)` with children indented by four) is drawing, not an API, so what it
+ * gives is checked with the public `hasRoute`, and a tree this cannot read fails start-up instead of letting
+ * an application's OPTIONS route be taken over silently. (`*`, @fastify/cors's, is listed as `*`, found as `/*`.)
  */
 function optionsRoutes(fastify: FastifyInstance): string[] {
+  const tree = fastify.printRoutes({ method: 'OPTIONS', commonPrefix: false })
+  if (tree === '(empty tree)') return []
   const urls: string[] = []
   const path: string[] = []
-  for (const line of fastify.printRoutes({ method: 'OPTIONS', commonPrefix: false }).split('\n')) {
+  let marked = 0
+  for (const line of tree.split('\n')) {
+    if (line.includes('OPTIONS')) marked++
     const match = /^([│ ]*)[├└]── (.*?)( \(OPTIONS\))?$/.exec(line)
     if (!match) continue
     const depth = (match[1] ?? '').length / 4
@@ -253,8 +259,15 @@ function optionsRoutes(fastify: FastifyInstance): string[] {
     path.push(match[2] ?? '')
     if (match[3]) urls.push(path.join(''))
   }
+  const read =
+    urls.length === marked &&
+    urls.every((url) => fastify.hasRoute({ method: 'OPTIONS', url: url.startsWith('/') ? url : `/${url}` }))
+  if (urls.length === 0 || !read) throw new TypeError(UNREADABLE_ROUTE_LISTING)
   return urls
 }
+
+const UNREADABLE_ROUTE_LISTING =
+  "@trivium/protections: cors with routes: 'all' could not read Fastify's listing of the routes registered before it (printRoutes draws them differently in this Fastify release), so it cannot tell whether it would take over an OPTIONS route: register @trivium/protections before the application's routes, or with { cors: false }"
 
 /** CORS exactly as the README documents; HTTP only (WebSocket messages and TCP frames never see it). */
 export const cors = fp(corsPlugin, { fastify: '^5.12.1', name: '@trivium/protections/cors' })

@@ -166,7 +166,11 @@ function refuseBeforeFastify(fastify: FastifyInstance, server: Server, headers: 
   })
   const listeners = server.listeners('request')
   const fastifyHandler = listeners[0] as ((req: IncomingMessage, res: ServerResponse) => void) | undefined
-  if (fastifyHandler === undefined || listeners.length !== 1) return
+  if (fastifyHandler === undefined || listeners.length !== 1) {
+    // Which of several listeners is Fastify's is not knowable publicly: leave them all, and say so.
+    fastify.log.warn(requestListenersKept(listeners.length))
+    return
+  }
   let closing = false
   fastify.addHook('preClose', (done) => {
     closing = true
@@ -178,6 +182,11 @@ function refuseBeforeFastify(fastify: FastifyInstance, server: Server, headers: 
     else if (hostMissing(req)) writeError(req, res, new ValidationException(MISSING_HOST), headers)
     else fastifyHandler.call(this, req, res)
   })
+}
+
+/** Logged (warn) at registration when the server does not have exactly one `request` listener. */
+export function requestListenersKept(count: number): string {
+  return `@trivium/core: the server has ${count} 'request' listeners (Fastify's alone was expected, e.g. a serverFactory added its own), so they are left as they are: a request without Host and a request arriving while the server closes get Node's or Fastify's own answer, not the Trivium error body`
 }
 
 const NO_HEADERS: ErrorHeaders = Object.freeze({}) as ErrorHeaders

@@ -25,7 +25,6 @@ import {
 } from '@trivium/core'
 import {
   atExpiry,
-  encodePayload,
   type HeaderMap,
   handlerSettled,
   isThenable,
@@ -55,6 +54,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { CloseKind, FrameCarrier, RequestParts } from './carrier.js'
 import type { ResolvedFrameSessionOptions } from './options.js'
 import { RequestInbox } from './request-stream.js'
+import { encodeItem } from './shared-items.js'
 
 const EMPTY = new Uint8Array(0)
 const noop = (): void => {}
@@ -806,7 +806,7 @@ export class FrameSession implements Session {
           carrier.sendBody(FrameType.STREAM_END, id, EMPTY)
           break
         }
-        this.#send(FrameType.STREAM_ITEM, id, encodePayload(definition, format, step.value))
+        this.#send(FrameType.STREAM_ITEM, id, encodeItem(definition, format, step.value))
         if (carrier.backlog > this.#ctx.options.highWaterMark) await carrier.drain(signal)
         if (signal.aborted || !carrier.open) break
       }

@@ -1,9 +1,10 @@
 // A server stream's items sent as the handler's generator yields them, waiting for the socket when the
 // carrier's backlog is over the high-water mark (PROTOCOL.md "Streams hold constant memory").
 import type { EndpointDefinition, WireFormat } from '@trivium/core'
-import { encodePayload, STOPPED, StreamStop } from '@trivium/core/internal'
+import { STOPPED, StreamStop } from '@trivium/core/internal'
 import { FrameType } from '@trivium/wire'
 import type { FrameCarrier } from './carrier.js'
+import { encodeItem } from './shared-items.js'
 
 const EMPTY = new Uint8Array(0)
 const noop = (): void => {}
@@ -39,7 +40,7 @@ export async function pumpStream(pump: StreamPump): Promise<void> {
         carrier.sendBody(FrameType.STREAM_END, id, EMPTY)
         break
       }
-      pump.send(FrameType.STREAM_ITEM, id, encodePayload(definition, format, step.value))
+      pump.send(FrameType.STREAM_ITEM, id, encodeItem(definition, format, step.value))
       if (carrier.backlog > pump.highWaterMark) await carrier.drain(signal)
       if (signal.aborted || !carrier.open) break
     }

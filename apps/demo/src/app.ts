@@ -24,6 +24,7 @@ import triviumCore, {
   redactingRequestSerializer,
   SqlIdempotencyStore,
   triviumFactoryOptions,
+  triviumHttp2Options,
   ValidationException,
   websocketCredential,
 } from '@trivium/core'
@@ -92,9 +93,13 @@ interface Backends {
 }
 
 function createServer(config: DemoConfig, stream?: NodeJS.WritableStream): FastifyInstance {
+  const http2 = config.http2 === undefined ? undefined : triviumHttp2Options(config.http2)
+  // Fastify's types make an HTTP/2 instance a type of its own; every plugin serves both alike.
   return Fastify({
     // Node's client errors and Fastify's router errors with the error body and the security headers.
     ...triviumFactoryOptions(),
+    // HTTP2=1 / HTTP2=h2c: HTTP/2 with Trivium's limits for hostile peers (PROTOCOL.md "HTTP/2").
+    ...http2,
     // `url` with ?token= (the WebSocket upgrade's credential) and other secret parameters redacted.
     logger: {
       level: config.logLevel,
@@ -106,13 +111,14 @@ function createServer(config: DemoConfig, stream?: NodeJS.WritableStream): Fasti
     bodyLimit: config.bodyLimit,
     // @trivium/core refuses an HTTP/1.1 request without Host with the error body and the security
     // headers; Node's own check would answer first, with an empty 400.
-    http: { requireHostHeader: false },
+    http: { ...(http2 && 'http' in http2 ? http2.http : {}), requireHostHeader: false },
     // Shutdown (README "Graceful shutdown"): idle keep-alive connections are closed at once; a call that
     // arrives during the drain reaches @trivium/core, which answers the 503 error body (Fastify's own
     // 503 would be a plain `{"error":"Service Unavailable"}`); both with `Connection: close`.
-    forceCloseConnections: 'idle',
+    // (An h2c server has no HTTP/1 connections: @trivium/core closes its HTTP/2 sessions instead.)
+    forceCloseConnections: config.http2 === 'h2c' ? false : 'idle',
     return503OnClosing: false,
-  })
+  } as Parameters<typeof Fastify>[0]) as unknown as FastifyInstance
 }
 
 /** Opens the database, Redis and the fan-out between instances; `app.close()` closes them. */

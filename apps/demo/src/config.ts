@@ -9,6 +9,8 @@ export interface DemoConfig {
   /** TCP frame protocol. 0 = a random port; -1 = no TCP server. */
   tcpPort: number
   tcpMode: 'direct' | 'inject'
+  /** HTTP2 with TLS_CERT/TLS_KEY: h2 over TLS (HTTP/1.1 on the same port), or `h2c`; none by default. */
+  http2: Http2Setting
   /** PGlite data folder and the generated development secrets. */
   dataDir: string
   /** PostgreSQL instead of PGlite. */
@@ -72,6 +74,7 @@ export interface RateLimitSetting {
 }
 
 import { ConfigError } from './config-error.js'
+import { type Http2Setting, parseHttp2 } from './http2-setting.js'
 import { type RedisSettings, readPem, resolveRedis } from './redis-topology.js'
 
 export { ConfigError }
@@ -253,6 +256,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): DemoConfig {
     port: httpPort,
     tcpPort,
     tcpMode,
+    http2: parseHttp2(env),
     dataDir: resolve(env.DATA_DIR ?? './data'),
     databaseUrl,
     databaseSchema: env.DATABASE_SCHEMA || undefined,

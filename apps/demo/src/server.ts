@@ -36,7 +36,9 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     force.unref()
     // Calls still running after the grace are aborted by every transport (HTTP: 503, Connection: close);
     // a connection still sending its request then (a stalled upload) is cut.
-    const cut = setTimeout(() => app.server.closeAllConnections(), SHUTDOWN_GRACE_MS + CUT_MARGIN_MS)
+    // (An h2c server has none of HTTP/1's connections; its sessions got GOAWAY from @trivium/core.)
+    const server = app.server as { closeAllConnections?: () => void }
+    const cut = setTimeout(() => server.closeAllConnections?.(), SHUTDOWN_GRACE_MS + CUT_MARGIN_MS)
     cut.unref()
     app.close().then(
       () => process.exit(0),
@@ -58,8 +60,15 @@ logs.started()
 const httpAddress = app.server.address()
 const httpPort = typeof httpAddress === 'object' && httpAddress ? httpAddress.port : config.port
 const tcp = app.hasDecorator('triviumTcp') ? app.triviumTcp.address() : undefined
+const tls = config.http2 !== undefined && config.http2 !== 'h2c'
 app.log.info(
-  { http: `http://${config.host}:${httpPort}`, ws: `ws://${config.host}:${httpPort}/ws`, tcp },
+  {
+    http: `${tls ? 'https' : 'http'}://${config.host}:${httpPort}`,
+    // h2c serves HTTP/2 alone: no HTTP/1.1, so no WebSocket upgrade on that port.
+    ws: config.http2 === 'h2c' ? null : `${tls ? 'wss' : 'ws'}://${config.host}:${httpPort}/ws`,
+    ...(config.http2 ? { http2: tls ? 'h2 over TLS, HTTP/1.1 on the same port' : 'h2c' } : {}),
+    tcp,
+  },
   'Trivium Tasks is up',
 )
 if (generatedAdminPassword) {

@@ -793,7 +793,7 @@ function errorFromPayload(bytes: Uint8Array): TriviumError {
 }
 
 /** What a RequestStreamCall asks of its connection. */
-interface RequestStreamTransport {
+export interface RequestStreamTransport {
   /** Connects and sends the REQUEST; rejects when it cannot. */
   open(): Promise<void>
   encode(value: unknown): Promise<Uint8Array>
@@ -807,7 +807,9 @@ interface RequestStreamTransport {
  * wait for credit, in order; the server's answer (RESPONSE, items, STREAM_END, ERROR) or a lost connection
  * settles it.
  */
-class RequestStreamCall implements ClientStreamCall<unknown, unknown>, BidiStreamCall<unknown, unknown> {
+export class RequestStreamCall
+  implements ClientStreamCall<unknown, unknown>, BidiStreamCall<unknown, unknown>
+{
   transport!: RequestStreamTransport
   onSettled: (() => void) | undefined
   readonly response: Promise<unknown>

@@ -16,7 +16,13 @@ import {
 } from './errors.js'
 import { toHttp } from './http-mapping.js'
 import { readEventStream } from './sse.js'
-import type { ClientModel, CommonClientOptions, EndpointSpec } from './types.js'
+import type {
+  BidiStreamCall,
+  ClientModel,
+  ClientStreamCall,
+  CommonClientOptions,
+  EndpointSpec,
+} from './types.js'
 
 const TIMEOUT_HEADER_LOWER = TIMEOUT_HEADER.toLowerCase()
 
@@ -53,8 +59,8 @@ export class HttpClient extends BaseClient {
   readonly transport = 'http' as const
   // A browser's CORS: default calls carry no Trivium-Timeout-Ms and no Idempotency-Key (README "CORS").
   protected override readonly sendsOnlyWhenAsked = true
-  private readonly baseUrl: string
-  private readonly headers: Record<string, string>
+  protected readonly baseUrl: string
+  protected readonly headers: Record<string, string>
   private readonly fetchFn: FetchLike
   private readonly extraInit: Record<string, unknown>
   private readonly onCloseHook: (() => Promise<void>) | undefined
@@ -114,7 +120,7 @@ export class HttpClient extends BaseClient {
     )
   }
 
-  private useBinary(model: ClientModel, direction: 'encode' | 'decode'): boolean {
+  protected useBinary(model: ClientModel, direction: 'encode' | 'decode'): boolean {
     if (this.format === 'json') return false
     return typeof model[direction] === 'function'
   }
@@ -201,7 +207,11 @@ export class HttpClient extends BaseClient {
   }
 
   /** HTTP/1.1 cannot carry a stream of requests (PROTOCOL.md "Client and bidirectional streams"). */
-  protected openRequestStream(spec: EndpointSpec): never {
+  protected openRequestStream(
+    spec: EndpointSpec,
+    _bidi: boolean,
+    _signal: AbortSignal | undefined,
+  ): ClientStreamCall<unknown, unknown> | BidiStreamCall<unknown, unknown> {
     throw usageError(`Endpoint ${spec.name} takes a stream of requests: call it over WebSocket or TCP`)
   }
 
@@ -282,7 +292,7 @@ function linkedController(signal: AbortSignal | undefined): AbortController {
   return controller
 }
 
-function networkError(err: unknown): NetworkException {
+export function networkError(err: unknown): NetworkException {
   if (err instanceof NetworkException) return err
   const cause = (err as { cause?: { message?: string; code?: string } })?.cause
   const detail = cause?.code ?? cause?.message ?? (err as Error)?.message ?? String(err)
@@ -302,7 +312,7 @@ function parseJson(text: string, spec: EndpointSpec): unknown {
   return json
 }
 
-function decodeJsonItem(spec: EndpointSpec, text: string): unknown {
+export function decodeJsonItem(spec: EndpointSpec, text: string): unknown {
   const json = parseJson(text, spec)
   try {
     return spec.response.fromJSON(json)
@@ -311,7 +321,7 @@ function decodeJsonItem(spec: EndpointSpec, text: string): unknown {
   }
 }
 
-function decodeResponse(spec: EndpointSpec, contentType: string | null, bytes: Uint8Array): unknown {
+export function decodeResponse(spec: EndpointSpec, contentType: string | null, bytes: Uint8Array): unknown {
   const type = (contentType ?? '').split(';')[0]?.trim().toLowerCase()
   if (type === BINARY_CONTENT_TYPE) {
     if (!spec.response.decode)
@@ -333,7 +343,10 @@ function decodeResponse(spec: EndpointSpec, contentType: string | null, bytes: U
 }
 
 /** The typed error of a non-2xx response: the Trivium error body, or one derived from the status. */
-function errorFromResponse(res: Response, bytes: Uint8Array): TriviumError {
+export function errorFromResponse(
+  res: Pick<Response, 'status' | 'statusText' | 'headers'>,
+  bytes: Uint8Array,
+): TriviumError {
   let body: Partial<ErrorBody> | undefined
   try {
     const parsed = JSON.parse(new TextDecoder().decode(bytes))

@@ -4,11 +4,13 @@
 import { Agent, fetch as undiciFetch } from 'undici'
 import WebSocket from 'ws'
 import { checkNonNegative, optionError } from './base.js'
-import { type FetchLike, HttpClient, type HttpClientOptions } from './http.js'
+import { type FetchLike, HttpClient, type HttpClientOptions, type HttpInternals } from './http.js'
+import { type Http2ClientOptions, Http2StreamingClient } from './http2.js'
 import { TcpClient, type TcpClientOptions } from './tcp.js'
 import type { TriviumClient } from './types.js'
 import { WebSocketClient, type WebSocketClientOptions, type WebSocketConstructor } from './websocket.js'
 
+export { type Http2ClientOptions, Http2StreamingClient } from './http2.js'
 export * from './index.js'
 export { TcpClient, type TcpClientOptions, zlibFrameCodec } from './tcp.js'
 
@@ -19,6 +21,12 @@ export interface NodeHttpClientOptions extends HttpClientOptions {
   keepAliveTimeoutMs?: number
   /** Requests sent on one connection before it is replaced (undici `maxRequestsPerClient`; default 0: no limit). */
   maxRequestsPerConnection?: number
+  /**
+   * Client and bidirectional streams over HTTP/2 (PROTOCOL.md "Over HTTP/2"): `true`, or `{ tls }` for the
+   * session's TLS options (`https://`; `http://` is cleartext h2c). Unary calls and server streams stay on
+   * fetch. Default off: they are refused as over HTTP/1.1.
+   */
+  http2?: boolean | Http2ClientOptions
 }
 
 export type NodeClientOptions = NodeHttpClientOptions | WebSocketClientOptions | TcpClientOptions
@@ -42,7 +50,14 @@ export function createClient(options: NodeClientOptions): TriviumClient {
 }
 
 function createHttpClient(options: NodeHttpClientOptions): HttpClient {
-  if (options.fetch) return new HttpClient(options)
+  const h2 = options.http2 ?? false
+  if (typeof h2 !== 'boolean' && (typeof h2 !== 'object' || h2 === null))
+    throw optionError('http2 must be true, false or { tls }')
+  const make = (o: HttpClientOptions, internals?: HttpInternals): HttpClient =>
+    h2 === false
+      ? new HttpClient(o, internals)
+      : new Http2StreamingClient(o, h2 === true ? {} : h2, internals)
+  if (options.fetch) return make(options)
   const poolSize = checkNonNegative('poolSize', options.poolSize, 10)
   const keepAliveTimeout = checkNonNegative('keepAliveTimeoutMs', options.keepAliveTimeoutMs, 4000)
   const maxRequests = checkNonNegative('maxRequestsPerConnection', options.maxRequestsPerConnection, 0)
@@ -53,7 +68,7 @@ function createHttpClient(options: NodeHttpClientOptions): HttpClient {
     keepAliveTimeout: Math.max(1, keepAliveTimeout),
     ...(maxRequests > 0 ? { maxRequestsPerClient: maxRequests } : {}),
   })
-  return new HttpClient(
+  return make(
     { ...options, fetch: undiciFetch as unknown as FetchLike },
     { init: { dispatcher: agent }, onClose: () => agent.close() },
   )

@@ -2,7 +2,12 @@
 // middleware, rate limiting), the WebSocket and TCP transports, and the conformance endpoints.
 import triviumAuth, { TokenService } from '@trivium/auth'
 import triviumCodec from '@trivium/codec'
-import triviumCore, { triviumFactoryOptions, ValidationException } from '@trivium/core'
+import triviumCore, {
+  type Http2TlsSetting,
+  triviumFactoryOptions,
+  triviumHttp2Options,
+  ValidationException,
+} from '@trivium/core'
 import triviumProtections from '@trivium/protections'
 import { createRbacMiddleware } from '@trivium/rbac'
 import triviumTcp from '@trivium/tcp'
@@ -50,13 +55,19 @@ export async function startConformanceServer(options: {
   compression?: boolean
   /** Where the app's log lines go (JSON, from `level` up); no logging without it. */
   log?: { level: string; stream: { write(line: string): void } }
+  /** HTTP/2: over TLS with this certificate (HTTP/1.1 on the same port), or cleartext h2c (PROTOCOL.md "HTTP/2"). */
+  http2?: Http2TlsSetting | 'h2c'
 }): Promise<ConformanceServer> {
+  const http2 = options.http2 === undefined ? undefined : triviumHttp2Options(options.http2)
   // Without Node's own Host check: @trivium/core refuses a missing Host with the error body.
+  const http = { ...(http2 && 'http' in http2 ? http2.http : {}), requireHostHeader: false }
+  // Fastify's types make an HTTP/2 instance a type of its own; the plugins serve both alike.
   const app = Fastify({
     ...triviumFactoryOptions(),
+    ...http2,
     logger: options.log ?? false,
-    http: { requireHostHeader: false },
-  })
+    http,
+  } as Parameters<typeof Fastify>[0]) as unknown as FastifyInstance
   const compress = options.compression === true
   // The conformance app owns its whole app, as the demo does: the error body on every route and path.
   const wholeApp = { errorHandler: true, notFoundHandler: true }
@@ -168,10 +179,11 @@ export async function startConformanceServer(options: {
   if (tcpAddress === null) throw new Error('the TCP transport is not listening after app.listen()')
   const past = new TokenService({ secret: SECRET, issuer: ISSUER, clock: () => Date.now() - 2 * 3600_000 })
 
+  const tls = http2 !== undefined && 'https' in http2
   return {
     app,
-    httpUrl: `http://127.0.0.1:${port}`,
-    wsUrl: `ws://127.0.0.1:${port}/ws`,
+    httpUrl: `${tls ? 'https' : 'http'}://127.0.0.1:${port}`,
+    wsUrl: `${tls ? 'wss' : 'ws'}://127.0.0.1:${port}/ws`,
     tcpPort: tcpAddress.port,
     async tokensFor(userId) {
       const subject = { id: userId, username: `user${userId}`, email: `user${userId}@example.com` }

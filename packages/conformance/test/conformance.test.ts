@@ -18,7 +18,9 @@ import {
   Total,
   unaryCases,
 } from '@trivium/conformance'
-import t from 'tap'
+import t, { type Test } from 'tap'
+import { Agent, type Dispatcher, H2CClient, fetch as undiciFetch } from 'undici'
+import { selfSigned } from '../../../scripts/test/self-signed.js'
 import { waitBound } from '../../../scripts/test/waits.js'
 import { type MemoryWebSocket, registerMemoryTransport } from './memory-transport.ts'
 
@@ -28,6 +30,11 @@ interface Features {
   streaming: string
   cancel: boolean
   tcpMode: 'direct' | 'inject' | null
+  /**
+   * The app serves HTTP/2: h2 over TLS (HTTP/1.1 allowed on the same port) or cleartext h2c (PROTOCOL.md
+   * "HTTP/2"). HTTP lanes then call over HTTP/2; the TCP inject lane checks its bridge on such an app.
+   */
+  http2?: 'tls' | 'h2c'
 }
 
 const featuresDir = new URL('../features/', import.meta.url)
@@ -49,19 +56,32 @@ const missing = {
 
 let nextUser = 1000
 
+const certificate = selfSigned()
+t.teardown(() => certificate.remove())
 const servers = new Map<string, Promise<ConformanceServer>>()
 /** The in-memory transport's client class, per server (a test-only fourth frame transport). */
 const memorySockets = new Map<ConformanceServer['app'], typeof MemoryWebSocket>()
-function serverFor(mode: 'direct' | 'inject'): Promise<ConformanceServer> {
-  let server = servers.get(mode)
+/** The HTTP versions of the requests each server answered (an HTTP/2 lane must not fall back to 1.1). */
+const httpVersions = new Map<ConformanceServer['app'], Set<string>>()
+function serverFor(mode: 'direct' | 'inject', http2?: 'tls' | 'h2c'): Promise<ConformanceServer> {
+  const key = `${mode} ${http2 ?? 'http1'}`
+  let server = servers.get(key)
   if (!server) {
+    const { key: tlsKey, cert } = certificate
     server = startConformanceServer({
       tcpMode: mode,
+      ...(http2 ? { http2: http2 === 'h2c' ? 'h2c' : { key: tlsKey, cert } } : {}),
       register: (app) => {
         memorySockets.set(app, registerMemoryTransport(app))
+        const versions = new Set<string>()
+        httpVersions.set(app, versions)
+        app.addHook('onRequest', (request, _reply, done) => {
+          versions.add(request.raw.httpVersion)
+          done()
+        })
       },
     })
-    servers.set(mode, server)
+    servers.set(key, server)
   }
   return server
 }
@@ -69,10 +89,28 @@ t.teardown(async () => {
   for (const server of servers.values()) await (await server).close()
 })
 
+type LaneFetch = (url: string, init?: RequestInit) => Promise<Response>
+
+/** The fetch of an HTTP lane: undici's over HTTP/2 (ALPN h2 with the test certificate, or h2c), else the global one. */
+function laneFetch(
+  t: Test,
+  server: ConformanceServer,
+  http2: 'tls' | 'h2c' | undefined,
+): LaneFetch | undefined {
+  if (http2 === undefined) return undefined
+  const dispatcher: Dispatcher =
+    http2 === 'h2c'
+      ? new H2CClient(server.httpUrl)
+      : new Agent({ allowH2: true, connect: { ca: certificate.cert } })
+  t.teardown(() => dispatcher.close())
+  return (url, init) => undiciFetch(url, { ...(init as object), dispatcher }) as unknown as Promise<Response>
+}
+
 for (const target of targets) {
   for (const format of target.formats) {
     t.test(`${target.name} (${format})`, async (t) => {
-      const server = await serverFor(target.tcpMode ?? 'direct')
+      const server = await serverFor(target.tcpMode ?? 'direct', target.http2)
+      const httpFetch = laneFetch(t, server, target.http2)
       const tokens = await server.tokensFor(nextUser++)
       const clients = new Map<TokenKind, TriviumClient>()
       const clientFor = (kind: TokenKind): TriviumClient => {
@@ -82,7 +120,12 @@ for (const target of targets) {
           const common = { endpoints, token, format, reconnectAttempts: 0, timeoutMs: 10_000 }
           client =
             target.transport === 'http'
-              ? createClient({ ...common, transport: 'http', url: server.httpUrl })
+              ? createClient({
+                  ...common,
+                  transport: 'http',
+                  url: server.httpUrl,
+                  ...(httpFetch ? { fetch: httpFetch } : {}),
+                })
               : target.transport === 'websocket'
                 ? createClient({ ...common, transport: 'websocket', url: server.wsUrl })
                 : target.transport === 'memory'
@@ -172,13 +215,18 @@ for (const target of targets) {
       // streams"). Frame transports carry them; HTTP/1.1 refuses them with the documented error. ----
       const refusal = (name: string) =>
         `Endpoint ${name} takes a stream of requests: call it over WebSocket or TCP`
+      if (target.http2 && target.transport === 'http') {
+        await t.test('every call of the lane went over HTTP/2', async (t) => {
+          t.same([...(httpVersions.get(server.app) ?? [])], ['2.0'])
+        })
+      }
       if (target.transport === 'http') {
         await t.test('client and bidirectional streams are refused over HTTP/1.1', async (t) => {
           const client = clientFor('member')
           const usage = { name: 'ClientUsageError', code: 'TRV_CLIENT_USAGE' }
           t.throws(() => client.clientStream(endpoints.sum), { ...usage, message: refusal('sum') })
           t.throws(() => client.bidiStream(endpoints.double), { ...usage, message: refusal('double') })
-          const res = await fetch(`${server.httpUrl}/sum`, {
+          const res = await (httpFetch ?? fetch)(`${server.httpUrl}/sum`, {
             method: 'POST',
             headers: { 'content-type': 'application/json', authorization: `Bearer ${tokens.member}` },
             body: '{"i":1}',

@@ -208,6 +208,11 @@ export class FormatRegistry {
     return [...this.byType.keys()]
   }
 
+  /** The formats' names, in the order they were added (`json` first). */
+  names(): string[] {
+    return [...this.byName.keys()]
+  }
+
   /** The format of a Content-Type header value (parameters such as charset are ignored). */
   forContentType(header: string | undefined): WireFormat | undefined {
     if (!header) return undefined

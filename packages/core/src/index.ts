@@ -15,6 +15,7 @@ import {
 import { HttpDrain } from './http/drain.js'
 import { replyWithError } from './http/error-reply.js'
 import { type ErrorHeaders, frameworkErrorHandler } from './http/framework-errors.js'
+import { Http2Sessions } from './http/http2.js'
 import { registerHttpRoute } from './http/route.js'
 import { EventStreams } from './http/sse.js'
 import { installNotFoundHandler, installRootErrorHandler } from './http/whole-app.js'
@@ -73,6 +74,13 @@ export {
 export type { WireFormat } from './formats.js'
 export type { HttpCompressionOptions } from './http/compression.js'
 export { type TriviumFactoryOptions, triviumFactoryOptions } from './http/framework-errors.js'
+export {
+  HTTP2_LIMITS,
+  HTTP2_SETTINGS,
+  type Http2TlsSetting,
+  type TriviumHttp2Options,
+  triviumHttp2Options,
+} from './http/http2.js'
 export {
   IDEMPOTENCY_TABLE_SQL,
   type IdempotencyOptions,
@@ -292,6 +300,7 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
   const invoker = new Invoker(registry, pipeline)
   const streams = new EventStreams()
   const drain = new HttpDrain(options.shutdownGraceMs)
+  const http2Sessions = new Http2Sessions(fastify)
   const routeContext = {
     pipeline,
     formats,
@@ -494,8 +503,10 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
   fastify.addHook('preClose', (done) => {
     streams.shutdown()
     drain.shutdown()
+    http2Sessions.shutdown()
     const server = fastify.server
-    if (server.listening) {
+    // An h2c server has no HTTP/1 connections (nor the method); an h2 one with allowHTTP1 has both.
+    if (server.listening && typeof server.closeIdleConnections === 'function') {
       const timer = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS)
       timer.unref()
       server.once('close', () => clearInterval(timer))

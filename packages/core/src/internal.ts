@@ -53,6 +53,7 @@ export {
   MAX_ENDPOINT_NAME_BYTES,
   MAX_TIMEOUT_MS,
 } from './registry.js'
+export { type InboxFlow, itemCost, RequestInbox } from './request-inbox.js'
 export type { EarlyRouteGuard } from './route-guard.js'
 export { defaultShutdownGrace, resolveShutdownGrace } from './shutdown-grace.js'
 export { STOPPED, StreamStop } from './stream-stop.js'

@@ -11,6 +11,15 @@ export {
   TIMEOUT_HEADER,
   TIMEOUT_METADATA_KEY,
 } from './deadline.js'
+export {
+  ENVELOPE_END,
+  ENVELOPE_HEADER_BYTES,
+  ENVELOPE_ITEM,
+  EnvelopeError,
+  EnvelopeReader,
+  encodeEnvelope,
+  STREAM_CONTENT_TYPE_PREFIX,
+} from './envelope.js'
 export { FrameError, FrameErrorCode, type FrameErrorCodeValue } from './errors.js'
 export {
   type CodedErrorClass,

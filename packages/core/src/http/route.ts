@@ -12,12 +12,13 @@ import {
   type WireFormat,
 } from '../formats.js'
 import type { Pipeline } from '../middleware.js'
-import { type EndpointDefinition, requestStreamOverHttpMessage } from '../registry.js'
+import type { EndpointDefinition } from '../registry.js'
 import { routeToHandler } from '../router.js'
 import { isThenable } from '../thenable.js'
 import { compressionHook, type ResolvedHttpCompression } from './compression.js'
 import { abortOnClientClose, type HttpDrain } from './drain.js'
 import { sendError } from './error-reply.js'
+import { registerRequestStreamRoute } from './request-stream.js'
 import { type EventStreams, SHUTDOWN_MESSAGE, sendEventStream } from './sse.js'
 import { strictBody } from './strict-body.js'
 import { CALL, TRANSPORT_OVERRIDE } from './symbols.js'
@@ -97,6 +98,28 @@ function pending(reply: FastifyReply): FastifyReply | undefined {
 
 const JSON_REPLY_TYPE = 'application/json; charset=utf-8'
 
+/** A unary answer: the handler's value in the format Accept asks for (JSON when the model has no other). */
+export function sendValue(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  definition: EndpointDefinition,
+  formats: FormatRegistry,
+  requestFormat: WireFormat | undefined,
+  result: unknown,
+): FastifyReply {
+  let responseFormat = formats.forAccept(request.headers.accept, requestFormat)
+  if (responseFormat !== jsonFormat && !definition.response.encode) responseFormat = jsonFormat
+  const payload = responseFormat.encode(definition.response, result)
+  return reply
+    .code(definition.status)
+    .type(responseFormat === jsonFormat ? JSON_REPLY_TYPE : responseFormat.contentType)
+    .send(
+      typeof payload === 'string'
+        ? payload
+        : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength),
+    )
+}
+
 export function registerHttpRoute(
   fastify: FastifyInstance,
   definition: EndpointDefinition,
@@ -107,7 +130,6 @@ export function registerHttpRoute(
   const { pipeline, formats, streams, drain } = ctx
   const mapping = definition.http
   const decodeJson = jsonDecoder(definition)
-  const status = definition.status
 
   /** Sender: the handler's value (or stream) as the reply. */
   function respond(
@@ -123,17 +145,7 @@ export function registerHttpRoute(
       const items = result as AsyncIterable<unknown>
       return sendEventStream(request, reply, definition, jsonFormat, items, call, streams, stream)
     }
-    let responseFormat = formats.forAccept(request.headers.accept, requestFormat)
-    if (responseFormat !== jsonFormat && !definition.response.encode) responseFormat = jsonFormat
-    const payload = responseFormat.encode(definition.response, result)
-    return reply
-      .code(status)
-      .type(responseFormat === jsonFormat ? JSON_REPLY_TYPE : responseFormat.contentType)
-      .send(
-        typeof payload === 'string'
-          ? payload
-          : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength),
-      )
+    return sendValue(request, reply, definition, formats, requestFormat, result)
   }
 
   // Not async: when the middleware and the handler answer synchronously (no middleware, a handler that
@@ -213,21 +225,7 @@ export function registerHttpRoute(
   }
 
   if (definition.requestStream) {
-    // HTTP/1.1 cannot carry a stream of requests (PROTOCOL.md "Client and bidirectional streams", "Over
-    // HTTP"): the route exists and refuses before the body is read.
-    const refusal = requestStreamOverHttpMessage(definition.name)
-    fastify.route({
-      method: definition.method,
-      url,
-      config: { trivium: definition },
-      errorHandler: sendError,
-      onRequest: async () => {
-        throw new ValidationException(refusal)
-      },
-      handler: async () => {
-        throw new ValidationException(refusal)
-      },
-    })
+    registerRequestStreamRoute(fastify, definition, ctx, url)
     return
   }
   fastify.route({

@@ -5,6 +5,7 @@ import type { Session, SessionHub } from '@trivium/wire/sessions'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { TriviumCall } from '../call.js'
 import {
+  type ErrorBody,
   normalizeError,
   ServiceUnavailableException,
   TokenExpiredException,
@@ -82,6 +83,28 @@ export class EventStreams {
   }
 }
 
+/**
+ * How a response stream is written: Server-Sent Events (HTTP/1.1 and HTTP/2 server streams) or envelopes
+ * (bidirectional streams over HTTP/2). Revocation, token expiry and shutdown end either the same way.
+ */
+export interface StreamFraming {
+  readonly contentType: string
+  /** Written first, so the status and headers reach the client now, not with the first item. */
+  readonly open: string | Uint8Array | undefined
+  item(data: string | Uint8Array, id: number): string | Uint8Array
+  readonly end: string | Uint8Array
+  error(body: ErrorBody): string | Uint8Array
+}
+
+const SSE_FRAMING: StreamFraming = {
+  contentType: 'text/event-stream; charset=utf-8',
+  open: ': stream open\n\n',
+  item: (data, id) =>
+    `id: ${id}\nevent: item\ndata: ${typeof data === 'string' ? data : Buffer.from(data).toString('utf8')}\n\n`,
+  end: 'event: end\ndata: {}\n\n',
+  error: (body) => `event: error\ndata: ${JSON.stringify(body)}\n\n`,
+}
+
 export function sendEventStream(
   request: FastifyRequest,
   reply: FastifyReply,
@@ -92,29 +115,29 @@ export function sendEventStream(
   streams: EventStreams,
   /** The handler's `call.signal` (aborted when the stream ends, whatever ends it). */
   controller: AbortController,
+  framing: StreamFraming = SSE_FRAMING,
+  /** Ends the stream from outside too (a broken request stream), with its error. */
+  stopper: StreamStop<TriviumError> = new StreamStop<TriviumError>(),
 ): FastifyReply {
-  async function* events(): AsyncGenerator<string> {
+  async function* events(): AsyncGenerator<string | Uint8Array> {
     let id = 0
     const iterator = items[Symbol.asyncIterator]()
     // A revocation or the shutdown ends the stream even while the handler waits for its next item.
-    const stopper = new StreamStop<TriviumError>()
     const stop = (error: TriviumError): void => stopper.stop(error)
     const session = streams.open(call, stop)
     try {
-      // A comment first, so the status and headers reach the client now, not with the first item.
-      yield ': stream open\n\n'
+      if (framing.open !== undefined) yield framing.open
       while (true) {
         const step = await stopper.wait(iterator.next())
         if (step === STOPPED) throw stopper.reason
         if (step.done) break
-        const data = format.encode(definition.response, step.value)
-        yield `id: ${id++}\nevent: item\ndata: ${typeof data === 'string' ? data : Buffer.from(data).toString('utf8')}\n\n`
+        yield framing.item(format.encode(definition.response, step.value), id++)
       }
-      yield 'event: end\ndata: {}\n\n'
+      yield framing.end
     } catch (err) {
       const { error, internal } = normalizeError(err)
       if (internal) request.log.error({ err, requestId: request.id }, 'unhandled error in stream')
-      yield `event: error\ndata: ${JSON.stringify(toErrorBody(error, request.id))}\n\n`
+      yield framing.error(toErrorBody(error, request.id))
     } finally {
       // Runs when the client goes away too (Readable.from destroys the generator): stop the handler.
       // Not awaited: a generator stuck in an await must not hold the response (call.signal tells it).
@@ -126,6 +149,6 @@ export function sendEventStream(
   return reply
     .code(200)
     .header('cache-control', 'no-cache')
-    .type('text/event-stream; charset=utf-8')
+    .type(framing.contentType)
     .send(Readable.from(events()))
 }

@@ -102,6 +102,9 @@ const allCases = [
     'auth TCP inject',
     (s) => frames('tcp', ports.tcpInject, s, { endpoint: 'secure', ...tcpMeta({ auth_token: token }) }),
   ],
+  // A named Fastify route (config.triviumRoute.name) called by name: through the route's hooks and guard.
+  ['named route WebSocket', (s) => frames('ws', ports.http, s, { endpoint: 'named.hello' })],
+  ['named route TCP direct', (s) => frames('tcp', ports.tcpDirect, s, { endpoint: 'named.hello' })],
   ['raw ws echo (ceiling)', (s) => frames('ws', ports.wsRaw, s)],
   ['raw net echo (ceiling)', (s) => frames('tcp', ports.netRaw, s)],
   // The same raw server fed `auth TCP direct`'s frames (token metadata included): the ceiling for the
@@ -169,6 +172,16 @@ try {
     'auth TCP direct',
     'raw net, secure frames (ceiling)',
   )
+  // Issue 41: a named Fastify route costs what TCP inject of an endpoint costs (the same bridge).
+  const named = (label, a) =>
+    console.log(
+      label.padEnd(32),
+      ratio(a, 'trivium TCP inject').padStart(5),
+      cpuRatio(a, 'trivium TCP inject').padStart(8),
+    )
+  console.log('named route / TCP inject (≥ 1.0)  req/s  by server CPU')
+  named('  named route over TCP', 'named route TCP direct')
+  named('  named route over WebSocket', 'named route WebSocket')
 } finally {
   server.kill('SIGTERM')
   await once(server, 'exit')

@@ -32,6 +32,14 @@ async function triviumApp(tcpMode, withWs) {
     hello: call.context.username,
   }))
   app.get('/bare', async () => ({ hello: 'world' }))
+  // A named Fastify route (issue 41): called by name over WebSocket/TCP through the route itself.
+  app.get(
+    '/named-hello',
+    { config: { triviumRoute: { name: 'named.hello', auth: 'public' } } },
+    async () => ({
+      hello: 'world',
+    }),
+  )
   await app.listen({ port: 0, host: '127.0.0.1' })
   return app
 }

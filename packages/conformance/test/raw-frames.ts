@@ -133,10 +133,17 @@ export class RawClient {
     })
   }
 
-  static async open(carriage: Carriage, server: RawApp, token?: string): Promise<RawClient> {
+  /** `format`: the payload format of the connection (WebSocket) or of each REQUEST (TCP metadata); default JSON. */
+  static async open(
+    carriage: Carriage,
+    server: Pick<RawApp, 'wsUrl' | 'tcpPort'>,
+    token?: string,
+    format: 'json' | 'binary' = 'json',
+  ): Promise<RawClient> {
     const client = new RawClient(carriage)
     if (carriage === 'websocket') {
-      const url = token ? `${server.wsUrl}&token=${token}` : server.wsUrl
+      const wsUrl = server.wsUrl.replace('format=json', `format=${format}`)
+      const url = token ? `${wsUrl}&token=${token}` : wsUrl
       const ws = new WebSocket(url)
       ws.on('message', (data: Buffer) => client.frames.push(decodeWsFrame(new Uint8Array(data))))
       ws.on('close', (code, reason) => {
@@ -179,9 +186,7 @@ export class RawClient {
       socket.once('connect', () => resolve())
       socket.once('error', reject)
     })
-    const metadata: Record<string, string> = token
-      ? { format: 'json', auth_token: token }
-      : { format: 'json' }
+    const metadata: Record<string, string> = token ? { format, auth_token: token } : { format }
     client.#encode = (f) =>
       encodeTcpFrame(
         f.type === FrameType.REQUEST ? { ...f, payload: concat(encodeMetadata(metadata), f.payload) } : f,

@@ -60,6 +60,8 @@ export interface SessionContext {
   readonly hub: SessionHub
   readonly options: ResolvedFrameSessionOptions
   readonly bridge: UnaryBridge | undefined
+  /** The bridge of named Fastify routes (every transport): their calls run the route itself. */
+  readonly routes: UnaryBridge
   isShuttingDown(): boolean
   /** Abort reason at shutdown: streams end with an ERROR frame carrying it. */
   readonly shutdownError: TriviumError

@@ -1,11 +1,12 @@
 // Running one call on a frame connection: through core's pipeline (or a unary bridge, TCP's inject
 // mode), answered by its RESPONSE or ERROR frame, or by a stream handed to the pump.
-import type {
-  EndpointDefinition,
-  TriviumCall,
-  TriviumError,
-  TriviumIdentity,
-  WireFormat,
+import {
+  type EndpointDefinition,
+  isNamedRoute,
+  type TriviumCall,
+  type TriviumError,
+  type TriviumIdentity,
+  type WireFormat,
 } from '@trivium/core'
 import { isThenable, jsonFormat, type StartedCall, type TransportOverride } from '@trivium/core/internal'
 import { type Cancellation, FrameType } from '@trivium/wire'
@@ -87,6 +88,14 @@ export function runCall(host: CallHost, start: CallStart): void {
   const requestId = `${session.id}:${id}`
   let started: StartedCall
   try {
+    // Metadata travels per frame (TCP): its credential is read now (a map lookup, never throws).
+    const credential = metadata === undefined ? host.connectionCredential : host.init.credential(metadata)
+    if (definition !== undefined && isNamedRoute(definition)) {
+      // A named Fastify route runs through the route itself; its hooks read the credential as a header.
+      const token = typeof credential === 'function' ? credential() : credential
+      void runBridged(host, start, requestId, ctx.routes, token)
+      return
+    }
     if (
       ctx.bridge !== undefined &&
       definition !== undefined &&
@@ -96,8 +105,6 @@ export function runCall(host: CallHost, start: CallStart): void {
       void runBridged(host, start, requestId, ctx.bridge)
       return
     }
-    // Metadata travels per frame (TCP): its credential is read now (a map lookup, never throws).
-    const credential = metadata === undefined ? host.connectionCredential : host.init.credential(metadata)
     started = ctx.trivium.start({
       endpoint: start.endpoint,
       protocol: session.protocol,
@@ -175,6 +182,7 @@ async function runBridged(
   start: CallStart,
   requestId: string,
   bridge: UnaryBridge,
+  credential?: string,
 ): Promise<void> {
   const { session } = host
   const { id, entry, format } = start
@@ -186,6 +194,7 @@ async function runBridged(
     onIdentity: host.onIdentity,
   }
   if (start.metadata !== undefined) override.metadata = start.metadata
+  if (credential !== undefined) override.credential = credential
   let answered: TriviumCall | undefined
   try {
     const out = await bridge.call({

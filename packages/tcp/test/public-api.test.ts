@@ -14,7 +14,9 @@ const PRIVATE = [
   '_maxListeners',
 ]
 const pattern = new RegExp(`(?<![\\w$])(${PRIVATE.join('|')})(?![\\w$])`, 'g')
-const roots = ['../src', '../../websocket/src'].map((dir) => new URL(dir, import.meta.url).pathname)
+const roots = ['../src', '../../websocket/src', '../../frame-session/src'].map(
+  (dir) => new URL(dir, import.meta.url).pathname,
+)
 
 function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
@@ -37,11 +39,11 @@ export function privateUses(files: string[]): string[] {
   return found
 }
 
-t.test('packages/tcp/src and packages/websocket/src use no private field', async (t) => {
+t.test('packages/tcp/src, packages/websocket/src and packages/frame-session/src use no private field', async (t) => {
   const files = roots.flatMap(sources)
   t.ok(
-    files.some((f) => f.endsWith('tcp/src/inject.ts')),
-    'the TCP sources are scanned',
+    files.some((f) => f.endsWith('frame-session/src/route-bridge.ts')),
+    'the route bridge (TCP inject, named routes) is scanned',
   )
   t.ok(
     files.some((f) => f.endsWith('websocket/src/carrier.ts')),

@@ -30,7 +30,13 @@ import {
   UnsupportedMediaTypeException,
   type WireFormat,
 } from '@trivium/core'
-import { decodePayload, jsonFormat, TRANSPORT_OVERRIDE, type TransportOverride } from '@trivium/core/internal'
+import {
+  decodePayload,
+  isThenable,
+  jsonFormat,
+  TRANSPORT_OVERRIDE,
+  type TransportOverride,
+} from '@trivium/core/internal'
 import type { Cancellation } from '@trivium/wire'
 import type {
   FastifyInstance,
@@ -176,7 +182,7 @@ export function httpFormOf(
   definition: EndpointDefinition,
   format: WireFormat,
   payload: Uint8Array,
-): HttpForm {
+): HttpForm | PromiseLike<HttpForm> {
   const model = definition.request
   if (payload.length > 0 && format.name !== 'json' && !model.decode) {
     throw new UnsupportedMediaTypeException(
@@ -184,6 +190,18 @@ export function httpFormOf(
     )
   }
   const value = decodePayload(format, model, payload)
+  // An asynchronous model: the form is built once its checks have settled.
+  if (isThenable(value)) return value.then((settled) => formOf(definition, payload, format, settled))
+  return formOf(definition, payload, format, value)
+}
+
+function formOf(
+  definition: EndpointDefinition,
+  payload: Uint8Array,
+  format: WireFormat,
+  value: unknown,
+): HttpForm {
+  const model = definition.request
   const mapping = definition.http
   if (mapping.hasBody && mapping.pathParams.length === 0) {
     // The decode proved the bytes valid: they go through as they are (no re-encoding).
@@ -267,12 +285,27 @@ export class InjectBridge {
     override: TransportOverride,
     entry: Cancellation,
   ): Promise<InjectOutcome> {
-    let form: HttpForm
+    let form: HttpForm | PromiseLike<HttpForm>
     try {
       form = httpFormOf(definition, format, payload)
     } catch (err) {
       return Promise.reject(err) // a promise either way: the frame session awaits or chains it
     }
+    if (isThenable(form)) {
+      return Promise.resolve(form).then((settled) =>
+        this.#dispatch(definition, settled, accept, override, entry),
+      )
+    }
+    return this.#dispatch(definition, form, accept, override, entry)
+  }
+
+  #dispatch(
+    definition: EndpointDefinition,
+    form: HttpForm,
+    accept: WireFormat,
+    override: TransportOverride,
+    entry: Cancellation,
+  ): Promise<InjectOutcome> {
     if (this.#marker !== undefined)
       return this.#inject(this.#marker, definition, form, accept, override, entry)
     return this.#lean(definition, form, accept, override, entry)

@@ -284,28 +284,20 @@ export class InjectBridge {
     payload: Uint8Array,
     override: TransportOverride,
     entry: Cancellation,
+    /** The form already built from `payload` (an asynchronous model's, once settled). */
+    settled?: HttpForm,
   ): Promise<InjectOutcome> {
     let form: HttpForm | PromiseLike<HttpForm>
     try {
-      form = httpFormOf(definition, format, payload)
+      form = settled ?? httpFormOf(definition, format, payload)
     } catch (err) {
       return Promise.reject(err) // a promise either way: the frame session awaits or chains it
     }
-    if (isThenable(form)) {
+    // An asynchronous request model: the HTTP request is built once its checks have settled.
+    if (isThenable(form))
       return Promise.resolve(form).then((settled) =>
-        this.#dispatch(definition, settled, accept, override, entry),
+        this.call(definition, format, accept, EMPTY, override, entry, settled),
       )
-    }
-    return this.#dispatch(definition, form, accept, override, entry)
-  }
-
-  #dispatch(
-    definition: EndpointDefinition,
-    form: HttpForm,
-    accept: WireFormat,
-    override: TransportOverride,
-    entry: Cancellation,
-  ): Promise<InjectOutcome> {
     if (this.#marker !== undefined)
       return this.#inject(this.#marker, definition, form, accept, override, entry)
     return this.#lean(definition, form, accept, override, entry)

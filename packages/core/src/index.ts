@@ -389,6 +389,7 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
       url: typeof url === 'string' ? withPrefix(instance.prefix, url) : url,
     })
     pipeline.setContext(definition, instance)
+    formats.deriveForms([definition.request, definition.response])
     registerHttpRoute(instance, definition, routeContext, url)
     return definition
   }
@@ -431,6 +432,7 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
     },
     addFormat(format) {
       formats.add(format)
+      formats.deriveForms(registry.list().flatMap((d) => [d.request, d.response]))
       addBodyParser(format)
     },
     invoke(init) {

@@ -11,6 +11,20 @@ import {
   standardSchemaProblem,
 } from './standard-schema.js'
 
+// Models core built from schemas: the only ones a wire format may give a derived binary form (a Model
+// written by hand or generated keeps exactly the forms it has).
+const fromSchemas = new WeakSet<Model>()
+
+/** True for a model core built from a schema (resolveModel, schemaModel). */
+export function isSchemaModel(model: Model): boolean {
+  return fromSchemas.has(model)
+}
+
+function built(model: Model): Model {
+  fromSchemas.add(model)
+  return model
+}
+
 /** True for an object that already is a Model (generated classes, `jsonSchemaModel`, hand-written). */
 export function isModel(value: unknown): value is Model {
   if ((typeof value !== 'object' && typeof value !== 'function') || value === null) return false
@@ -35,7 +49,9 @@ export function resolveModel(source: unknown, fallbackName: string, name?: strin
   if (isStandardSchema(source)) {
     const problem = standardSchemaProblem(source)
     if (problem !== undefined) throw new Error(problem)
-    return standardSchemaModel(source, { name: name ?? titleOf(offeredJsonSchema(source)) ?? fallbackName })
+    return built(
+      standardSchemaModel(source, { name: name ?? titleOf(offeredJsonSchema(source)) ?? fallbackName }),
+    )
   }
   if (typeof source !== 'object' || Array.isArray(source)) {
     throw new Error(
@@ -44,7 +60,7 @@ export function resolveModel(source: unknown, fallbackName: string, name?: strin
   }
   const schema = source as JsonSchema
   try {
-    return jsonSchemaModel(name ?? titleOf(schema) ?? fallbackName, schema)
+    return built(jsonSchemaModel(name ?? titleOf(schema) ?? fallbackName, schema))
   } catch (err) {
     throw new Error(`is a JSON Schema that does not compile: ${(err as Error).message}`)
   }

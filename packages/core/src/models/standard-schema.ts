@@ -75,6 +75,18 @@ export function offeredJsonSchema(schema: StandardSchemaV1): JsonSchema | undefi
   }
 }
 
+/**
+ * The JSON Schema of a model whose library offers none: any value, with a note that docs and OpenAPI
+ * show (the schema still validates every call).
+ */
+export function undocumented(vendor: string): JsonSchema {
+  return {
+    description:
+      `Not documented: this ${vendor} schema offers no JSON Schema (Standard JSON Schema, ` +
+      '`~standard.jsonSchema`); the server validates it on every call.',
+  }
+}
+
 export interface StandardSchemaModelOptions {
   /** The model's name in error messages and docs (default: the JSON Schema's `title`, else `Request`). */
   name?: string
@@ -91,7 +103,7 @@ export function standardSchemaModel<S extends StandardSchemaV1>(
 ): Model<StandardSchemaV1.InferOutput<S>> {
   const problem = standardSchemaProblem(schema)
   if (problem !== undefined) throw new TypeError(`@trivium/core: this schema cannot be a model: ${problem}`)
-  const jsonSchema = offeredJsonSchema(schema)
+  const jsonSchema = offeredJsonSchema(schema) ?? undocumented(schema['~standard'].vendor)
   const name = options.name ?? (typeof jsonSchema?.title === 'string' ? jsonSchema.title : 'Request')
   const validate = schema['~standard'].validate
   type Out = StandardSchemaV1.InferOutput<S>

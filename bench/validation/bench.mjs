@@ -62,6 +62,7 @@ const cases = {
   'TypeBox via our ajv path': () => tbModel.fromJSON(value),
   'TypeBox compiled (typebox/compile Check)': () => tbCompiled.Check(value),
   'Zod 4 via ~standard.validate (our model)': () => zodModel.fromJSON(value),
+  'Zod 4 ~standard.validate (library alone)': () => ZOrder['~standard'].validate(value),
   'Zod 4 safeParse (library alone)': () => ZOrder.safeParse(value),
   'refusal: JSON Schema': refuses(() => jsonModel.fromJSON(bad)),
   'refusal: Zod 4 (our model)': refuses(() => zodModel.fromJSON(bad)),

@@ -9,7 +9,7 @@ import {
 import { BINARY_CONTENT_TYPE } from '@trivium/core/internal'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
-import { DecodeError, setValidationErrorFactory } from './runtime/index.js'
+import { DecodeError, deriveBinaryForm, setValidationErrorFactory } from './runtime/index.js'
 
 function useCoreValidationErrors(): void {
   setValidationErrorFactory((message, details) => new ValidationException(message, details))
@@ -33,6 +33,16 @@ export const binaryFormat: WireFormat = {
   encode(model: Model, value: unknown): Uint8Array {
     if (!model.encode) throw new UnsupportedMediaTypeException(`${model.name} has no binary form`)
     return model.encode(value)
+  },
+  derive(model: Model) {
+    const form = deriveBinaryForm(model.jsonSchema)
+    if (form === undefined) return undefined
+    return {
+      encode: (value: unknown) => form.encode(model.toJSON(value)),
+      // The layout checks the shapes; the model's own schema still checks everything else (formats,
+      // patterns, refinements), so a binary body is refused exactly as its JSON form would be.
+      decode: (bytes: Uint8Array) => model.fromJSON(form.decode(bytes)),
+    }
   },
 }
 

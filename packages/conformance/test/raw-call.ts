@@ -27,36 +27,52 @@ export interface RawTarget {
 export interface RawAnswer {
   /** The HTTP status; on frames `'ok'` for RESPONSE, the error body's statusCode for ERROR. */
   status: number | 'ok'
+  /** The JSON answer; `{}` for a binary one (see `bytes`). */
   body: Record<string, unknown>
+  /** The answer's bytes. */
+  bytes: Uint8Array
+  /** HTTP: the Content-Type of the answer. */
+  contentType?: string | null
 }
 
+/** The answer's JSON, or `{}` when it is in the binary format. */
+const parsed = (bytes: Uint8Array, binary: boolean): Record<string, unknown> =>
+  binary ? {} : (JSON.parse(new TextDecoder().decode(bytes)) as Record<string, unknown>)
+
 export interface RawMeta {
+  /** The request's format (default json): HTTP Content-Type, WebSocket `format`, TCP `format` metadata. */
+  format?: 'json' | 'binary'
   timeout?: string
   key?: string
   token?: string
 }
 
-/** `body` is the JSON text of the request (sent as is: hostile bodies too). */
+/** `body` is the JSON text of the request, or its bytes in `meta.format` (sent as is: hostile bodies too). */
 export async function rawCall(
   target: RawTarget,
   endpoint: string,
   method: string,
   path: string,
-  body: string,
+  body: string | Uint8Array,
   meta: RawMeta = {},
 ): Promise<RawAnswer> {
+  const format = meta.format ?? 'json'
   if (target.transport === 'http') {
-    const headers: Record<string, string> = { 'content-type': 'application/json' }
+    const type = format === 'json' ? 'application/json' : 'application/x-platform-binary'
+    const headers: Record<string, string> = { 'content-type': type }
     if (meta.timeout) headers['trivium-timeout-ms'] = meta.timeout
     if (meta.key) headers['idempotency-key'] = meta.key
     if (meta.token) headers.authorization = `Bearer ${meta.token}`
     const res = await fetch(`${target.httpUrl}${path}`, { method, headers, body })
-    return { status: res.status, body: (await res.json()) as Record<string, unknown> }
+    const bytes = new Uint8Array(await res.arrayBuffer())
+    const contentType = res.headers.get('content-type')
+    const binary = contentType === 'application/x-platform-binary'
+    return { status: res.status, body: parsed(bytes, binary), bytes, contentType }
   }
   const metadata: Record<string, string> = {}
   if (meta.timeout) metadata.timeout_ms = meta.timeout
   if (meta.key) metadata.idempotency_key = meta.key
-  const json = new TextEncoder().encode(body)
+  const json = typeof body === 'string' ? new TextEncoder().encode(body) : body
   const payload = (m: Record<string, string>) => {
     const head = encodeMetadata(m)
     const out = new Uint8Array(head.length + json.length)
@@ -74,12 +90,13 @@ export async function rawCall(
   const answer = async (): Promise<RawAnswer> => {
     await until(() => frames.length > 0, `the answer of ${endpoint} on ${target.transport}`)
     const f = frames[0] as Frame
-    const parsed = JSON.parse(new TextDecoder().decode(f.payload)) as Record<string, unknown>
-    return { status: f.type === FrameType.RESPONSE ? 'ok' : (parsed.statusCode as number), body: parsed }
+    const ok = f.type === FrameType.RESPONSE
+    const body = parsed(f.payload, ok && format === 'binary')
+    return { status: ok ? 'ok' : (body.statusCode as number), body, bytes: f.payload }
   }
   if (target.transport === 'websocket') {
     const token = meta.token ? `&token=${encodeURIComponent(meta.token)}` : ''
-    const ws = new WebSocket(`${target.wsUrl}?format=json&metadata=1${token}`, { maxPayload: 4 << 20 })
+    const ws = new WebSocket(`${target.wsUrl}?format=${format}&metadata=1${token}`, { maxPayload: 4 << 20 })
     ws.on('error', () => {})
     ws.on('message', (data: Buffer) => frames.push(decodeWsFrame(new Uint8Array(data))))
     await new Promise((resolve) => ws.once('open', resolve))
@@ -95,7 +112,7 @@ export async function rawCall(
   socket.on('error', () => {})
   const reader = new TcpFrameReader({ maxFrameBytes: 4 << 20 })
   socket.on('data', (chunk) => frames.push(...reader.push(chunk)))
-  socket.write(encodeTcpFrame(request({ format: 'json', ...metadata })))
+  socket.write(encodeTcpFrame(request({ format, ...metadata })))
   try {
     return await answer()
   } finally {

@@ -3,6 +3,7 @@
 import { JSON_TOO_DEEP_MESSAGE, MAX_JSON_DEPTH, shortAscii } from '@trivium/wire'
 import { ValidationException } from './errors.js'
 import type { Model } from './model.js'
+import { isSchemaModel } from './models/resolve.js'
 
 export const JSON_CONTENT_TYPE = 'application/json'
 export const BINARY_CONTENT_TYPE = 'application/x-platform-binary'
@@ -16,6 +17,12 @@ export interface WireFormat {
   decode(model: Model, bytes: Uint8Array): unknown
   /** Model value → bytes (or text, which the transport encodes as UTF-8). */
   encode(model: Model, value: unknown): Uint8Array | string
+  /**
+   * The binary form of a model built from a schema (TypeBox, Standard Schema, JSON Schema) whose JSON
+   * Schema has a layout in this format, or undefined (the model stays JSON-only). Core calls it for
+   * every such model of an endpoint, whichever was registered first.
+   */
+  derive?(model: Model): Pick<Model, 'encode' | 'decode'> | undefined
 }
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true })
@@ -198,6 +205,18 @@ export class FormatRegistry {
     }
     this.byName.set(format.name, format)
     this.byType.set(format.contentType.toLowerCase(), format)
+  }
+
+  /** Gives the models core built from schemas the binary forms the registered formats derive. */
+  deriveForms(models: readonly Model[]): void {
+    for (const format of this.byName.values()) {
+      if (format.derive === undefined) continue
+      for (const model of models) {
+        if (model.decode !== undefined || !isSchemaModel(model)) continue
+        const derived = format.derive(model)
+        if (derived !== undefined) Object.assign(model, derived)
+      }
+    }
   }
 
   get(name: string): WireFormat | undefined {

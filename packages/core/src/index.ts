@@ -21,6 +21,8 @@ import { EventStreams } from './http/sse.js'
 import { installNotFoundHandler, installRootErrorHandler } from './http/whole-app.js'
 import { type InvokeInit, type InvokeResult, Invoker, type StartedCall } from './invoke.js'
 import { type Middleware, type MiddlewareOptions, Pipeline } from './middleware.js'
+import type { Model } from './model.js'
+import type { ModelSource, SchemaInput, SchemaOutput } from './models/schema-types.js'
 import { addNamedRoute, isNamedRoute } from './named-route.js'
 import {
   type BidiStreamDefinition,
@@ -31,6 +33,7 @@ import {
   type EndpointOptions,
   EndpointRegistry,
   type GuardedRoute,
+  type SchemaEndpointOptions,
   type StreamDefinition,
   type StreamHandler,
   type UnaryDefinition,
@@ -109,6 +112,9 @@ export {
   type Model,
   type ModelType,
 } from './model.js'
+export { type SchemaModelOptions, schemaModel } from './models/resolve.js'
+export type { JsonSchemaSource, ModelSource, SchemaInput, SchemaOutput } from './models/schema-types.js'
+export type { StandardSchemaV1 } from './models/standard-schema-spec.js'
 export { isNamedRoute, NamedRouteError } from './named-route.js'
 export {
   type BidiStreamDefinition,
@@ -123,6 +129,7 @@ export {
   isEndpointCall,
   RegistrationError,
   type RouteOutcome,
+  type SchemaEndpointOptions,
   type StreamDefinition,
   type StreamHandler,
   type TriviumEndpointConfig,
@@ -175,12 +182,23 @@ export interface Trivium {
     options: EndpointOptions<Req, Res>,
     handler: UnaryHandler<Req, Res>,
   ): UnaryDefinition<Req, Res>
+  /** The same with schemas as models (TypeBox, Standard Schema, JSON Schema): the handler is typed from them. */
+  endpoint<Q extends ModelSource = Model<any>, R extends ModelSource = Model<any>>(
+    name: string,
+    options: SchemaEndpointOptions<Q, R>,
+    handler: UnaryHandler<SchemaOutput<Q>, SchemaInput<R>>,
+  ): UnaryDefinition<SchemaOutput<Q>, SchemaInput<R>>
   /** Registers a streaming endpoint: the handler is an async generator of response items. */
   stream<Req = any, Item = any>(
     name: string,
     options: EndpointOptions<Req, Item>,
     handler: StreamHandler<Req, Item>,
   ): StreamDefinition<Req, Item>
+  stream<Q extends ModelSource = Model<any>, R extends ModelSource = Model<any>>(
+    name: string,
+    options: SchemaEndpointOptions<Q, R>,
+    handler: StreamHandler<SchemaOutput<Q>, SchemaInput<R>>,
+  ): StreamDefinition<SchemaOutput<Q>, SchemaInput<R>>
   /**
    * Registers a client stream (WebSocket and TCP): the handler takes the request items as they arrive
    * and answers one response. Over HTTP the route refuses every call (PROTOCOL.md "Client and
@@ -191,12 +209,22 @@ export interface Trivium {
     options: EndpointOptions<Req, Res>,
     handler: ClientStreamHandler<Req, Res>,
   ): ClientStreamDefinition<Req, Res>
+  clientStream<Q extends ModelSource = Model<any>, R extends ModelSource = Model<any>>(
+    name: string,
+    options: SchemaEndpointOptions<Q, R>,
+    handler: ClientStreamHandler<SchemaOutput<Q>, SchemaInput<R>>,
+  ): ClientStreamDefinition<SchemaOutput<Q>, SchemaInput<R>>
   /** Registers a bidirectional stream (WebSocket and TCP): request items in, response items out. POST only. */
   bidiStream<Req = any, Item = any>(
     name: string,
     options: EndpointOptions<Req, Item>,
     handler: BidiStreamHandler<Req, Item>,
   ): BidiStreamDefinition<Req, Item>
+  bidiStream<Q extends ModelSource = Model<any>, R extends ModelSource = Model<any>>(
+    name: string,
+    options: SchemaEndpointOptions<Q, R>,
+    handler: BidiStreamHandler<SchemaOutput<Q>, SchemaInput<R>>,
+  ): BidiStreamDefinition<SchemaOutput<Q>, SchemaInput<R>>
   /**
    * Adds a middleware at the end of the chain (the same chain on every transport). Called on a child
    * context (`child.trivium.use()`), it runs only for the endpoints of that context and its descendants.
@@ -376,6 +404,7 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
       url: typeof url === 'string' ? withPrefix(instance.prefix, url) : url,
     })
     pipeline.setContext(definition, instance)
+    formats.deriveForms([definition.request, definition.response])
     registerHttpRoute(instance, definition, routeContext, url)
     return definition
   }
@@ -397,16 +426,20 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
   ) => register(instance, o, (options) => registry.add(name, options, h, BIDI_STREAM))
 
   const trivium: Trivium = {
-    endpoint(name, endpointOptions, handler) {
+    endpoint(name: string, endpointOptions: EndpointOptions, handler: UnaryHandler<any, any>): any {
       return unary(fastify, name, endpointOptions, handler)
     },
-    stream(name, endpointOptions, handler) {
+    stream(name: string, endpointOptions: EndpointOptions, handler: StreamHandler<any, any>): any {
       return stream(fastify, name, endpointOptions, handler)
     },
-    clientStream(name, endpointOptions, handler) {
+    clientStream(
+      name: string,
+      endpointOptions: EndpointOptions,
+      handler: ClientStreamHandler<any, any>,
+    ): any {
       return clientStream(fastify, name, endpointOptions, handler)
     },
-    bidiStream(name, endpointOptions, handler) {
+    bidiStream(name: string, endpointOptions: EndpointOptions, handler: BidiStreamHandler<any, any>): any {
       return bidiStream(fastify, name, endpointOptions, handler)
     },
     use(middleware, middlewareOptions) {
@@ -414,6 +447,7 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
     },
     addFormat(format) {
       formats.add(format)
+      formats.deriveForms(registry.list().flatMap((d) => [d.request, d.response]))
       addBodyParser(format)
     },
     invoke(init) {

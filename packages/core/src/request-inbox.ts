@@ -7,6 +7,7 @@ import type { Cancellation } from '@trivium/wire'
 import { UnsupportedMediaTypeException } from './errors.js'
 import { decodePayload, type WireFormat } from './formats.js'
 import type { EndpointDefinition } from './registry.js'
+import { isThenable } from './thenable.js'
 
 /** How the inbox tells the client's side of the transport to send more, or to stop sending. */
 export interface InboxFlow {
@@ -118,7 +119,9 @@ export class RequestInbox implements AsyncIterable<unknown> {
           this.#grant(this.#taken)
           this.#taken = 0
         }
-        return { done: false, value: this.#decode(bytes) }
+        const value = this.#decode(bytes)
+        // An asynchronous model's item settles before the handler takes it.
+        return { done: false, value: isThenable(value) ? await value : value }
       }
       if (this.ended || this.stopped) return { done: true, value: undefined }
       await new Promise<void>((resolve) => {

@@ -36,6 +36,7 @@ import {
 import {
   decodePayload,
   FRAME_TRANSPORT,
+  isThenable,
   jsonFormat,
   TRANSPORT_OVERRIDE,
   type TransportOverride,
@@ -211,7 +212,7 @@ export function httpFormOf(
   definition: EndpointDefinition,
   format: WireFormat,
   payload: Uint8Array,
-): HttpForm {
+): HttpForm | PromiseLike<HttpForm> {
   const model = definition.request
   if (payload.length > 0 && format.name !== 'json' && !model.decode) {
     throw new UnsupportedMediaTypeException(
@@ -219,6 +220,18 @@ export function httpFormOf(
     )
   }
   const value = decodePayload(format, model, payload)
+  // An asynchronous model: the form is built once its checks have settled.
+  if (isThenable(value)) return value.then((settled) => formOf(definition, payload, format, settled))
+  return formOf(definition, payload, format, value)
+}
+
+function formOf(
+  definition: EndpointDefinition,
+  payload: Uint8Array,
+  format: WireFormat,
+  value: unknown,
+): HttpForm {
+  const model = definition.request
   const mapping = definition.http
   if (mapping.hasBody && mapping.pathParams.length === 0) {
     // The decode proved the bytes valid: they go through as they are (no re-encoding).
@@ -318,14 +331,16 @@ export class InjectBridge implements UnaryBridge {
     return this.#marker !== undefined
   }
 
-  call(bridged: BridgedCall): Promise<InjectOutcome> {
+  call(bridged: BridgedCall, settled?: HttpForm): Promise<InjectOutcome> {
     const { definition, requestId } = bridged
-    let form: HttpForm
+    let form: HttpForm | PromiseLike<HttpForm>
     try {
-      form = httpFormOf(definition, bridged.format, bridged.payload)
+      form = settled ?? httpFormOf(definition, bridged.format, bridged.payload)
     } catch (err) {
       return Promise.reject(err) // a promise either way: the frame session awaits or chains it
     }
+    // An asynchronous request model: the HTTP request is built once its checks have settled.
+    if (isThenable(form)) return Promise.resolve(form).then((ready) => this.call(bridged, ready))
     const out =
       this.#marker !== undefined ? this.#inject(this.#marker, bridged, form) : this.#lean(bridged, form)
     const named = isNamedRoute(definition)

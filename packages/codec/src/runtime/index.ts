@@ -18,6 +18,7 @@ export {
   type ValidationErrorFactory,
   validationError,
 } from './errors.js'
+export { type DerivedBinaryForm, deriveBinaryForm, deriveLayout, type Layout } from './layout.js'
 export { BinaryReader, DEFAULT_MAX_DEPTH, decodeMessage, type ReaderOptions } from './reader.js'
 export type {
   CallOptions,

@@ -13,11 +13,16 @@ import {
   type TriviumIdentity,
   toErrorBody,
 } from '@trivium/core'
+import { transportOf } from '@trivium/core/internal'
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 
 /** The rules of a protected plain route: every endpoint setting the registered plugins declare. */
 export interface TriviumRouteRules extends TriviumEndpointConfig {
-  /** Name used by rate-limit keys and logs (default `<METHOD> <url>`, e.g. `GET /legacy`). */
+  /**
+   * Name used by rate-limit keys and logs (default `<METHOD> <url>`, e.g. `GET /legacy`). Given, it also
+   * makes the route an endpoint of that name, callable over WebSocket and TCP through the route itself
+   * (PROTOCOL.md "Named routes"); it must then be an endpoint name (`orders.create`).
+   */
   name?: string
 }
 
@@ -99,18 +104,23 @@ function runGuard(
   done: (err?: Error) => void,
 ): void {
   const query = request.query as Record<string, unknown>
+  // A named route called by a frame (WebSocket, TCP): the call is that transport's, as an endpoint's is.
+  const frame = transportOf(request)
   const call = new TriviumCall<unknown, GuardedRoute>({
     definition: route,
-    protocol: 'http',
+    protocol: frame?.protocol ?? 'http',
     requestId: request.id,
     log: request.log,
     headers: request.headers,
     method: request.method,
     query,
-    clientIp: request.ip,
+    clientIp: frame ? frame.clientIp : request.ip,
     raw: request,
     decodeBody: () => request.body,
-    credential: () => httpCredential(request.headers, query),
+    credential: frame ? () => frame.credential : () => httpCredential(request.headers, query),
+    ...(frame === undefined
+      ? {}
+      : { metadata: frame.metadata, connection: frame.connection, onIdentity: frame.onIdentity }),
   })
   let wentOn = false
   const goOn = (): Promise<RouteOutcome> => {

@@ -43,6 +43,7 @@ export {
   type TotalInit,
   type TypedClient,
 } from './generated/index.js'
+export { namedRouteCases, namedRouteEndpoints, orderBody, registerNamedRoutes } from './named-routes.js'
 export {
   CLIENT_STREAM_WINDOW_BYTES,
   type ConformanceServer,

@@ -9,6 +9,7 @@ import triviumTcp from '@trivium/tcp'
 import triviumWebSocket from '@trivium/websocket'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { registerEndpoints } from './generated/server.js'
+import { registerNamedRoutes } from './named-routes.js'
 
 export const SECRET = 'conformance-secret-conformance-secret-0123456789'
 /**
@@ -160,6 +161,8 @@ export async function startConformanceServer(options: {
       }
     },
   })
+
+  registerNamedRoutes(app)
 
   await options.register?.(app)
   await app.listen({ port: 0, host: '127.0.0.1' })

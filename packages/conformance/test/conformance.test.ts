@@ -12,6 +12,8 @@ import {
   Empty,
   endpoints,
   GatedTick,
+  namedRouteCases,
+  namedRouteEndpoints,
   Pong,
   startConformanceServer,
   type TokenKind,
@@ -79,7 +81,8 @@ for (const target of targets) {
         let client = clients.get(kind)
         if (!client) {
           const token = tokens[kind]
-          const common = { endpoints, token, format, reconnectAttempts: 0, timeoutMs: 10_000 }
+          const table = { ...endpoints, ...namedRouteEndpoints }
+          const common = { endpoints: table, token, format, reconnectAttempts: 0, timeoutMs: 10_000 }
           client =
             target.transport === 'http'
               ? createClient({ ...common, transport: 'http', url: server.httpUrl })
@@ -101,7 +104,7 @@ for (const target of targets) {
         for (const client of clients.values()) await client.close()
       })
 
-      for (const c of unaryCases) {
+      for (const c of [...unaryCases, ...namedRouteCases]) {
         if (c.formats && !c.formats.includes(format)) continue
         await t.test(c.name, async (t) => {
           const client = clientFor(c.token)
@@ -116,7 +119,8 @@ for (const target of targets) {
           }
           if ('value' in c.expect) {
             t.notOk(error, error ? `unexpected ${error.name}: ${error.message}` : 'no error')
-            const spec = endpoints[c.endpoint as keyof typeof endpoints]
+            const spec = (endpoints[c.endpoint as keyof typeof endpoints] ??
+              namedRouteEndpoints[c.endpoint]) as (typeof namedRouteEndpoints)[string]
             t.same(spec.response.toJSON(value as never), spec.response.toJSON(c.expect.value as never))
             if (c.endpoint === 'echo')
               t.ok(Echo.equalsValue(value as Echo, c.expect.value as Echo), 'equal values')

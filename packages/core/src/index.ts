@@ -22,6 +22,7 @@ import { EventStreams } from './http/sse.js'
 import { installNotFoundHandler, installRootErrorHandler } from './http/whole-app.js'
 import { type InvokeInit, type InvokeResult, Invoker, type StartedCall } from './invoke.js'
 import { type Middleware, type MiddlewareOptions, Pipeline } from './middleware.js'
+import { addNamedRoute, isNamedRoute } from './named-route.js'
 import {
   type BidiStreamDefinition,
   type BidiStreamHandler,
@@ -108,6 +109,7 @@ export {
   type Model,
   type ModelType,
 } from './model.js'
+export { isNamedRoute, NamedRouteError } from './named-route.js'
 export {
   type BidiStreamDefinition,
   type BidiStreamHandler,
@@ -347,7 +349,7 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
   // Opted-in routes answer their errors in the Trivium body, with an error handler of their own (a
   // route's own `errorHandler` is kept); every other route keeps its context's (the application's).
   const routeErrorHandler = frameworkErrorHandler(errorHeaders)
-  fastify.addHook('onRoute', (route) => {
+  fastify.addHook('onRoute', function seeRoute(this: FastifyInstance, route) {
     // The option's type is declared by @trivium/auth; core only needs to see that it is there.
     const config = route.config
     const rules: unknown = config !== undefined && 'triviumRoute' in config ? config.triviumRoute : undefined
@@ -355,6 +357,12 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
     const method = Array.isArray(route.method) ? route.method.join(',') : String(route.method)
     plainRoutes.push({ label: `route ${method} ${route.url}`, rules })
     route.errorHandler ??= routeErrorHandler
+    // A name makes the route an endpoint too (named-route.ts). Fastify's own HEAD twin of a GET route
+    // carries the same config: the GET route is the endpoint.
+    const name = typeof rules === 'object' && rules !== null && 'name' in rules ? rules.name : undefined
+    if (typeof name === 'string' && method !== 'HEAD') {
+      pipeline.setContext(addNamedRoute(registry, route, name, rules as object), this)
+    }
   })
 
   function addBodyParser(format: WireFormat): void {
@@ -498,6 +506,7 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
   function checkRules(): void {
     const anywhere = pipeline.enforcedAnywhere()
     for (const definition of registry.list()) {
+      if (isNamedRoute(definition)) continue // its rules are the route's, checked below
       const target = { label: `endpoint "${definition.name}"`, settings: definition.config }
       checkSettings(target, pipeline.enforcedFor(definition), anywhere)
     }

@@ -33,7 +33,14 @@ export {
   MISSING_HOST,
 } from './http/framework-errors.js'
 export { SHUTDOWN_MESSAGE } from './http/sse.js'
-export { CALL, TRANSPORT_OVERRIDE, type TransportOverride } from './http/symbols.js'
+export { errorOfStatus } from './http/status-errors.js'
+export {
+  CALL,
+  FRAME_TRANSPORT,
+  TRANSPORT_OVERRIDE,
+  type TransportOverride,
+  transportOf,
+} from './http/symbols.js'
 export { HttpMapping, type HttpRequestParts } from './http-mapping.js'
 export {
   DEFAULT_IDEMPOTENCY_LOCK_MS,

@@ -11,6 +11,7 @@ export {
   type ResolvedFrameSessionOptions,
   resolveFrameSessionOptions,
 } from './options.js'
+export { httpFormOf, InjectBridge, type InjectOutcome } from './route-bridge.js'
 export { FrameServer, TOO_MANY_CONNECTIONS, TOO_MANY_FROM_ADDRESS } from './server.js'
 export {
   type ConnectionIdentity,

@@ -5,6 +5,7 @@ import { ServiceUnavailableException, TRIVIUM_CHANNELS, type Trivium, type Trivi
 import { SessionHub } from '@trivium/wire/sessions'
 import type { FastifyInstance } from 'fastify'
 import type { ResolvedFrameSessionOptions } from './options.js'
+import { InjectBridge } from './route-bridge.js'
 import { type FrameSession, type SessionContext, SHUTDOWN_MESSAGE, type UnaryBridge } from './session.js'
 
 const connectionChannel = channel(TRIVIUM_CHANNELS.connection)
@@ -17,6 +18,8 @@ const SERVERS: unique symbol = Symbol.for('trivium.frameServers')
 export interface FrameServers {
   servers: FrameServer[]
   shutdown: Promise<void> | undefined
+  /** The one bridge of named Fastify routes, shared by every frame transport of the app. */
+  routes: UnaryBridge
 }
 
 declare module 'fastify' {
@@ -36,6 +39,8 @@ export class FrameServer implements SessionContext {
   readonly #perIp = new Map<string, number>()
   readonly #ipOf = new WeakMap<FrameSession, string>()
   readonly #registry: FrameServers
+  /** Named Fastify routes (`config.triviumRoute.name`): their calls go through the route itself. */
+  readonly routes: UnaryBridge
   #shuttingDown = false
   #timer: NodeJS.Timeout | undefined
 
@@ -49,10 +54,15 @@ export class FrameServer implements SessionContext {
     this.hub = pushHub(fastify, options, transport)
     let registry = fastify[SERVERS]
     if (registry === undefined) {
-      registry = { servers: [], shutdown: undefined }
+      registry = {
+        servers: [],
+        shutdown: undefined,
+        routes: new InjectBridge(fastify, { markRequests: false }),
+      }
       fastify.decorate(SERVERS, registry)
     }
     this.#registry = registry
+    this.routes = registry.routes
     registry.servers.push(this)
   }
 

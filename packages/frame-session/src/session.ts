@@ -7,6 +7,7 @@ import {
   type EndpointDefinition,
   ForbiddenException,
   type FrameRejectReason,
+  isNamedRoute,
   normalizeError,
   PayloadTooLargeException,
   RateLimitExceededException,
@@ -104,6 +105,8 @@ export interface SessionContext {
   readonly hub: SessionHub
   readonly options: ResolvedFrameSessionOptions
   readonly bridge: UnaryBridge | undefined
+  /** The bridge of named Fastify routes (every transport): their calls run the route itself. */
+  readonly routes: UnaryBridge
   isShuttingDown(): boolean
   /** Abort reason at shutdown: streams end with an ERROR frame carrying it. */
   readonly shutdownError: TriviumError
@@ -601,12 +604,17 @@ export class FrameSession implements Session {
     const requestId = `${this.id}:${id}`
     let started: StartedCall
     try {
-      if (this.#ctx.bridge !== undefined && known !== undefined && !known.streaming && !known.requestStream) {
-        void this.#runBridged(known, id, requestId, payload, metadata, format, entry)
-        return
-      }
       // Metadata travels per frame (TCP): its credential is read now (a map lookup, never throws).
       const credential = metadata === undefined ? this.#connectionCredential : this.#init.credential(metadata)
+      if (known !== undefined && isNamedRoute(known)) {
+        const token = typeof credential === 'function' ? credential() : credential
+        void this.#runBridged(this.#ctx.routes, known, id, requestId, payload, metadata, format, entry, token)
+        return
+      }
+      if (this.#ctx.bridge !== undefined && known !== undefined && !known.streaming && !known.requestStream) {
+        void this.#runBridged(this.#ctx.bridge, known, id, requestId, payload, metadata, format, entry)
+        return
+      }
       started = this.#ctx.trivium.start({
         endpoint,
         protocol: this.protocol,
@@ -675,6 +683,7 @@ export class FrameSession implements Session {
 
   /** A unary call through the TCP inject bridge: the route's own HTTP response, already encoded. */
   async #runBridged(
+    bridge: UnaryBridge,
     definition: EndpointDefinition,
     id: number,
     requestId: string,
@@ -682,6 +691,7 @@ export class FrameSession implements Session {
     metadata: Record<string, string> | undefined,
     format: WireFormat,
     entry: Cancellation,
+    credential?: string,
   ): Promise<void> {
     const override: TransportOverride = {
       protocol: this.protocol,
@@ -690,9 +700,10 @@ export class FrameSession implements Session {
       onIdentity: this.#onIdentity,
     }
     if (metadata !== undefined) override.metadata = metadata
+    if (credential !== undefined) override.credential = credential
     let answered: TriviumCall | undefined
     try {
-      const out = await this.#ctx.bridge!.call(
+      const out = await bridge.call(
         definition,
         format,
         responseFormat(definition, format),

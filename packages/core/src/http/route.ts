@@ -20,7 +20,7 @@ import { abortOnClientClose, type HttpDrain } from './drain.js'
 import { sendError } from './error-reply.js'
 import { type EventStreams, SHUTDOWN_MESSAGE, sendEventStream } from './sse.js'
 import { strictBody } from './strict-body.js'
-import { CALL, TRANSPORT_OVERRIDE } from './symbols.js'
+import { CALL, transportOf } from './symbols.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -150,7 +150,7 @@ export function registerHttpRoute(
       // Fastify parses text/plain too; an endpoint only takes the formats it can decode.
       if (!requestFormat) throw new UnsupportedMediaTypeException('Unsupported Content-Type')
     }
-    const transport = request[TRANSPORT_OVERRIDE]
+    const transport = transportOf(request)
     // A call that arrived while the app shuts down (Fastify routes it with `Connection: close` once
     // closing, when its `return503OnClosing` is off) gets our 503 body; one routed before is answered.
     if (streams.closing && transport === undefined && reply.raw.getHeader('connection') === 'close') {

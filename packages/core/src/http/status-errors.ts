@@ -39,7 +39,7 @@ export function statusOf(err: object, reply: FastifyReply): number | undefined {
 }
 
 /** Whole seconds of a `Retry-After` the reply already carries (set by @fastify/rate-limit). */
-function retryAfterOf(reply: FastifyReply): number {
+function retryAfterOf(reply: Pick<FastifyReply, 'getHeader'>): number {
   const value = Number(reply.getHeader('retry-after'))
   return Number.isInteger(value) && value >= 0 ? value : 1
 }
@@ -48,7 +48,7 @@ function retryAfterOf(reply: FastifyReply): number {
  * The Trivium error for a status. The message is the status text, never the error's own (a plugin's
  * message may name a file or an internal); a 5xx other than 503 is `Internal server error`.
  */
-export function errorOfStatus(status: number, reply: FastifyReply): TriviumError {
+export function errorOfStatus(status: number, reply: Pick<FastifyReply, 'getHeader'>): TriviumError {
   const message = STATUS_CODES[status] ?? (status < 500 ? 'Bad Request' : INTERNAL_ERROR_MESSAGE)
   switch (status) {
     case 401:

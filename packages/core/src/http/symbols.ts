@@ -1,3 +1,4 @@
+import type { FastifyRequest } from 'fastify'
 import type { TriviumCall, TriviumIdentity } from '../call.js'
 
 /**
@@ -30,4 +31,22 @@ export interface TransportOverride {
   connection?: Record<string, unknown>
   /** Told when authentication sets the call's identity (see CallInit.onIdentity). */
   onIdentity?: (identity: TriviumIdentity) => void
+  /**
+   * The frame's credential (its metadata's, else the connection's), for a named route's guard; the
+   * bridge also gives it to the route as `Authorization: Bearer …`, which the app's own hooks read.
+   */
+  credential?: string
+}
+
+/**
+ * Set by the frame transports' route bridge on the in-memory socket of a request it routes (a property
+ * keyed by a module-private Symbol: no HTTP client's socket can carry it), so that a route reached by a
+ * frame knows it without a hook of its own in every context.
+ */
+export const FRAME_TRANSPORT: unique symbol = Symbol('trivium.frameTransport')
+
+/** The frame transport a request came from, or undefined for an HTTP client's request. */
+export function transportOf(request: FastifyRequest): TransportOverride | undefined {
+  const socket = request.raw.socket as { [FRAME_TRANSPORT]?: TransportOverride } | null
+  return request[TRANSPORT_OVERRIDE] ?? socket?.[FRAME_TRANSPORT]
 }

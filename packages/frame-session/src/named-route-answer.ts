@@ -1,0 +1,63 @@
+// A named Fastify route's HTTP answer as a frame's (PROTOCOL.md "Named routes"). Frames carry JSON and
+// the one error body, so: a success must be JSON (a route that answers text, a file or a stream of another
+// type is a server fault: 500, logged once per route, naming it); an error in the Trivium body (the
+// route's error handler is core's) passes as it is, and any other error answer (a hook's own
+// `reply.code(401).send(…)`) becomes the Trivium error of its status, as core answers such statuses.
+import {
+  type EndpointDefinition,
+  InternalErrorException,
+  type TriviumError,
+  toErrorBody,
+} from '@trivium/core'
+import { errorOfStatus, INTERNAL_ERROR_MESSAGE } from '@trivium/core/internal'
+import type { FastifyBaseLogger } from 'fastify'
+import type { InjectOutcome } from './route-bridge.js'
+
+/** Routes already logged for a non-JSON answer (a fault of the route, not of each call). */
+const logged = new WeakSet<EndpointDefinition>()
+const NO_HEADERS = { getHeader: () => undefined }
+
+function isJson(contentType: string | undefined): boolean {
+  if (contentType === undefined) return false
+  const type = contentType.split(';', 1)[0]?.trim().toLowerCase()
+  return type === 'application/json' || (type?.startsWith('application/') === true && type.endsWith('+json'))
+}
+
+function isErrorBody(body: Uint8Array): boolean {
+  try {
+    const parsed: unknown = JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString())
+    if (typeof parsed !== 'object' || parsed === null) return false
+    const { code, error, message } = parsed as Record<string, unknown>
+    return typeof code === 'string' && typeof error === 'string' && typeof message === 'string'
+  } catch {
+    return false
+  }
+}
+
+function failed(out: InjectOutcome, error: TriviumError): InjectOutcome {
+  // The requestId is the frame's: the session writes `<connection>:<frame id>` over this one.
+  const body = Buffer.from(JSON.stringify(toErrorBody(error, '')))
+  return { ...out, ok: false, body, statusCode: error.statusCode, contentType: 'application/json' }
+}
+
+export function namedRouteOutcome(
+  log: FastifyBaseLogger,
+  definition: EndpointDefinition,
+  out: InjectOutcome,
+): InjectOutcome {
+  if (out.statusCode === 0) return out // cancelled or the connection went away: nothing is sent
+  if (!out.ok) return isErrorBody(out.body) ? out : failed(out, errorOfStatus(out.statusCode, NO_HEADERS))
+  if (out.body.length === 0 || isJson(out.contentType)) return out
+  if (!logged.has(definition)) {
+    logged.add(definition)
+    log.error(
+      {
+        endpoint: definition.name,
+        route: `${definition.method} ${definition.url}`,
+        contentType: out.contentType,
+      },
+      `named route ${definition.name} answered ${out.contentType ?? 'no Content-Type'}: frames carry JSON (PROTOCOL.md "Named routes"); answer JSON, or leave the route unnamed`,
+    )
+  }
+  return failed(out, new InternalErrorException(INTERNAL_ERROR_MESSAGE))
+}

@@ -117,7 +117,7 @@ export function idempotency(options: IdempotencyOptions): Middleware {
   async function run(call: TriviumCall<unknown>, key: string, next: () => unknown): Promise<unknown> {
     const definition = call.definition
     const fingerprint = createHash('sha256')
-      .update(canonical(definition.request.toJSON(call.body)))
+      .update(canonical(definition.request.toJSON(await call.body)))
       .digest('base64url')
     const scope = { user: String(call.identity?.userId ?? ''), endpoint: call.endpoint, key }
     const held = await store.claim(scope, fingerprint, windowMs, lockMs)

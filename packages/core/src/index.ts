@@ -23,6 +23,8 @@ import { installNotFoundHandler, installRootErrorHandler } from './http/whole-ap
 import { type InvokeInit, type InvokeResult, Invoker, type StartedCall } from './invoke.js'
 import { type Middleware, type MiddlewareOptions, Pipeline } from './middleware.js'
 import { addNamedRoute, isNamedRoute } from './named-route.js'
+import type { Model } from './model.js'
+import type { ModelSource, SchemaInput, SchemaOutput } from './models/schema-types.js'
 import {
   type BidiStreamDefinition,
   type BidiStreamHandler,
@@ -32,6 +34,7 @@ import {
   type EndpointOptions,
   EndpointRegistry,
   type GuardedRoute,
+  type SchemaEndpointOptions,
   type StreamDefinition,
   type StreamHandler,
   type UnaryDefinition,
@@ -110,6 +113,9 @@ export {
   type ModelType,
 } from './model.js'
 export { isNamedRoute, NamedRouteError } from './named-route.js'
+export { type SchemaModelOptions, schemaModel } from './models/resolve.js'
+export type { JsonSchemaSource, ModelSource, SchemaInput, SchemaOutput } from './models/schema-types.js'
+export type { StandardSchemaV1 } from './models/standard-schema-spec.js'
 export {
   type BidiStreamDefinition,
   type BidiStreamHandler,
@@ -123,6 +129,7 @@ export {
   isEndpointCall,
   RegistrationError,
   type RouteOutcome,
+  type SchemaEndpointOptions,
   type StreamDefinition,
   type StreamHandler,
   type TriviumEndpointConfig,
@@ -175,12 +182,23 @@ export interface Trivium {
     options: EndpointOptions<Req, Res>,
     handler: UnaryHandler<Req, Res>,
   ): UnaryDefinition<Req, Res>
+  /** The same with schemas as models (TypeBox, Standard Schema, JSON Schema): the handler is typed from them. */
+  endpoint<Q extends ModelSource = Model<any>, R extends ModelSource = Model<any>>(
+    name: string,
+    options: SchemaEndpointOptions<Q, R>,
+    handler: UnaryHandler<SchemaOutput<Q>, SchemaInput<R>>,
+  ): UnaryDefinition<SchemaOutput<Q>, SchemaInput<R>>
   /** Registers a streaming endpoint: the handler is an async generator of response items. */
   stream<Req = any, Item = any>(
     name: string,
     options: EndpointOptions<Req, Item>,
     handler: StreamHandler<Req, Item>,
   ): StreamDefinition<Req, Item>
+  stream<Q extends ModelSource = Model<any>, R extends ModelSource = Model<any>>(
+    name: string,
+    options: SchemaEndpointOptions<Q, R>,
+    handler: StreamHandler<SchemaOutput<Q>, SchemaInput<R>>,
+  ): StreamDefinition<SchemaOutput<Q>, SchemaInput<R>>
   /**
    * Registers a client stream (WebSocket and TCP): the handler takes the request items as they arrive
    * and answers one response. Over HTTP the route refuses every call (PROTOCOL.md "Client and
@@ -191,12 +209,22 @@ export interface Trivium {
     options: EndpointOptions<Req, Res>,
     handler: ClientStreamHandler<Req, Res>,
   ): ClientStreamDefinition<Req, Res>
+  clientStream<Q extends ModelSource = Model<any>, R extends ModelSource = Model<any>>(
+    name: string,
+    options: SchemaEndpointOptions<Q, R>,
+    handler: ClientStreamHandler<SchemaOutput<Q>, SchemaInput<R>>,
+  ): ClientStreamDefinition<SchemaOutput<Q>, SchemaInput<R>>
   /** Registers a bidirectional stream (WebSocket and TCP): request items in, response items out. POST only. */
   bidiStream<Req = any, Item = any>(
     name: string,
     options: EndpointOptions<Req, Item>,
     handler: BidiStreamHandler<Req, Item>,
   ): BidiStreamDefinition<Req, Item>
+  bidiStream<Q extends ModelSource = Model<any>, R extends ModelSource = Model<any>>(
+    name: string,
+    options: SchemaEndpointOptions<Q, R>,
+    handler: BidiStreamHandler<SchemaOutput<Q>, SchemaInput<R>>,
+  ): BidiStreamDefinition<SchemaOutput<Q>, SchemaInput<R>>
   /**
    * Registers every endpoint of a contract (@trivium/contract's `defineContract`) with its handler, each
    * as `endpoint`/`stream`/`clientStream`/`bidiStream` would. `handlers` needs one handler per endpoint,
@@ -409,16 +437,20 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
   ) => register(instance, o, (options) => registry.add(name, options, h, BIDI_STREAM))
 
   const trivium: Trivium = {
-    endpoint(name, endpointOptions, handler) {
+    endpoint(name: string, endpointOptions: EndpointOptions, handler: UnaryHandler<any, any>): any {
       return unary(fastify, name, endpointOptions, handler)
     },
-    stream(name, endpointOptions, handler) {
+    stream(name: string, endpointOptions: EndpointOptions, handler: StreamHandler<any, any>): any {
       return stream(fastify, name, endpointOptions, handler)
     },
-    clientStream(name, endpointOptions, handler) {
+    clientStream(
+      name: string,
+      endpointOptions: EndpointOptions,
+      handler: ClientStreamHandler<any, any>,
+    ): any {
       return clientStream(fastify, name, endpointOptions, handler)
     },
-    bidiStream(name, endpointOptions, handler) {
+    bidiStream(name: string, endpointOptions: EndpointOptions, handler: BidiStreamHandler<any, any>): any {
       return bidiStream(fastify, name, endpointOptions, handler)
     },
     // `this`: the context it is called on (a child's view registers in the child).

@@ -52,6 +52,15 @@ export {
 export { encodePayload, type InvokeInit, type InvokeResult, type StartedCall } from './invoke.js'
 export { REDACTED, redactUrl, SECRET_QUERY_PARAMETERS, type SerializedRequest } from './log-redaction.js'
 export { Pipeline } from './middleware.js'
+export { isModel, resolveModel } from './models/resolve.js'
+export {
+  isStandardSchema,
+  issuesError,
+  offeredJsonSchema,
+  type StandardSchemaModelOptions,
+  standardSchemaModel,
+} from './models/standard-schema.js'
+export type { StandardJSONSchemaConverter } from './models/standard-schema-spec.js'
 export {
   ENDPOINT_NAME_PATTERN,
   EndpointRegistry,

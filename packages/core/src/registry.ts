@@ -4,6 +4,8 @@ import { MAX_TIMEOUT_MS } from '@trivium/wire'
 import type { TriviumCall } from './call.js'
 import { HttpMapping } from './http-mapping.js'
 import { anyModel, type Model } from './model.js'
+import { resolveModel } from './models/resolve.js'
+import type { ModelSource } from './models/schema-types.js'
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE'
 export const HTTP_METHODS: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'DELETE']
@@ -35,6 +37,16 @@ export interface EndpointOptions<Req = any, Res = any> extends TriviumEndpointCo
   bodyLimit?: number
   /** Accepts an idempotency key (`Idempotency-Key` header, `idempotency_key` metadata): see `idempotency()`. */
   idempotencyKey?: boolean
+}
+
+/**
+ * Endpoint options whose `request` / `response` are schemas as people write them: a Model, a
+ * Standard Schema (Zod 4, Valibot, ArkType), a TypeBox schema or a JSON Schema (see `resolveModel`).
+ */
+export interface SchemaEndpointOptions<Q extends ModelSource = Model<any>, R extends ModelSource = Model<any>>
+  extends Omit<EndpointOptions, 'request' | 'response'> {
+  request?: Q
+  response?: R
 }
 
 export type UnaryHandler<Req, Res> = (request: Req, call: TriviumCall<Req>) => Res | Promise<Res>
@@ -154,6 +166,15 @@ export class RegistrationError extends Error {
   }
 }
 
+/** An endpoint's `request` or `response` as a Model; a source that cannot be one is a RegistrationError. */
+function modelOf<T>(name: string, side: 'request' | 'response', source: unknown): Model<T> | undefined {
+  try {
+    return resolveModel(source, `${name} ${side}`) as Model<T> | undefined
+  } catch (err) {
+    throw new RegistrationError(`endpoint "${name}": ${side} ${(err as Error).message}`)
+  }
+}
+
 export class EndpointRegistry {
   private readonly byName = new Map<string, EndpointDefinition>()
   private readonly byRoute = new Map<string, string>()
@@ -248,8 +269,8 @@ export class EndpointRegistry {
     if (options.bodyLimit !== undefined && (!Number.isInteger(options.bodyLimit) || options.bodyLimit <= 0)) {
       throw new RegistrationError(`endpoint "${name}": bodyLimit must be a positive integer (bytes)`)
     }
-    const request: Model<Req> = options.request ?? anyModel
-    const response: Model<Res> = options.response ?? anyModel
+    const request: Model<Req> = modelOf(name, 'request', options.request) ?? anyModel
+    const response: Model<Res> = modelOf(name, 'response', options.response) ?? anyModel
     const definition = {
       kind: 'endpoint',
       name,

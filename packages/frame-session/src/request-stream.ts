@@ -3,7 +3,7 @@
 // credit goes back as it takes them, so a slow handler makes the client's `send` wait and memory stays
 // bounded (the window plus one frame per stream).
 import { type EndpointDefinition, UnsupportedMediaTypeException, type WireFormat } from '@trivium/core'
-import { decodePayload } from '@trivium/core/internal'
+import { decodePayload, isThenable } from '@trivium/core/internal'
 import { type Cancellation, encodeCredit, FrameType } from '@trivium/wire'
 
 const EMPTY = new Uint8Array(0)
@@ -113,7 +113,9 @@ export class RequestInbox implements AsyncIterable<unknown> {
           this.#grant(this.#taken)
           this.#taken = 0
         }
-        return { done: false, value: this.#decode(bytes) }
+        const value = this.#decode(bytes)
+        // An asynchronous model's item settles before the handler takes it.
+        return { done: false, value: isThenable(value) ? await value : value }
       }
       if (this.ended || this.stopped) return { done: true, value: undefined }
       await new Promise<void>((resolve) => {

@@ -36,6 +36,7 @@ import {
 import {
   decodePayload,
   FRAME_TRANSPORT,
+  isThenable,
   jsonFormat,
   TRANSPORT_OVERRIDE,
   type TransportOverride,
@@ -209,7 +210,7 @@ export function httpFormOf(
   definition: EndpointDefinition,
   format: WireFormat,
   payload: Uint8Array,
-): HttpForm {
+): HttpForm | PromiseLike<HttpForm> {
   const model = definition.request
   if (payload.length > 0 && format.name !== 'json' && !model.decode) {
     throw new UnsupportedMediaTypeException(
@@ -217,6 +218,18 @@ export function httpFormOf(
     )
   }
   const value = decodePayload(format, model, payload)
+  // An asynchronous model: the form is built once its checks have settled.
+  if (isThenable(value)) return value.then((settled) => formOf(definition, payload, format, settled))
+  return formOf(definition, payload, format, value)
+}
+
+function formOf(
+  definition: EndpointDefinition,
+  payload: Uint8Array,
+  format: WireFormat,
+  value: unknown,
+): HttpForm {
+  const model = definition.request
   const mapping = definition.http
   if (mapping.hasBody && mapping.pathParams.length === 0) {
     // The decode proved the bytes valid: they go through as they are (no re-encoding).
@@ -323,13 +336,20 @@ export class InjectBridge {
     payload: Uint8Array,
     override: TransportOverride,
     entry: Cancellation,
+    /** The form already built from `payload` (an asynchronous model's, once settled). */
+    settled?: HttpForm,
   ): Promise<InjectOutcome> {
-    let form: HttpForm
+    let form: HttpForm | PromiseLike<HttpForm>
     try {
-      form = httpFormOf(definition, format, payload)
+      form = settled ?? httpFormOf(definition, format, payload)
     } catch (err) {
       return Promise.reject(err) // a promise either way: the frame session awaits or chains it
     }
+    // An asynchronous request model: the HTTP request is built once its checks have settled.
+    if (isThenable(form))
+      return Promise.resolve(form).then((ready) =>
+        this.call(definition, format, accept, EMPTY, override, entry, ready),
+      )
     const out =
       this.#marker !== undefined
         ? this.#inject(this.#marker, definition, form, accept, override, entry)

@@ -80,9 +80,11 @@ function bytesDecoder(
     }
     const value = decodePayload(format, model, raw)
     if (mapping.pathParams.length === 0) return value
-    return model.fromJSON(
-      mapping.withPathParams(model.toJSON(value), request.params as Record<string, string> | undefined),
-    )
+    const withPath = (decoded: unknown): unknown =>
+      model.fromJSON(
+        mapping.withPathParams(model.toJSON(decoded), request.params as Record<string, string> | undefined),
+      )
+    return isThenable(value) ? value.then(withPath) : withPath(value)
   }
 }
 

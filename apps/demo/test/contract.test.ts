@@ -28,7 +28,7 @@ for (const [transport, open] of Object.entries(clients)) {
     t.same(await client.call('text.stats', { text: 'one  two ✓' }), { characters: 10, words: 3 })
     const refused = await client.call('text.slug', { text: 7 } as never).catch((e: unknown) => e)
     t.type(refused, ValidationException)
-    t.match(refused, { message: 'Invalid SlugRequest: text must be string', code: 'TRV_VALIDATION' })
+    t.match(refused, { message: 'Invalid TextInput: text must be string', code: 'TRV_VALIDATION' })
   })
 }
 

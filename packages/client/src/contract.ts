@@ -7,6 +7,7 @@ import {
   type Contract,
   type ContractEndpoint,
   checkContract,
+  isModelLike,
   type NamesOf,
   type RequestInput,
   type ResponseOutput,
@@ -22,11 +23,6 @@ import type {
   TriviumClient,
 } from './types.js'
 
-function isClientModel(schema: Schema): schema is ClientModel {
-  const s = schema as Partial<ClientModel>
-  return typeof s.fromJSON === 'function' && typeof s.toJSON === 'function'
-}
-
 /** A JSON form as is, both ways: for a schema the client does not run. */
 function jsonModel(schema: Schema | undefined, name: string): ClientModel {
   const title = (schema as { title?: unknown } | undefined)?.title
@@ -38,7 +34,7 @@ function jsonModel(schema: Schema | undefined, name: string): ClientModel {
 }
 
 function modelOf(schema: Schema | undefined, name: string): ClientModel {
-  return schema !== undefined && isClientModel(schema) ? schema : jsonModel(schema, name)
+  return isModelLike(schema) ? (schema as ClientModel) : jsonModel(schema, name)
 }
 
 /** The endpoint table of a contract (checked as `defineContract` checks it). */

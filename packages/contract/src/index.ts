@@ -16,4 +16,11 @@ export {
   type ResponseInput,
   type ResponseOutput,
 } from './contract.js'
-export type { ModelLike, Schema, SchemaInput, SchemaOutput, StandardSchemaLike } from './schema-types.js'
+export {
+  isModelLike,
+  type ModelLike,
+  type Schema,
+  type SchemaInput,
+  type SchemaOutput,
+  type StandardSchemaLike,
+} from './schema-types.js'

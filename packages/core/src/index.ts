@@ -22,9 +22,9 @@ import { EventStreams } from './http/sse.js'
 import { installNotFoundHandler, installRootErrorHandler } from './http/whole-app.js'
 import { type InvokeInit, type InvokeResult, Invoker, type StartedCall } from './invoke.js'
 import { type Middleware, type MiddlewareOptions, Pipeline } from './middleware.js'
-import { addNamedRoute, isNamedRoute } from './named-route.js'
 import type { Model } from './model.js'
 import type { ModelSource, SchemaInput, SchemaOutput } from './models/schema-types.js'
+import { addNamedRoute, isNamedRoute } from './named-route.js'
 import {
   type BidiStreamDefinition,
   type BidiStreamHandler,
@@ -112,10 +112,10 @@ export {
   type Model,
   type ModelType,
 } from './model.js'
-export { isNamedRoute, NamedRouteError } from './named-route.js'
 export { type SchemaModelOptions, schemaModel } from './models/resolve.js'
 export type { JsonSchemaSource, ModelSource, SchemaInput, SchemaOutput } from './models/schema-types.js'
 export type { StandardSchemaV1 } from './models/standard-schema-spec.js'
+export { isNamedRoute, NamedRouteError } from './named-route.js'
 export {
   type BidiStreamDefinition,
   type BidiStreamHandler,

@@ -40,12 +40,14 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import { accessLog } from './access-log.js'
 import { registerApiDocs } from './api-docs.js'
 import { ConfigError, type DemoConfig } from './config.js'
+import { textContract } from './contract.js'
 import { openDatabase } from './database.js'
 import { adminHandlers } from './endpoints/admin.js'
 import { authHandlers } from './endpoints/auth.js'
 import type { HandlerContext } from './endpoints/context.js'
 import { healthHandlers, VERSION } from './endpoints/health.js'
 import { taskHandlers } from './endpoints/tasks.js'
+import { textHandlers } from './endpoints/text.js'
 import { refuseNulText } from './endpoints/text-rule.js'
 import { type Fanout, localFanout, redisFanout } from './fanout.js'
 import { type EndpointHandlers, registerEndpoints } from './generated/server.js'
@@ -418,6 +420,11 @@ function registerDemoEndpoints(
     after: ['auth'],
   })
   registerEndpoints(app.trivium, handlers)
+  // The contract-defined group: the same registry, middleware and transports as the generated API.
+  app.trivium.implement(textContract, textHandlers(), {
+    'text.slug': { auth: 'public' },
+    'text.stats': { auth: 'public' },
+  })
   for (const name of Object.keys(config.rateLimits)) {
     if (!app.trivium.registry.has(name))
       throw new ConfigError(`RATE_LIMITS names ${name}, which is not an endpoint of this service`)

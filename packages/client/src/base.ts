@@ -1,7 +1,9 @@
 // What every transport shares: the endpoint table, events and state, the token provider with
 // refresh-and-retry-once, per-call deadlines and abort signals.
 
+import type { Contract } from '@trivium/contract'
 import { MAX_TIMEOUT_MS } from '@trivium/wire'
+import { contractEndpoints } from './contract.js'
 import {
   ConflictException,
   NetworkException,
@@ -81,6 +83,15 @@ export function hasBinary(spec: EndpointSpec): boolean {
   )
 }
 
+/** The table with a contract's endpoints added; a name in both is refused (which one would be meant?). */
+function withContract(table: EndpointTable, contract: Contract): EndpointTable {
+  const endpoints = contractEndpoints(contract) // a malformed contract: ContractError (TRV_CONTRACT)
+  for (const name of Object.keys(endpoints)) {
+    if (Object.hasOwn(table, name)) throw optionError(`endpoint ${name} is both in endpoints and in contract`)
+  }
+  return { ...table, ...endpoints }
+}
+
 type Listeners = { [E in keyof ClientEvents]: Set<ClientEvents[E]> }
 
 export abstract class BaseClient implements TriviumClient {
@@ -111,8 +122,9 @@ export abstract class BaseClient implements TriviumClient {
 
   constructor(options: CommonClientOptions) {
     this.endpoints = new Map()
-    const table: EndpointTable = options.endpoints ?? {}
-    if (typeof table !== 'object' || table === null) throw optionError('endpoints must be an object')
+    const given: EndpointTable = options.endpoints ?? {}
+    if (typeof given !== 'object' || given === null) throw optionError('endpoints must be an object')
+    const table = options.contract === undefined ? given : withContract(given, options.contract)
     for (const [key, spec] of Object.entries(table)) {
       if (!spec || typeof spec.name !== 'string' || !spec.request || !spec.response) {
         throw optionError(`endpoints.${key} must have a name, a request model and a response model`)

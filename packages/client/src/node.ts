@@ -1,9 +1,11 @@
 // @trivium/client/node — the Node entry: everything of the browser entry, plus the TCP transport, an
 // undici connection pool for HTTP (pool size, keep-alive timeout, max requests per connection) and the
 // `ws` package as the WebSocket implementation (Node 20 has no global WebSocket).
+import type { Contract } from '@trivium/contract'
 import { Agent, fetch as undiciFetch } from 'undici'
 import WebSocket from 'ws'
 import { checkNonNegative, optionError } from './base.js'
+import type { ContractClient } from './contract.js'
 import { type FetchLike, HttpClient, type HttpClientOptions, type HttpInternals } from './http.js'
 import { type Http2ClientOptions, Http2StreamingClient } from './http2.js'
 import { TcpClient, type TcpClientOptions } from './tcp.js'
@@ -31,7 +33,14 @@ export interface NodeHttpClientOptions extends HttpClientOptions {
 
 export type NodeClientOptions = NodeHttpClientOptions | WebSocketClientOptions | TcpClientOptions
 
-/** Creates a client for one transport: `http`, `websocket` or `tcp`. */
+/**
+ * Creates a client for one transport: `http`, `websocket` or `tcp`. Given a `contract`, the client is
+ * typed by it: `call('orders.create', request)` checks the name, the request and the response.
+ */
+export function createClient<const C extends Contract>(
+  options: NodeClientOptions & { contract: C },
+): ContractClient<C>
+export function createClient(options: NodeClientOptions): TriviumClient
 export function createClient(options: NodeClientOptions): TriviumClient {
   if (!options || typeof options !== 'object') throw optionError('options must be an object')
   switch (options.transport) {

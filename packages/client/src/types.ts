@@ -1,4 +1,5 @@
 // Public types shared by every transport.
+import type { Contract } from '@trivium/contract'
 import type { TriviumError } from './errors.js'
 
 /**
@@ -124,6 +125,11 @@ export interface ClientEvents {
 export interface CommonClientOptions {
   /** The endpoint table: name → spec (the `endpoints` of @trivium/codec's generated code). */
   endpoints?: EndpointTable
+  /**
+   * A contract (@trivium/contract's `defineContract`, the module the server implements): its endpoints
+   * join the table, and `createClient` returns a client typed by it (README "Contracts").
+   */
+  contract?: Contract
   /** Token (or provider called before each call / connection). */
   token?: TokenProvider
   /** Called once when a call fails with TokenExpiredException; its token replaces `token`. */

@@ -7,6 +7,12 @@ export {
   unaryCases,
 } from './cases.js'
 export {
+  conformanceContract,
+  contractCases,
+  contractEndpointTable,
+  implementConformanceContract,
+} from './contract-group.js'
+export {
   CountRequest,
   type CountRequestData,
   type CountRequestInit,

@@ -13,6 +13,7 @@ import { createRbacMiddleware } from '@trivium/rbac'
 import triviumTcp from '@trivium/tcp'
 import triviumWebSocket from '@trivium/websocket'
 import Fastify, { type FastifyInstance } from 'fastify'
+import { implementConformanceContract } from './contract-group.js'
 import { registerEndpoints } from './generated/server.js'
 import { registerNamedRoutes } from './named-routes.js'
 
@@ -174,6 +175,7 @@ export async function startConformanceServer(options: {
   })
 
   registerNamedRoutes(app)
+  implementConformanceContract(app)
 
   await options.register?.(app)
   await app.listen({ port: 0, host: '127.0.0.1' })

@@ -7,6 +7,8 @@ import { createClient, type TriviumClient, type WebSocketConstructor } from '@tr
 import {
   CLIENT_STREAM_WINDOW_BYTES,
   type ConformanceServer,
+  contractCases,
+  contractEndpointTable,
   createTypedClient,
   Echo,
   Empty,
@@ -119,7 +121,7 @@ for (const target of targets) {
         let client = clients.get(kind)
         if (!client) {
           const token = tokens[kind]
-          const table = { ...endpoints, ...namedRouteEndpoints }
+          const table = { ...endpoints, ...namedRouteEndpoints, ...contractEndpointTable }
           const common = { endpoints: table, token, format, reconnectAttempts: 0, timeoutMs: 10_000 }
           client =
             target.transport === 'http'
@@ -147,7 +149,7 @@ for (const target of targets) {
         for (const client of clients.values()) await client.close()
       })
 
-      for (const c of [...unaryCases, ...namedRouteCases]) {
+      for (const c of [...unaryCases, ...namedRouteCases, ...contractCases]) {
         if (c.formats && !c.formats.includes(format)) continue
         await t.test(c.name, async (t) => {
           const client = clientFor(c.token)
@@ -163,7 +165,8 @@ for (const target of targets) {
           if ('value' in c.expect) {
             t.notOk(error, error ? `unexpected ${error.name}: ${error.message}` : 'no error')
             const spec = (endpoints[c.endpoint as keyof typeof endpoints] ??
-              namedRouteEndpoints[c.endpoint]) as (typeof namedRouteEndpoints)[string]
+              namedRouteEndpoints[c.endpoint] ??
+              contractEndpointTable[c.endpoint]) as (typeof namedRouteEndpoints)[string]
             t.same(spec.response.toJSON(value as never), spec.response.toJSON(c.expect.value as never))
             if (c.endpoint === 'echo')
               t.ok(Echo.equalsValue(value as Echo, c.expect.value as Echo), 'equal values')

@@ -1,9 +1,11 @@
 // @trivium/core — the Fastify plugin. Validates options, creates the registry and pipeline, decorates
 // `fastify.trivium`, and serves every endpoint over HTTP. Other transports use `trivium.invoke`.
 
+import type { Contract } from '@trivium/contract'
 import type { SessionHub } from '@trivium/wire/sessions'
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import { type ContractHandlers, type ContractSettings, implementContract } from './contract.js'
 import { checkSettings, EndpointSettingsError } from './endpoint-settings.js'
 import { INTERNAL_ERROR_MESSAGE, InternalErrorException } from './errors.js'
 import { FormatRegistry, type WireFormat } from './formats.js'
@@ -44,6 +46,12 @@ import { resolveShutdownGrace } from './shutdown-grace.js'
 
 export { type Protocol, TriviumCall, type TriviumIdentity } from './call.js'
 export { type FrameRejectReason, TRIVIUM_CHANNELS } from './channels.js'
+export type {
+  ContractEndpointSettings,
+  ContractHandler,
+  ContractHandlers,
+  ContractSettings,
+} from './contract.js'
 // The public API: what a service needs to declare endpoints, middleware, models and errors. Building
 // blocks of the sibling packages and tests are in `@trivium/core/internal` (src/internal.ts).
 export {
@@ -225,6 +233,17 @@ export interface Trivium {
     options: SchemaEndpointOptions<Q, R>,
     handler: BidiStreamHandler<SchemaOutput<Q>, SchemaInput<R>>,
   ): BidiStreamDefinition<SchemaOutput<Q>, SchemaInput<R>>
+  /**
+   * Registers every endpoint of a contract (@trivium/contract's `defineContract`) with its handler, each
+   * as `endpoint`/`stream`/`clientStream`/`bidiStream` would. `handlers` needs one handler per endpoint,
+   * typed from the contract's schemas; `settings` adds what the contract leaves to the server (auth,
+   * permissions, timeouts …) per endpoint.
+   */
+  implement<C extends Contract>(
+    contract: C,
+    handlers: ContractHandlers<C>,
+    settings?: ContractSettings<C>,
+  ): { [K in keyof C]: EndpointDefinition }
   /**
    * Adds a middleware at the end of the chain (the same chain on every transport). Called on a child
    * context (`child.trivium.use()`), it runs only for the endpoints of that context and its descendants.
@@ -441,6 +460,10 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
     },
     bidiStream(name: string, endpointOptions: EndpointOptions, handler: BidiStreamHandler<any, any>): any {
       return bidiStream(fastify, name, endpointOptions, handler)
+    },
+    // `this`: the context it is called on (a child's view registers in the child).
+    implement(contract, handlers, settings) {
+      return implementContract(this, contract, handlers, settings)
     },
     use(middleware, middlewareOptions) {
       pipeline.use(middleware, middlewareOptions)

@@ -2,6 +2,7 @@
 // a Standard Schema through its `~standard.validate`, any other object as a JSON Schema (TypeBox's
 // schemas are JSON Schema) compiled by core's ajv. The model's name: an explicit Model's own; else the
 // schema's `title` or `$id`; else `<endpoint> request` / `<endpoint> response`.
+import { isModelLike } from '@trivium/contract'
 import { type JsonSchema, jsonSchemaModel, type Model } from '../model.js'
 import type { ModelSource, SchemaOutput } from './schema-types.js'
 import {
@@ -27,9 +28,7 @@ function built(model: Model): Model {
 
 /** True for an object that already is a Model (generated classes, `jsonSchemaModel`, hand-written). */
 export function isModel(value: unknown): value is Model {
-  if ((typeof value !== 'object' && typeof value !== 'function') || value === null) return false
-  const candidate = value as Partial<Model>
-  return typeof candidate.fromJSON === 'function' && typeof candidate.toJSON === 'function'
+  return isModelLike(value) // the one rule, shared with the client
 }
 
 function titleOf(schema: JsonSchema | undefined): string | undefined {

@@ -27,12 +27,19 @@ function run(session) {
         if (h[':status'] < 200 || h[':status'] >= 300) non2xx++
       })
       stream.resume()
-      stream.on('close', () => {
+      // `end` (the response read), not `close`: a client stream's `close` waits on the session's own
+      // bookkeeping and halved the rate against a bare node:http2 server.
+      let settled = false
+      const finish = (failed) => {
+        if (settled) return
+        settled = true
         inFlight--
-        if (stream.rstCode) errors++
+        if (failed) errors++
         else done++
         next()
-      })
+      }
+      stream.on('end', () => finish(false))
+      stream.on('error', () => finish(true))
     }
     for (let i = 0; i < Number(depth); i++) next()
   })

@@ -2,6 +2,7 @@
 // node:http2's client refuses to misbehave. Each case asserts the exact outcome — the GOAWAY or RST_STREAM
 // code, how far the server went — and that the server still answers a fresh connection afterwards.
 
+import http2 from 'node:http2'
 import { type ConformanceServer, startConformanceServer } from '@trivium/conformance'
 import { HTTP2_LIMITS, HTTP2_SETTINGS } from '@trivium/core'
 import t, { type Test } from 'tap'
@@ -130,6 +131,51 @@ t.test('header-list bombs: the stream is reset ENHANCE_YOUR_CALM, the session se
   t.equal(raw.goaway(), undefined, 'the session stays open')
   t.equal(routed - before, 1, 'only the good request reached the router')
 })
+
+t.test(
+  'a request body that never ends (no END_STREAM) is answered at its deadline, the stream closed',
+  async (t) => {
+    const session = http2.connect(server.httpUrl)
+    t.teardown(() => session.close())
+    const stream = session.request(
+      {
+        ':method': 'POST',
+        ':path': '/echo',
+        'content-type': 'application/json',
+        'trivium-timeout-ms': '200',
+      },
+      { endStream: false },
+    )
+    stream.write('{"text":"never end')
+    let status: number | undefined
+    let body = ''
+    stream.on('response', (headers) => {
+      status = Number(headers[':status'])
+    })
+    stream.setEncoding('utf8')
+    stream.on('data', (chunk) => {
+      body += chunk
+    })
+    await until(() => stream.closed, 2000)
+    t.equal(status, 504)
+    const error = JSON.parse(body)
+    t.same(
+      { statusCode: error.statusCode, code: error.code, error: error.error, message: error.message },
+      {
+        statusCode: 504,
+        code: 'TRV_TIMEOUT',
+        error: 'TimeoutException',
+        message: 'Deadline of 200 ms exceeded',
+      },
+    )
+    t.equal(
+      stream.rstCode,
+      H2_ERROR.NO_ERROR,
+      'the stream is closed (RST_STREAM NO_ERROR), its request half too',
+    )
+    t.equal(session.closed, false, 'the session serves on')
+  },
+)
 
 t.test('shutdown: an idle h2c session gets GOAWAY NO_ERROR and app.close() completes', async (t) => {
   const other = await start()

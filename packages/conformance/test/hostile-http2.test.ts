@@ -4,7 +4,7 @@
 
 import http2 from 'node:http2'
 import { type ConformanceServer, startConformanceServer } from '@trivium/conformance'
-import { HTTP2_LIMITS, HTTP2_SETTINGS } from '@trivium/core'
+import { HTTP2_LIMITS, HTTP2_SETTINGS } from '@trivium/core/internal'
 import t, { type Test } from 'tap'
 import { waitBound } from '../../../scripts/test/waits.js'
 import { FLAG, FRAME, H2_ERROR, headersFrame, RawH2, request, rstStream, settings } from './raw-h2.ts'

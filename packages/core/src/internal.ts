@@ -32,6 +32,8 @@ export {
   MISSING_FACTORY_OPTIONS,
   MISSING_HOST,
 } from './http/framework-errors.js'
+/** The HTTP/2 SETTINGS and session limits `triviumHttp2Options()` applies (PROTOCOL.md "HTTP/2"). */
+export { HTTP2_LIMITS, HTTP2_SETTINGS } from './http/http2.js'
 export { SHUTDOWN_MESSAGE } from './http/sse.js'
 export { CALL, TRANSPORT_OVERRIDE, type TransportOverride } from './http/symbols.js'
 export { HttpMapping, type HttpRequestParts } from './http-mapping.js'

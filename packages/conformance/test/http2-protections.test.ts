@@ -34,6 +34,14 @@ function call(t: Test, headers: http2.OutgoingHttpHeaders, body?: string | Buffe
   })
 }
 
+function postEcho(t: Test, headers: http2.OutgoingHttpHeaders, body: string | Buffer): Promise<Answer> {
+  return call(
+    t,
+    { ':method': 'POST', ':path': '/echo', 'content-type': 'application/json', ...headers },
+    body,
+  )
+}
+
 const CONNECTION_HEADERS = ['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection']
 function noConnectionHeaders(t: Test, answer: Answer): void {
   t.same(
@@ -44,15 +52,9 @@ function noConnectionHeaders(t: Test, answer: Answer): void {
 }
 
 t.test('a compressed answer: gzip as the client accepts, security headers on it', async (t) => {
-  const answer = await call(
+  const answer = await postEcho(
     t,
-    {
-      ':method': 'POST',
-      ':path': '/echo',
-      'content-type': 'application/json',
-      'accept-encoding': 'gzip',
-      authorization: `Bearer ${tokens.member}`,
-    },
+    { 'accept-encoding': 'gzip', authorization: `Bearer ${tokens.member}` },
     JSON.stringify({ text: COMPRESSIBLE_TEXT, count: 1 }),
   )
   t.equal(answer.headers[':status'], 201)
@@ -63,16 +65,7 @@ t.test('a compressed answer: gzip as the client accepts, security headers on it'
 })
 
 t.test('a body over the limit: 413 in the error body', async (t) => {
-  const answer = await call(
-    t,
-    {
-      ':method': 'POST',
-      ':path': '/echo',
-      'content-type': 'application/json',
-      'accept-encoding': 'identity',
-    },
-    Buffer.alloc(1024 * 1024 + 1, 0x20),
-  )
+  const answer = await postEcho(t, { 'accept-encoding': 'identity' }, Buffer.alloc(1024 * 1024 + 1, 0x20))
   t.equal(answer.headers[':status'], 413)
   const body = JSON.parse(answer.body.toString('utf8'))
   t.same(

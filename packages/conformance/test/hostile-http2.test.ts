@@ -188,3 +188,42 @@ t.test('shutdown: an idle h2c session gets GOAWAY NO_ERROR and app.close() compl
   await until(() => raw.goaway() !== undefined)
   t.same(raw.goaway(), { lastStreamId: 1, code: H2_ERROR.NO_ERROR })
 })
+
+t.test(
+  'shutdown: an event stream over HTTP/2 ends with the 503 error event, the session with GOAWAY',
+  async (t) => {
+    const other = await start()
+    const { member } = await other.server.tokensFor(9)
+    const session = http2.connect(other.server.httpUrl)
+    t.teardown(() => session.destroy())
+    let goaway: number | undefined
+    session.on('goaway', (code) => {
+      goaway = code
+    })
+    const stream = session.request({
+      ':method': 'POST',
+      ':path': '/ticker',
+      'content-type': 'application/json',
+      authorization: `Bearer ${member}`,
+    })
+    stream.end(JSON.stringify({ runId: 'h2-shutdown' }))
+    let events = ''
+    stream.setEncoding('utf8')
+    stream.on('data', (chunk) => {
+      events += chunk
+    })
+    await until(() => events.includes('event: item'))
+    const closed = other.server.close()
+    await until(() => stream.closed)
+    await closed
+    const last = events.trim().split('\n\n').at(-1) ?? ''
+    t.match(last, /^event: error\ndata: /, 'the last event is the error event')
+    const error = JSON.parse(last.split('data: ')[1] as string)
+    t.same(
+      { statusCode: error.statusCode, code: error.code, message: error.message },
+      { statusCode: 503, code: 'TRV_SERVICE_UNAVAILABLE', message: 'Server is shutting down' },
+    )
+    t.equal(goaway, H2_ERROR.NO_ERROR, 'the session got GOAWAY NO_ERROR')
+    t.equal(other.server.tickerFinished('h2-shutdown'), true, "the handler's finally ran")
+  },
+)

@@ -87,6 +87,8 @@ const matrixFiles = [
   'packages/protections/test/security-headers.test.ts',
   'packages/auth/test/plain-routes.test.ts',
   'packages/websocket/test/framing.test.ts',
+  // HTTP/2 (Fastify's http2 server creation, http2SessionTimeout, initialConfig.http2): PROTOCOL.md "HTTP/2".
+  'packages/conformance/test/http2-protections.test.ts',
 ]
 // And the redis-bus tests against the oldest ioredis its peer range allows (`ioredis-oldest`, swapped in by
 // scripts/matrix/ioredis-version.mjs); the main run has ioredis 6.

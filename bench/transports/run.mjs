@@ -81,11 +81,26 @@ const http =
       connections,
       pipelining: depth,
     })
+/** HTTP/2 load (h2-client.mjs): the same connections × in-flight streams as the HTTP/1.1 pipelining. */
+function h2(origin, path, caFile, headers = {}) {
+  return (s) => {
+    const [c, a] = pin(1, [
+      process.execPath,
+      `${here}h2-client.mjs`,
+      ...[origin, path, String(s), String(connections), String(depth), caFile ?? '', JSON.stringify(headers)],
+    ])
+    const r = spawnSync(c, a, { encoding: 'utf8' })
+    if (r.status !== 0) throw new Error(r.stderr)
+    return JSON.parse(r.stdout.trim().split('\n').at(-1))
+  }
+}
 const bearer = { authorization: `Bearer ${token}` }
 const tcpMeta = (extra) => ({ meta: { format: 'json', ...extra } })
 const allCases = [
   ['bare fastify route (HTTP)', http('/bare')],
   ['trivium HTTP', http('/hello')],
+  ['trivium HTTP/2 TLS', h2(`https://127.0.0.1:${ports.h2}`, '/hello', ports.certFile)],
+  ['trivium HTTP/2 h2c', h2(`http://127.0.0.1:${ports.h2c}`, '/hello')],
   ['trivium WebSocket', (s) => frames('ws', ports.http, s)],
   ['trivium TCP direct', (s) => frames('tcp', ports.tcpDirect, s)],
   ['trivium TCP inject', (s) => frames('tcp', ports.tcpInject, s)],
@@ -150,6 +165,8 @@ try {
   const row = (label, a, b, authA = a.replace('trivium', 'auth'), authB = b.replace('trivium', 'auth')) =>
     console.log(label.padEnd(32), ratio(a, b).padStart(5), ratio(authA, authB).padStart(8))
   row('HTTP / bare fastify', 'trivium HTTP', 'bare fastify route (HTTP)', 'auth HTTP')
+  row('HTTP/2 TLS / HTTP/1.1', 'trivium HTTP/2 TLS', 'trivium HTTP')
+  row('HTTP/2 h2c / HTTP/1.1', 'trivium HTTP/2 h2c', 'trivium HTTP')
   row('WebSocket / HTTP   (≥ 1.2)', 'trivium WebSocket', 'trivium HTTP')
   row('TCP direct / HTTP  (≥ 1.5)', 'trivium TCP direct', 'trivium HTTP')
   row('TCP inject / HTTP  (≥ 1.0)', 'trivium TCP inject', 'trivium HTTP')

@@ -6,14 +6,18 @@
 // leave in one socket write (net: one concatenated buffer; ws: one message per frame, socket corked
 // until setImmediate).
 
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 
 const pkg = (name) => new URL(`../../packages/${name}/dist/index.js`, import.meta.url).href
 const requireWs = createRequire(new URL('../../packages/websocket/package.json', import.meta.url))
 const Fastify = requireWs('fastify')
 const { WebSocketServer } = requireWs('ws')
-const { default: core, triviumFactoryOptions } = await import(pkg('core'))
+const { default: core, triviumFactoryOptions, triviumHttp2Options } = await import(pkg('core'))
 const { default: websocket } = await import(pkg('websocket'))
 const { default: tcp } = await import(pkg('tcp'))
 const { default: auth } = await import(pkg('auth'))
@@ -21,8 +25,37 @@ const { TcpFrameReader, encodeTcpFrame } = await import(pkg('wire'))
 
 const SECRET = 'bench-secret-bench-secret-bench-secret!'
 
-async function triviumApp(tcpMode, withWs) {
-  const app = Fastify({ ...triviumFactoryOptions(), logger: false })
+/** A self-signed certificate for the h2-over-TLS app (made once per run with openssl). */
+function selfSigned() {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-h2-'))
+  const [key, cert] = [join(dir, 'key.pem'), join(dir, 'cert.pem')]
+  execFileSync(
+    'openssl',
+    [
+      ...[
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '1',
+      ],
+      ...['-keyout', key, '-out', cert, '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'],
+    ],
+    { stdio: 'pipe' },
+  )
+  return { key: readFileSync(key), cert: readFileSync(cert), certFile: cert }
+}
+
+async function triviumApp(tcpMode, withWs, http2) {
+  const app = Fastify({
+    ...triviumFactoryOptions(),
+    ...(http2 ? triviumHttp2Options(http2) : {}),
+    logger: false,
+  })
   await app.register(core)
   await app.register(auth, { secret: SECRET, issuer: 'bench', cleanupIntervalMs: 0 })
   if (withWs) await app.register(websocket, { maxConnections: 10_000 })
@@ -46,6 +79,10 @@ async function triviumApp(tcpMode, withWs) {
 
 const main = await triviumApp('direct', true)
 const injectApp = await triviumApp('inject', false)
+// HTTP/2 (PROTOCOL.md "HTTP/2"): the same app served over h2 with TLS (ALPN) and over cleartext h2c.
+const certificate = selfSigned()
+const h2App = await triviumApp('direct', false, { key: certificate.key, cert: certificate.cert })
+const h2cApp = await triviumApp('direct', false, 'h2c')
 const token = await main.triviumAuth.issueAccessToken(
   { id: 1, username: 'bench', email: 'bench@example.com', roles: ['user'], permissions: [] },
   { ttlSeconds: 24 * 3600 },
@@ -102,6 +139,9 @@ console.log(
     tcpInject: injectApp.triviumTcp.address().port,
     wsRaw: wss.address().port,
     netRaw: net.address().port,
+    h2: h2App.server.address().port,
+    h2c: h2cApp.server.address().port,
+    certFile: certificate.certFile,
   })}`,
 )
 process.on('SIGTERM', () => process.exit(0))

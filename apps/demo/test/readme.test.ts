@@ -111,8 +111,8 @@ function tableVariables(markdown: string): Set<string> {
 
 t.test('the environment tables list exactly the variables the demo reads', async (t) => {
   const read = new Set<string>()
-  // config.ts: the settings; telemetry.ts: OpenTelemetry; cluster.ts: start:cluster.
-  for (const source of ['config.ts', 'telemetry.ts', 'cluster.ts'])
+  // config.ts and http2-setting.ts: the settings; telemetry.ts: OpenTelemetry; cluster.ts: start:cluster.
+  for (const source of ['config.ts', 'http2-setting.ts', 'telemetry.ts', 'cluster.ts'])
     for (const m of readFileSync(`${demo}src/${source}`, 'utf8').matchAll(/\benv\.([A-Z][A-Z0-9_]+)/g))
       read.add(m[1] as string)
   const listed = tableVariables(README)

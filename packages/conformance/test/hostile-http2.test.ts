@@ -2,8 +2,9 @@
 // node:http2's client refuses to misbehave. Each case asserts the exact outcome — the GOAWAY or RST_STREAM
 // code, how far the server went — and that the server still answers a fresh connection afterwards.
 
+import http2 from 'node:http2'
 import { type ConformanceServer, startConformanceServer } from '@trivium/conformance'
-import { HTTP2_LIMITS, HTTP2_SETTINGS } from '@trivium/core'
+import { HTTP2_LIMITS, HTTP2_SETTINGS } from '@trivium/core/internal'
 import t, { type Test } from 'tap'
 import { waitBound } from '../../../scripts/test/waits.js'
 import { FLAG, FRAME, H2_ERROR, headersFrame, RawH2, request, rstStream, settings } from './raw-h2.ts'
@@ -131,6 +132,51 @@ t.test('header-list bombs: the stream is reset ENHANCE_YOUR_CALM, the session se
   t.equal(routed - before, 1, 'only the good request reached the router')
 })
 
+t.test(
+  'a request body that never ends (no END_STREAM) is answered at its deadline, the stream closed',
+  async (t) => {
+    const session = http2.connect(server.httpUrl)
+    t.teardown(() => session.close())
+    const stream = session.request(
+      {
+        ':method': 'POST',
+        ':path': '/echo',
+        'content-type': 'application/json',
+        'trivium-timeout-ms': '200',
+      },
+      { endStream: false },
+    )
+    stream.write('{"text":"never end')
+    let status: number | undefined
+    let body = ''
+    stream.on('response', (headers) => {
+      status = Number(headers[':status'])
+    })
+    stream.setEncoding('utf8')
+    stream.on('data', (chunk) => {
+      body += chunk
+    })
+    await until(() => stream.closed, 2000)
+    t.equal(status, 504)
+    const error = JSON.parse(body)
+    t.same(
+      { statusCode: error.statusCode, code: error.code, error: error.error, message: error.message },
+      {
+        statusCode: 504,
+        code: 'TRV_TIMEOUT',
+        error: 'TimeoutException',
+        message: 'Deadline of 200 ms exceeded',
+      },
+    )
+    t.equal(
+      stream.rstCode,
+      H2_ERROR.NO_ERROR,
+      'the stream is closed (RST_STREAM NO_ERROR), its request half too',
+    )
+    t.equal(session.closed, false, 'the session serves on')
+  },
+)
+
 t.test('shutdown: an idle h2c session gets GOAWAY NO_ERROR and app.close() completes', async (t) => {
   const other = await start()
   const raw = await RawH2.open(other.port)
@@ -142,3 +188,42 @@ t.test('shutdown: an idle h2c session gets GOAWAY NO_ERROR and app.close() compl
   await until(() => raw.goaway() !== undefined)
   t.same(raw.goaway(), { lastStreamId: 1, code: H2_ERROR.NO_ERROR })
 })
+
+t.test(
+  'shutdown: an event stream over HTTP/2 ends with the 503 error event, the session with GOAWAY',
+  async (t) => {
+    const other = await start()
+    const { member } = await other.server.tokensFor(9)
+    const session = http2.connect(other.server.httpUrl)
+    t.teardown(() => session.destroy())
+    let goaway: number | undefined
+    session.on('goaway', (code) => {
+      goaway = code
+    })
+    const stream = session.request({
+      ':method': 'POST',
+      ':path': '/ticker',
+      'content-type': 'application/json',
+      authorization: `Bearer ${member}`,
+    })
+    stream.end(JSON.stringify({ runId: 'h2-shutdown' }))
+    let events = ''
+    stream.setEncoding('utf8')
+    stream.on('data', (chunk) => {
+      events += chunk
+    })
+    await until(() => events.includes('event: item'))
+    const closed = other.server.close()
+    await until(() => stream.closed)
+    await closed
+    const last = events.trim().split('\n\n').at(-1) ?? ''
+    t.match(last, /^event: error\ndata: /, 'the last event is the error event')
+    const error = JSON.parse(last.split('data: ')[1] as string)
+    t.same(
+      { statusCode: error.statusCode, code: error.code, message: error.message },
+      { statusCode: 503, code: 'TRV_SERVICE_UNAVAILABLE', message: 'Server is shutting down' },
+    )
+    t.equal(goaway, H2_ERROR.NO_ERROR, 'the session got GOAWAY NO_ERROR')
+    t.equal(other.server.tickerFinished('h2-shutdown'), true, "the handler's finally ran")
+  },
+)

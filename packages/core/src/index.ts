@@ -86,13 +86,7 @@ export {
 export type { WireFormat } from './formats.js'
 export type { HttpCompressionOptions } from './http/compression.js'
 export { type TriviumFactoryOptions, triviumFactoryOptions } from './http/framework-errors.js'
-export {
-  HTTP2_LIMITS,
-  HTTP2_SETTINGS,
-  type Http2TlsSetting,
-  type TriviumHttp2Options,
-  triviumHttp2Options,
-} from './http/http2.js'
+export { type Http2TlsSetting, type TriviumHttp2Options, triviumHttp2Options } from './http/http2.js'
 export {
   IDEMPOTENCY_TABLE_SQL,
   type IdempotencyOptions,

@@ -33,6 +33,8 @@ export {
   MISSING_HOST,
   requestListenersKept,
 } from './http/framework-errors.js'
+/** The HTTP/2 SETTINGS and session limits `triviumHttp2Options()` applies (PROTOCOL.md "HTTP/2"). */
+export { HTTP2_LIMITS, HTTP2_SETTINGS } from './http/http2.js'
 export { SHUTDOWN_MESSAGE } from './http/sse.js'
 export { errorOfStatus } from './http/status-errors.js'
 export {

@@ -15,6 +15,7 @@ import type { Pipeline } from '../middleware.js'
 import type { EndpointDefinition } from '../registry.js'
 import { routeToHandler } from '../router.js'
 import { isThenable } from '../thenable.js'
+import { http2BodyDeadline } from './body-deadline.js'
 import { compressionHook, type ResolvedHttpCompression } from './compression.js'
 import { abortOnClientClose, type HttpDrain } from './drain.js'
 import { sendError } from './error-reply.js'
@@ -237,6 +238,8 @@ export function registerHttpRoute(
     bodyLimit: definition.config.bodyLimit ?? ctx.bodyLimit,
     errorHandler: sendError,
     preParsing: mapping.hasBody ? strictBody : undefined,
+    // HTTP/2 has no request timeout of Node's: a body still arriving at the deadline is answered then.
+    onRequest: mapping.hasBody && fastify.initialConfig.http2 ? http2BodyDeadline(definition) : undefined,
     // Event streams are not compressed (each event must reach the client as it is written).
     onSend: ctx.compression && !definition.streaming ? compressionHook(ctx.compression) : undefined,
     handler,

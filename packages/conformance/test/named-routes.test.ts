@@ -43,6 +43,27 @@ async function namedApp(mode: 'direct' | 'inject'): Promise<NamedApp> {
     },
     async (request) => ({ sub: (request.user as { sub: string }).sub }),
   )
+  // A hook answering with a body of its own (as @fastify/auth's `reply.code(403).send(…)`), and a route
+  // answering text: frames carry the one error body and JSON (PROTOCOL.md "Named routes").
+  app.get(
+    '/denied',
+    {
+      onRequest: (_request, reply, done) => {
+        reply.code(403).send({ denied: true })
+        done()
+      },
+      config: { triviumRoute: { name: 'hook.denied', auth: 'public' } },
+    },
+    async () => ({}),
+  )
+  app.get(
+    '/text',
+    { config: { triviumRoute: { name: 'text.plain', auth: 'public' } } },
+    async (_r, reply) => {
+      reply.type('text/plain')
+      return 'plain text'
+    },
+  )
   await app.listen({ port: 0, host: '127.0.0.1' })
   const { port } = app.server.address() as { port: number }
   const subject = { id: 7, username: 'named', email: 'named@example.com', roles: [], permissions: [] }
@@ -128,6 +149,25 @@ for (const carriage of CARRIAGES) {
       t.teardown(() => own.close())
       own.write(request(5, 'me.jwt', {}))
       t.same(await answer(own, 5), { type: FrameType.RESPONSE, body: { sub: 'app-user' } })
+    })
+
+    await t.test("a hook's own error answer becomes the error body of its status", async (t) => {
+      client.write(request(9, 'hook.denied', {}))
+      const { type, body } = await answer(client, 9)
+      t.equal(type, FrameType.ERROR)
+      t.match(body, {
+        statusCode: 403,
+        code: 'TRV_FORBIDDEN',
+        error: 'ForbiddenException',
+        message: 'Forbidden',
+      })
+    })
+
+    await t.test('a route answering text is a server fault on frames: 500', async (t) => {
+      client.write(request(10, 'text.plain', {}))
+      const { type, body } = await answer(client, 10)
+      t.equal(type, FrameType.ERROR)
+      t.match(body, { statusCode: 500, code: 'TRV_INTERNAL', message: 'Internal server error' })
     })
 
     await t.test('a binary request for the JSON-only route is 415', async (t) => {

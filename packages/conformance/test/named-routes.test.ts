@@ -7,6 +7,7 @@ import triviumAuth from '@trivium/auth'
 import triviumCodec from '@trivium/codec'
 import { registerNamedRoutes } from '@trivium/conformance'
 import triviumCore from '@trivium/core'
+import triviumProtections from '@trivium/protections'
 import triviumTcp from '@trivium/tcp'
 import triviumWebSocket from '@trivium/websocket'
 import { FrameType } from '@trivium/wire'
@@ -30,6 +31,7 @@ async function namedApp(mode: 'direct' | 'inject'): Promise<NamedApp> {
   await app.register(triviumCore, { bodyLimit: 64 * 1024 })
   await app.register(triviumCodec)
   await app.register(triviumAuth, { secret: SECRET, issuer: ISSUER })
+  await app.register(triviumProtections) // the rate limit one of the named routes declares
   await app.register(triviumWebSocket)
   await app.register(triviumTcp, { port: 0, mode })
   // The application's own JWT check, in its own route hook (its own secret and tokens).

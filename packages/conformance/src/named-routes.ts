@@ -5,7 +5,7 @@
 import { triviumUser } from '@trivium/auth'
 import type { EndpointSpec } from '@trivium/client'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import type { UnaryCase } from './cases.js'
+import { type UnaryCase, unaryCases } from './cases.js'
 
 /** What a route's own hook saw (set by its preHandler, returned by its handler). */
 const HOOKED = new WeakSet<FastifyRequest>()
@@ -63,6 +63,20 @@ export function registerNamedRoutes(app: FastifyInstance): void {
       }
     },
   )
+  // Trivium's rate limit, declared on the route: enforced by the guard on every transport.
+  app.post(
+    '/named/limited',
+    {
+      config: {
+        triviumRoute: {
+          name: 'orders.limited',
+          auth: 'required',
+          rateLimit: { requests: 2, windowMs: 60_000 },
+        },
+      },
+    },
+    async () => ({ ok: true }),
+  )
   app.get(
     '/named/shops/:shop/orders',
     {
@@ -97,6 +111,14 @@ export const namedRouteEndpoints: Record<string, EndpointSpec> = {
     status: 201,
     request: { name: 'OrdersCreateRequest', ...json },
     response: { name: 'OrdersCreateResponse', ...json },
+    streaming: false,
+  },
+  'orders.limited': {
+    name: 'orders.limited',
+    method: 'POST',
+    url: '/named/limited',
+    request: { name: 'OrdersLimitedRequest', ...json },
+    response: { name: 'OrdersLimitedResponse', ...json },
     streaming: false,
   },
   'orders.list': {
@@ -138,6 +160,16 @@ export const namedRouteCases: UnaryCase[] = [
     request: { shop: 'corner', item: 'tea', quantity: 0 },
     expect: { error: { kind: 'ValidationException', code: 'TRV_VALIDATION' } },
     note: "HTTP answers as the route always did (Fastify's message); frames name the model, with details",
+    formats: JSON_ONLY,
+  },
+  {
+    name: "named route: Trivium's rate limit declared on the route, after 2 calls",
+    endpoint: 'orders.limited',
+    token: 'member',
+    request: {},
+    warmup: 2,
+    // The same answer as the `limited` endpoint's case: one rule, whichever declares it.
+    expect: (unaryCases.find((c) => c.endpoint === 'limited') as UnaryCase).expect,
     formats: JSON_ONLY,
   },
   {

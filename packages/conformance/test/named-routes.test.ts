@@ -7,6 +7,7 @@ import triviumAuth from '@trivium/auth'
 import triviumCodec from '@trivium/codec'
 import { registerNamedRoutes } from '@trivium/conformance'
 import triviumCore from '@trivium/core'
+import triviumProtections from '@trivium/protections'
 import triviumTcp from '@trivium/tcp'
 import triviumWebSocket from '@trivium/websocket'
 import { FrameType } from '@trivium/wire'
@@ -30,6 +31,7 @@ async function namedApp(mode: 'direct' | 'inject'): Promise<NamedApp> {
   await app.register(triviumCore, { bodyLimit: 64 * 1024 })
   await app.register(triviumCodec)
   await app.register(triviumAuth, { secret: SECRET, issuer: ISSUER })
+  await app.register(triviumProtections) // the rate limit one of the named routes declares
   await app.register(triviumWebSocket)
   await app.register(triviumTcp, { port: 0, mode })
   // The application's own JWT check, in its own route hook (its own secret and tokens).
@@ -42,6 +44,27 @@ async function namedApp(mode: 'direct' | 'inject'): Promise<NamedApp> {
       config: { triviumRoute: { name: 'me.jwt', auth: 'public' } },
     },
     async (request) => ({ sub: (request.user as { sub: string }).sub }),
+  )
+  // A hook answering with a body of its own (as @fastify/auth's `reply.code(403).send(…)`), and a route
+  // answering text: frames carry the one error body and JSON (PROTOCOL.md "Named routes").
+  app.get(
+    '/denied',
+    {
+      onRequest: (_request, reply, done) => {
+        reply.code(403).send({ denied: true })
+        done()
+      },
+      config: { triviumRoute: { name: 'hook.denied', auth: 'public' } },
+    },
+    async () => ({}),
+  )
+  app.get(
+    '/text',
+    { config: { triviumRoute: { name: 'text.plain', auth: 'public' } } },
+    async (_r, reply) => {
+      reply.type('text/plain')
+      return 'plain text'
+    },
   )
   await app.listen({ port: 0, host: '127.0.0.1' })
   const { port } = app.server.address() as { port: number }
@@ -128,6 +151,25 @@ for (const carriage of CARRIAGES) {
       t.teardown(() => own.close())
       own.write(request(5, 'me.jwt', {}))
       t.same(await answer(own, 5), { type: FrameType.RESPONSE, body: { sub: 'app-user' } })
+    })
+
+    await t.test("a hook's own error answer becomes the error body of its status", async (t) => {
+      client.write(request(9, 'hook.denied', {}))
+      const { type, body } = await answer(client, 9)
+      t.equal(type, FrameType.ERROR)
+      t.match(body, {
+        statusCode: 403,
+        code: 'TRV_FORBIDDEN',
+        error: 'ForbiddenException',
+        message: 'Forbidden',
+      })
+    })
+
+    await t.test('a route answering text is a server fault on frames: 500', async (t) => {
+      client.write(request(10, 'text.plain', {}))
+      const { type, body } = await answer(client, 10)
+      t.equal(type, FrameType.ERROR)
+      t.match(body, { statusCode: 500, code: 'TRV_INTERNAL', message: 'Internal server error' })
     })
 
     await t.test('a binary request for the JSON-only route is 415', async (t) => {

@@ -136,7 +136,7 @@ export class RawClient {
   /** `format`: the payload format of the connection (WebSocket) or of each REQUEST (TCP metadata); default JSON. */
   static async open(
     carriage: Carriage,
-    server: Pick<RawApp, 'wsUrl' | 'tcpPort'>,
+    server: RawApp | Pick<RawApp, 'wsUrl' | 'tcpPort'>,
     token?: string,
     format: 'json' | 'binary' = 'json',
   ): Promise<RawClient> {

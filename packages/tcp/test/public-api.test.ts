@@ -39,18 +39,21 @@ export function privateUses(files: string[]): string[] {
   return found
 }
 
-t.test('packages/tcp/src, packages/websocket/src and packages/frame-session/src use no private field', async (t) => {
-  const files = roots.flatMap(sources)
-  t.ok(
-    files.some((f) => f.endsWith('frame-session/src/route-bridge.ts')),
-    'the route bridge (TCP inject, named routes) is scanned',
-  )
-  t.ok(
-    files.some((f) => f.endsWith('websocket/src/carrier.ts')),
-    'the WebSocket sources are scanned',
-  )
-  t.same(privateUses(files), [])
-})
+t.test(
+  'packages/tcp/src, packages/websocket/src and packages/frame-session/src use no private field',
+  async (t) => {
+    const files = roots.flatMap(sources)
+    t.ok(
+      files.some((f) => f.endsWith('frame-session/src/route-bridge.ts')),
+      'the route bridge (TCP inject, named routes) is scanned',
+    )
+    t.ok(
+      files.some((f) => f.endsWith('websocket/src/carrier.ts')),
+      'the WebSocket sources are scanned',
+    )
+    t.same(privateUses(files), [])
+  },
+)
 
 t.test('the scan finds each private field, and not a longer public name', async (t) => {
   const { mkdtempSync, writeFileSync } = await import('node:fs')

@@ -63,7 +63,7 @@ export async function rawCall(
     if (meta.timeout) headers['trivium-timeout-ms'] = meta.timeout
     if (meta.key) headers['idempotency-key'] = meta.key
     if (meta.token) headers.authorization = `Bearer ${meta.token}`
-    const res = await fetch(`${target.httpUrl}${path}`, { method, headers, body })
+    const res = await fetch(`${target.httpUrl}${path}`, { method, headers, body: body as BodyInit })
     const bytes = new Uint8Array(await res.arrayBuffer())
     const contentType = res.headers.get('content-type')
     const binary = contentType === 'application/x-platform-binary'

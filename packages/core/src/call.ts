@@ -4,9 +4,6 @@ import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import { httpCredential, metadataCredential, websocketCredential } from './credential.js'
 import type { CallDeadline } from './deadline.js'
 import type { CallTarget, EndpointDefinition } from './registry.js'
-import { isThenable } from './thenable.js'
-
-const ignoreRefusal = (): void => {}
 
 export type Protocol = 'http' | 'websocket' | 'tcp'
 
@@ -179,14 +176,9 @@ export class TriviumCall<Req = unknown, Target extends CallTarget = EndpointDefi
    * examined; a bad body throws ValidationException here.
    */
   get body(): Req {
-    if (this.bodyValue === UNSET) {
-      const value = this.decodeBody.call(this)
-      // A model that validates asynchronously (a Standard Schema's async checks) gives a promise: the
-      // router awaits it, middleware may `await call.body`. Marked handled here so that a refusal never
-      // becomes an unhandled rejection when the call ends before anything awaited it.
-      if (isThenable(value)) value.then(undefined, ignoreRefusal)
-      this.bodyValue = value
-    }
+    // An asynchronous model (a Standard Schema's async checks) gives a promise: the router awaits it,
+    // middleware may `await call.body`.
+    if (this.bodyValue === UNSET) this.bodyValue = this.decodeBody.call(this)
     return this.bodyValue
   }
 

@@ -106,7 +106,7 @@ function layoutOf(schema: JsonSchema): Layout | undefined {
 }
 
 /** The binary layout of a JSON Schema whose top level is an object, or undefined when it has none. */
-export function deriveLayout(schema: JsonSchema | undefined): Layout | undefined {
+export function deriveLayout(schema: object | undefined): Layout | undefined {
   if (!isObject(schema) || schema.type !== 'object') return undefined
   return layoutOf(schema)
 }
@@ -192,7 +192,7 @@ export interface DerivedBinaryForm {
 }
 
 /** The binary form of a JSON Schema, or undefined when the schema has no binary layout. */
-export function deriveBinaryForm(schema: JsonSchema | undefined): DerivedBinaryForm | undefined {
+export function deriveBinaryForm(schema: object | undefined): DerivedBinaryForm | undefined {
   const layout = deriveLayout(schema)
   if (layout === undefined) return undefined
   const writeTop = (w: BinaryWriter, v: unknown) => write(w, layout, v)

@@ -7,6 +7,8 @@ import type { JsonSchema, Model } from '../model.js'
 import { isThenable } from '../thenable.js'
 import type { StandardJSONSchemaConverter, StandardSchemaV1 } from './standard-schema-spec.js'
 
+const ignoreRefusal = (): void => {}
+
 /** True for a value that implements Standard Schema (any version: the version is checked on use). */
 export function isStandardSchema(value: unknown): value is StandardSchemaV1 {
   if ((typeof value !== 'object' && typeof value !== 'function') || value === null) return false
@@ -116,7 +118,13 @@ export function standardSchemaModel<S extends StandardSchemaV1>(
     jsonSchema,
     fromJSON(json: unknown): Out {
       const result = validate(json) as StandardSchemaV1.Result<Out> | Promise<StandardSchemaV1.Result<Out>>
-      if (isThenable(result)) return result.then(settle) as unknown as Out
+      if (isThenable(result)) {
+        const settled = Promise.resolve(result).then(settle)
+        // Marked handled: a refusal must not become an unhandled rejection when the call ends (its client
+        // went away, a middleware answered) before anything awaited the body. Awaiting it still throws.
+        settled.catch(ignoreRefusal)
+        return settled as unknown as Out
+      }
       return settle(result)
     },
     toJSON: (value: Out) => value,

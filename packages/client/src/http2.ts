@@ -100,8 +100,9 @@ export class Http2StreamingClient extends HttpClient {
       end: () => {
         if (stream !== undefined && !stream.closed) stream.end()
       },
+      // RST_STREAM: destroy(), not close(code), which ends the body first (a half-close the server acts on).
       cancel: () => {
-        if (stream !== undefined && !stream.closed) stream.close(http2.constants.NGHTTP2_CANCEL)
+        if (stream !== undefined && !stream.closed) stream.destroy()
       },
     }
     if (signal) {
@@ -162,12 +163,12 @@ function readResponse(
     }
     try {
       for (const { flags, payload } of envelopes.push(chunk)) {
-        if (flags === ENVELOPE_END) finishStream(spec, payload, call)
+        if (flags === ENVELOPE_END) finishStream(payload, call)
         else call.item(decodeItem(spec, headers.get('content-type'), payload))
       }
     } catch (err) {
       call.finish(err instanceof NetworkException ? err : badResponse(spec, err))
-      stream.close(http2.constants.NGHTTP2_CANCEL)
+      stream.destroy()
     }
   })
   stream.on('end', () => {
@@ -204,7 +205,7 @@ function decodeItem(spec: EndpointSpec, contentType: string | null, payload: Uin
 }
 
 /** The end envelope: `{}` ends the stream, `{"error": <error body>}` fails it. */
-function finishStream(spec: EndpointSpec, payload: Uint8Array, call: RequestStreamCall): void {
+function finishStream(payload: Uint8Array, call: RequestStreamCall): void {
   const end = JSON.parse(new TextDecoder().decode(payload)) as { error?: Partial<ErrorBody> }
   if (end !== null && typeof end === 'object' && end.error !== undefined)
     call.finish(fromErrorBody(end.error))

@@ -143,10 +143,9 @@ function serveRequestStream(
   })
   body.inbox = inbox
   // RST_STREAM or a lost connection before the answer was written: the handler's signal aborts.
+  // (Node marks a reset stream's writable side finished: what tells is that no answer was ended.)
   stream.once('close', () => {
-    if (stream.rstCode !== constants.NGHTTP2_NO_ERROR || !stream.writableFinished) {
-      entry.abort(new Error('client closed the request'))
-    }
+    if (!reply.raw.writableEnded) entry.abort(new Error('client closed the request'))
   })
   // Answered before the client's half-close (an error, a handler that stopped reading): the rest of the
   // body is not wanted, so the stream is reset with NO_ERROR once the answer is out (RFC 9113 §8.1).

@@ -1,8 +1,9 @@
 // `@trivium/client/node` with `http2`: client and bidirectional streams over HTTP/2 (PROTOCOL.md "Over
 // HTTP/2"), h2c and TLS, with the frame transports' handle: send/end/sendAll, the response or the items,
 // the server's typed error, and cancel() resetting the stream (the handler's signal aborts).
-import triviumCore, { jsonSchemaModel, triviumHttp2Options } from '@trivium/core'
+
 import { createClient, type EndpointSpec } from '@trivium/client/node'
+import triviumCore, { jsonSchemaModel, triviumHttp2Options } from '@trivium/core'
 import Fastify, { type FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import { selfSigned } from '../../../scripts/test/self-signed.js'
@@ -60,15 +61,19 @@ async function server(t: Test, lane: 'h2c' | 'tls') {
       for await (const tick of requests) yield { i: tick.i * 2 }
     },
   )
-  app.trivium.clientStream('hold', { method: 'POST', url: '/hold', request: Tick }, async (requests, call) => {
-    call.signal.addEventListener('abort', () => {
-      aborted = true
-    })
-    for await (const _ of requests) {
-      // reads until the stream ends
-    }
-    return {}
-  })
+  app.trivium.clientStream(
+    'hold',
+    { method: 'POST', url: '/hold', request: Tick },
+    async (requests, call) => {
+      call.signal.addEventListener('abort', () => {
+        aborted = true
+      })
+      for await (const _ of requests) {
+        // reads until the stream ends
+      }
+      return {}
+    },
+  )
   await app.listen({ port: 0, host: '127.0.0.1' })
   t.teardown(() => app.close())
   const port = (app.server.address() as { port: number }).port

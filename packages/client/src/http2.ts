@@ -76,6 +76,8 @@ export class Http2StreamingClient extends HttpClient {
     const call = new RequestStreamCall(spec, bidi)
     const binary = this.useBinary(spec.request, 'encode')
     let stream: ClientHttp2Stream | undefined
+    /** Item bytes written while the stream's buffer was full: their credit comes back at its `drain`. */
+    let owed = 0
     call.transport = {
       open: async () => {
         if (signal?.aborted) throw signal.reason
@@ -94,8 +96,19 @@ export class Http2StreamingClient extends HttpClient {
         if (s === undefined || s.closed) return
         const cost = Math.max(1, bytes.length)
         // Credit comes back once the bytes are handed to the session: HTTP/2's window paces the rest.
-        if (s.write(encodeEnvelope(ENVELOPE_ITEM, bytes))) call.credit(cost)
-        else s.once('drain', () => call.credit(cost))
+        if (owed === 0 && s.write(encodeEnvelope(ENVELOPE_ITEM, bytes))) {
+          call.credit(cost)
+          return
+        }
+        if (owed > 0) s.write(encodeEnvelope(ENVELOPE_ITEM, bytes))
+        owed += cost
+        if (owed === cost) {
+          s.once('drain', () => {
+            const back = owed
+            owed = 0
+            call.credit(back)
+          })
+        }
       },
       end: () => {
         if (stream !== undefined && !stream.closed) stream.end()

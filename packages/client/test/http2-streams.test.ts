@@ -3,21 +3,16 @@
 // the server's typed error, and cancel() resetting the stream (the handler's signal aborts).
 
 import { createClient, type EndpointSpec } from '@trivium/client/node'
-import triviumCore, { jsonSchemaModel, triviumHttp2Options } from '@trivium/core'
+import triviumCore, { triviumHttp2Options } from '@trivium/core'
 import Fastify, { type FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import { selfSigned } from '../../../scripts/test/self-signed.js'
+import { registerTickStreams, Tick } from '../../../scripts/test/tick-streams.js'
 import { waitBound } from '../../../scripts/test/waits.js'
 
 const certificate = selfSigned()
 t.teardown(() => certificate.remove())
 
-const Tick = jsonSchemaModel<{ i: number }>('Tick', {
-  type: 'object',
-  properties: { i: { type: 'integer' } },
-  required: ['i'],
-  additionalProperties: false,
-})
 const json = { fromJSON: (v: unknown) => v, toJSON: (v: unknown) => v }
 const spec = (name: string, streaming: boolean): EndpointSpec => ({
   name,
@@ -45,22 +40,7 @@ async function server(t: Test, lane: 'h2c' | 'tls') {
       : triviumHttp2Options({ key: certificate.key, cert: certificate.cert }),
   ) as unknown as FastifyInstance
   await app.register(triviumCore)
-  app.trivium.clientStream('sum', { method: 'POST', url: '/sum', request: Tick }, async (requests) => {
-    let sum = 0
-    let count = 0
-    for await (const tick of requests as AsyncIterable<{ i: number }>) {
-      sum += tick.i
-      count++
-    }
-    return { sum, count }
-  })
-  app.trivium.bidiStream(
-    'double',
-    { method: 'POST', url: '/double', request: Tick },
-    async function* (requests: AsyncIterable<{ i: number }>) {
-      for await (const tick of requests) yield { i: tick.i * 2 }
-    },
-  )
+  registerTickStreams(app)
   app.trivium.clientStream(
     'hold',
     { method: 'POST', url: '/hold', request: Tick },

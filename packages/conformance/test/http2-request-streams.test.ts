@@ -5,22 +5,17 @@
 // past the deadline, RST_STREAM mid-stream (the handler stops, nothing commits). HTTP/1.1 keeps refusing.
 import http2 from 'node:http2'
 import https from 'node:https'
-import triviumCore, { jsonSchemaModel, triviumHttp2Options } from '@trivium/core'
+import triviumCore, { triviumHttp2Options } from '@trivium/core'
 import { encodeEnvelope } from '@trivium/wire'
 import Fastify, { type FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import { selfSigned } from '../../../scripts/test/self-signed.js'
+import { registerTickStreams, Tick } from '../../../scripts/test/tick-streams.js'
 import { until } from './raw-frames.ts'
 
 const certificate = selfSigned()
 t.teardown(() => certificate.remove())
 
-const Tick = jsonSchemaModel<{ i: number }>('Tick', {
-  type: 'object',
-  properties: { i: { type: 'integer' } },
-  required: ['i'],
-  additionalProperties: false,
-})
 const item = (value: unknown) => encodeEnvelope(0, Buffer.from(JSON.stringify(value)))
 const validation = (message: string) => ({
   statusCode: 400,
@@ -49,26 +44,7 @@ async function server(t: Test, lane: 'h2c' | 'tls'): Promise<Server> {
       : triviumHttp2Options({ key: certificate.key, cert: certificate.cert }),
   ) as unknown as FastifyInstance
   await app.register(triviumCore)
-  app.trivium.clientStream(
-    'sum',
-    { method: 'POST', url: '/sum', request: Tick, bodyLimit: 64 },
-    async (requests: AsyncIterable<{ i: number }>) => {
-      let sum = 0
-      let count = 0
-      for await (const tick of requests) {
-        sum += tick.i
-        count++
-      }
-      return { sum, count }
-    },
-  )
-  app.trivium.bidiStream(
-    'double',
-    { method: 'POST', url: '/double', request: Tick },
-    async function* (requests: AsyncIterable<{ i: number }>) {
-      for await (const tick of requests) yield { i: tick.i * 2 }
-    },
-  )
+  registerTickStreams(app, { bodyLimit: 64 })
   app.trivium.clientStream(
     'deadline',
     { method: 'POST', url: '/deadline', request: Tick, timeoutMs: 100 },

@@ -76,6 +76,8 @@ export class Http2StreamingClient extends HttpClient {
     const call = new RequestStreamCall(spec, bidi)
     const binary = this.useBinary(spec.request, 'encode')
     let stream: ClientHttp2Stream | undefined
+    /** Item bytes written while the stream's buffer was full: their credit comes back at its `drain`. */
+    let owed = 0
     call.transport = {
       open: async () => {
         if (signal?.aborted) throw signal.reason
@@ -94,14 +96,26 @@ export class Http2StreamingClient extends HttpClient {
         if (s === undefined || s.closed) return
         const cost = Math.max(1, bytes.length)
         // Credit comes back once the bytes are handed to the session: HTTP/2's window paces the rest.
-        if (s.write(encodeEnvelope(ENVELOPE_ITEM, bytes))) call.credit(cost)
-        else s.once('drain', () => call.credit(cost))
+        if (owed === 0 && s.write(encodeEnvelope(ENVELOPE_ITEM, bytes))) {
+          call.credit(cost)
+          return
+        }
+        if (owed > 0) s.write(encodeEnvelope(ENVELOPE_ITEM, bytes))
+        owed += cost
+        if (owed === cost) {
+          s.once('drain', () => {
+            const back = owed
+            owed = 0
+            call.credit(back)
+          })
+        }
       },
       end: () => {
         if (stream !== undefined && !stream.closed) stream.end()
       },
+      // RST_STREAM: destroy(), not close(code), which ends the body first (a half-close the server acts on).
       cancel: () => {
-        if (stream !== undefined && !stream.closed) stream.close(http2.constants.NGHTTP2_CANCEL)
+        if (stream !== undefined && !stream.closed) stream.destroy()
       },
     }
     if (signal) {
@@ -162,12 +176,12 @@ function readResponse(
     }
     try {
       for (const { flags, payload } of envelopes.push(chunk)) {
-        if (flags === ENVELOPE_END) finishStream(spec, payload, call)
+        if (flags === ENVELOPE_END) finishStream(payload, call)
         else call.item(decodeItem(spec, headers.get('content-type'), payload))
       }
     } catch (err) {
       call.finish(err instanceof NetworkException ? err : badResponse(spec, err))
-      stream.close(http2.constants.NGHTTP2_CANCEL)
+      stream.destroy()
     }
   })
   stream.on('end', () => {
@@ -204,7 +218,7 @@ function decodeItem(spec: EndpointSpec, contentType: string | null, payload: Uin
 }
 
 /** The end envelope: `{}` ends the stream, `{"error": <error body>}` fails it. */
-function finishStream(spec: EndpointSpec, payload: Uint8Array, call: RequestStreamCall): void {
+function finishStream(payload: Uint8Array, call: RequestStreamCall): void {
   const end = JSON.parse(new TextDecoder().decode(payload)) as { error?: Partial<ErrorBody> }
   if (end !== null && typeof end === 'object' && end.error !== undefined)
     call.finish(fromErrorBody(end.error))

@@ -2,7 +2,7 @@
 // over HTTP/2 the request body is the stream of items, in envelopes (@trivium/wire's envelope.ts); over
 // HTTP/1.1 the route refuses. The items go through core's RequestInbox, as on frames (same window, same
 // per-item decoding), and the call through the same pipeline (auth, rate limits, deadlines) as any call.
-import { constants, type Http2ServerRequest } from 'node:http2'
+import { constants, type Http2ServerRequest, type Http2Stream } from 'node:http2'
 import {
   Cancellation,
   ENVELOPE_END,
@@ -130,7 +130,8 @@ function serveRequestStream(
       reply.send(error)
     }
   }
-  const body = new RequestBody(payload, maxItemBytes, (error) => {
+  const stream = (request.raw as unknown as Http2ServerRequest).stream
+  const body = new RequestBody(payload, maxItemBytes, stream, (error) => {
     // The stream is broken: the call ends (nothing it started commits), answered by this error only.
     entry.abort(new Error('refused: malformed stream of requests'))
     fail(error)
@@ -141,10 +142,10 @@ function serveRequestStream(
     stopSending: stopReading,
   })
   body.inbox = inbox
-  const stream = (request.raw as unknown as Http2ServerRequest).stream
   // RST_STREAM or a lost connection before the answer was written: the handler's signal aborts.
+  // (Node marks a reset stream's writable side finished: what tells is that no answer was ended.)
   stream.once('close', () => {
-    if (!stream.writableFinished) entry.abort(new Error('client closed the request'))
+    if (!reply.raw.writableEnded) entry.abort(new Error('client closed the request'))
   })
   // Answered before the client's half-close (an error, a handler that stopped reading): the rest of the
   // body is not wanted, so the stream is reset with NO_ERROR once the answer is out (RFC 9113 §8.1).
@@ -216,14 +217,21 @@ class RequestBody {
   readonly #payload: RequestPayload
   readonly #reader: EnvelopeReader
   readonly #broken: (error: TriviumError) => void
+  readonly #stream: Http2Stream
   readonly #pending: Uint8Array[] = []
   #available = 0
   #ended = false
   #halfClosed = false
   #stopped = false
 
-  constructor(payload: RequestPayload, maxItemBytes: number, broken: (error: TriviumError) => void) {
+  constructor(
+    payload: RequestPayload,
+    maxItemBytes: number,
+    stream: Http2Stream,
+    broken: (error: TriviumError) => void,
+  ) {
     this.#payload = payload
+    this.#stream = stream
     this.#reader = new EnvelopeReader(maxItemBytes)
     this.#broken = broken
   }
@@ -263,7 +271,8 @@ class RequestBody {
   }
 
   #onEnd(): void {
-    if (this.#stopped) return
+    // A reset stream's body ends too (Node's compatibility API): that is no half-close.
+    if (this.#stopped || this.#stream.aborted || this.#stream.destroyed) return
     try {
       this.#reader.end()
     } catch (err) {

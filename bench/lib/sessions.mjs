@@ -6,7 +6,7 @@
 // figures read the server. `BENCH_BEFORE=<another checkout, built>` names the tree measured beside this one.
 import { spawn, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -14,7 +14,9 @@ import { join } from 'node:path'
 
 const here = new URL('../../', import.meta.url).pathname
 const WebSocket = createRequire(join(here, 'packages/websocket/package.json'))('ws')
-const { encodeWsFrame, encodeTcpFrame, encodeMetadata } = await import(join(here, 'packages/wire/dist/index.js'))
+const { encodeWsFrame, encodeTcpFrame, encodeMetadata } = await import(
+  join(here, 'packages/wire/dist/index.js')
+)
 
 /** The trees to measure: this checkout, and BENCH_BEFORE's when given (labelled `before`). */
 export function trees() {
@@ -29,48 +31,31 @@ const PER_ADDRESS = 90
 const PASSWORD = 'Str0ng!Passw0rd'
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 
-// Preloaded into the demo: on SIGUSR2, full collections, then the memory figures on stdout.
-const PROBE = `import { setFlagsFromString } from 'node:v8'
-import { runInNewContext } from 'node:vm'
-setFlagsFromString('--expose-gc')
-const gc = runInNewContext('gc')
-process.on('SIGUSR2', async () => {
-  for (let i = 0; i < 3; i++) { gc(); await new Promise((r) => setImmediate(r)) }
-  gc()
-  const m = process.memoryUsage()
-  process.stdout.write('BENCH_MEMORY ' + JSON.stringify({ heap: m.heapUsed, rss: m.rss, external: m.external, arrayBuffers: m.arrayBuffers }) + '\\n')
-})
-`
+const PROBE = join(here, 'bench/lib/gc-probe.mjs')
 
 /** One demo instance of the checkout `dir` on random ports, its memory readable with `memory()`. */
 export async function startDemo(dir, env = {}) {
   const data = mkdtempSync(join(tmpdir(), 'trivium-bench-sessions-'))
   const schema = `bench_sessions_${randomBytes(5).toString('hex')}`
-  const probe = join(data, 'probe.mjs')
-  writeFileSync(probe, PROBE)
-  const proc = spawn(
-    process.execPath,
-    ['--max-old-space-size=4096', join(dir, 'apps/demo/dist/server.js')],
-    {
-      env: {
-        ...process.env,
-        NODE_ENV: '',
-        NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${probe}`,
-        HOST: '127.0.0.1',
-        PORT: '0',
-        TCP_PORT: '0',
-        TRIVIUM_PRINT_PORTS: '1',
-        LOG_LEVEL: 'warn',
-        DATA_DIR: join(data, 'db'),
-        // PostgreSQL (a schema of its own, dropped at stop): a start in seconds, and PGlite's own
-        // memory is not in the figures. BENCH_DATABASE_URL= (empty) for the embedded PGlite.
-        ...(DATABASE_URL ? { DATABASE_URL, DATABASE_SCHEMA: schema } : {}),
-        RATE_LIMIT_DEFAULT: '100000000/60s',
-        ...env,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+  const proc = spawn(process.execPath, ['--max-old-space-size=4096', join(dir, 'apps/demo/dist/server.js')], {
+    env: {
+      ...process.env,
+      NODE_ENV: '',
+      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${PROBE}`,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      TCP_PORT: '0',
+      TRIVIUM_PRINT_PORTS: '1',
+      LOG_LEVEL: 'warn',
+      DATA_DIR: join(data, 'db'),
+      // PostgreSQL (a schema of its own, dropped at stop): a start in seconds, and PGlite's own
+      // memory is not in the figures. BENCH_DATABASE_URL= (empty) for the embedded PGlite.
+      ...(DATABASE_URL ? { DATABASE_URL, DATABASE_SCHEMA: schema } : {}),
+      RATE_LIMIT_DEFAULT: '100000000/60s',
+      ...env,
     },
-  )
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let out = ''
   const waiters = new Set()
   const onData = (chunk) => {
@@ -156,7 +141,9 @@ function sourceAddress(index) {
  * `token`); `onFrame(type, id)` is called for every frame received. Resolves once connected.
  */
 export function openSession(transport, demo, token, index, onFrame) {
-  return transport === 'tcp' ? tcpSession(demo, token, index, onFrame) : wsSession(demo, token, index, onFrame)
+  return transport === 'tcp'
+    ? tcpSession(demo, token, index, onFrame)
+    : wsSession(demo, token, index, onFrame)
 }
 
 const EMPTY_JSON = new TextEncoder().encode('{}')

@@ -9,14 +9,11 @@
 //        SOAK_SAMPLE_SECONDS=30  SOAK_DATABASE_URL=postgres://… (PostgreSQL instead of PGlite)
 //
 // The heap is read inside the server: a module preloaded with --import (NODE_OPTIONS) exposes `gc`
-// and, on SIGUSR2, runs full collections and prints `SOAK_HEAP <heapUsed> <rss>`. Not a test: it prints
+// and, on SIGUSR2, runs full collections and prints `BENCH_MEMORY {json}` (bench/lib/gc-probe.mjs). Not a test: it prints
 // the figures, and exits 1 when the heap grew by more than SOAK_MAX_BYTES_PER_CALL (default 64) per call
 // between the first sample under load and the idle one.
 import { randomBytes } from 'node:crypto'
-import { rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { Instance, stopAll } from '../faults/processes.mjs'
 
 const { createClient } = await import(new URL('../../packages/client/dist/node.js', import.meta.url))
@@ -34,21 +31,7 @@ const WORKERS = 3
 const PASSWORD = 'Str0ng!Passw0rd'
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 
-const probe = join(tmpdir(), `trivium-soak-probe-${randomBytes(4).toString('hex')}.mjs`)
-writeFileSync(
-  probe,
-  `import { setFlagsFromString } from 'node:v8'
-import { runInNewContext } from 'node:vm'
-setFlagsFromString('--expose-gc')
-const gc = runInNewContext('gc')
-process.on('SIGUSR2', async () => {
-  for (let i = 0; i < 3; i++) { gc(); await new Promise((r) => setImmediate(r)) }
-  gc()
-  const m = process.memoryUsage()
-  process.stdout.write('SOAK_HEAP ' + m.heapUsed + ' ' + m.rss + '\\n')
-})
-`,
-)
+const probe = new URL('../lib/gc-probe.mjs', import.meta.url).pathname
 
 let instance
 const stats = { calls: 0, errors: 0, events: 0, reconnects: 0, lastError: '' }
@@ -59,10 +42,10 @@ async function sample() {
     let out = ''
     const onData = (chunk) => {
       out += chunk
-      const m = /SOAK_HEAP (\d+) (\d+)/.exec(out)
+      const m = /BENCH_MEMORY (\{.*\})/.exec(out)
       if (!m) return
       instance.proc.stdout.off('data', onData)
-      resolve({ heap: Number(m[1]), rss: Number(m[2]) })
+      resolve(JSON.parse(m[1]))
     }
     instance.proc.stdout.on('data', onData)
   })
@@ -212,7 +195,6 @@ try {
   process.exitCode = perCall > MAX_PER_CALL || stats.errors > 0 ? 1 : 0
 } finally {
   await stopAll()
-  rmSync(probe, { force: true })
   if (process.env.SOAK_DATABASE_URL) {
     const pg = createRequire(new URL('../../apps/demo/package.json', import.meta.url))('pg')
     const db = new pg.Client({ connectionString: process.env.SOAK_DATABASE_URL })

@@ -4,8 +4,17 @@
 //
 // otplib 13 pitfalls handled here: `verify*` returns `{ valid }` (an object, always truthy), throws on a
 // malformed token, and counts its tolerance in seconds (`epochTolerance = step × window`).
-import { generateSync, generateURI, generateSecret as otpGenerateSecret, verifySync } from 'otplib'
+import { createRequire } from 'node:module'
 import { InvalidArgumentError } from './errors.js'
+
+// otplib (and the hashes and base32 modules under it) is loaded on the first TOTP use, not when the
+// package is imported: most processes that import @trivium/crypto or @trivium/auth never check a TOTP
+// code (bench/README.md, "cold import").
+let otplib: typeof import('otplib') | undefined
+function otp(): typeof import('otplib') {
+  otplib ??= createRequire(import.meta.url)('otplib') as typeof import('otplib')
+  return otplib
+}
 
 export const TOTP_DIGITS = 6
 export const TOTP_STEP_SECONDS = 30
@@ -63,7 +72,11 @@ export const totp: Totp = {
     const bare = normalizeSecret(secret)
     if (!bare) throw new InvalidArgumentError('totp: secret must be a base32 string')
     try {
-      return generateSync({ secret: bare, epoch: epochSeconds(opts.at), period: stepSeconds(opts.step) })
+      return otp().generateSync({
+        secret: bare,
+        epoch: epochSeconds(opts.at),
+        period: stepSeconds(opts.step),
+      })
     } catch (err) {
       if (err instanceof InvalidArgumentError) throw err
       // otplib: secret shorter than 16 bytes, or bits that are not base32. Its message names no secret.
@@ -86,7 +99,7 @@ export const totp: Totp = {
     const period = stepSeconds(opts.step)
     const epoch = epochSeconds(opts.at)
     try {
-      const result = verifySync({
+      const result = otp().verifySync({
         secret: bare,
         token: code,
         epoch,
@@ -101,7 +114,7 @@ export const totp: Totp = {
 
   /** A fresh random secret: 20 bytes, base32 (32 characters). */
   generateSecret() {
-    return otpGenerateSecret({ length: TOTP_SECRET_BYTES })
+    return otp().generateSecret({ length: TOTP_SECRET_BYTES })
   },
 
   /** `otpauth://totp/<issuer>:<account>?secret=…&issuer=…` for authenticator apps (QR code content). */
@@ -114,6 +127,6 @@ export const totp: Totp = {
     if (typeof issuer !== 'string' || issuer.length === 0) {
       throw new InvalidArgumentError('totp: issuer must be a non-empty string')
     }
-    return generateURI({ issuer, label: accountName, secret: bare })
+    return otp().generateURI({ issuer, label: accountName, secret: bare })
   },
 }

@@ -8,7 +8,7 @@ import { ForbiddenException, TriviumError, ValidationException } from '@trivium/
 import { validateFileContent, validateFileExtension, validateFileSize } from '@trivium/validation'
 import type { CreateTask, ImportSummaryData, SyncChangeData, SyncEdit } from '../generated/models.js'
 import type { EndpointHandlers } from '../generated/server.js'
-import type { TaskEventBus } from '../tasks/events.js'
+import type { TaskEventBus, TaskEventRecord } from '../tasks/events.js'
 import type { TaskChanges, TaskRecord, TaskRepository, WriteStop } from '../tasks/repository.js'
 import { type HandlerContext, userOf } from './context.js'
 import { refuseNulIn } from './text-rule.js'
@@ -108,6 +108,38 @@ async function importTasks(
  * as `source: "other"` (the `tasks.watch` events, without the ones this stream's own edits caused). Ends
  * when the client half-closes, after the answer to its last edit.
  */
+/**
+ * A sync stream's `source: "other"` changes: every event but those its own edits caused. An event that
+ * comes while an edit is being applied waits for the edit's answer (only then is its stamp known, and
+ * the event of a committed edit can come first), then passes or is dropped.
+ */
+function ownEditsLeftOut(pass: (event: TaskEventRecord) => void) {
+  const own = new Set<string>()
+  let held: TaskEventRecord[] | undefined
+  const stamp = (task: TaskRecord) => `${task.id}@${new Date(task.updatedAt).getTime()}`
+  const check = (event: TaskEventRecord) => {
+    if (!own.delete(stamp(event.task))) pass(event)
+  }
+  return {
+    event(event: TaskEventRecord): void {
+      if (held !== undefined) held.push(event)
+      else check(event)
+    },
+    hold(): void {
+      held ??= []
+    },
+    mine(task: TaskRecord): void {
+      if (own.size >= 1000) own.clear() // events of our own edits that never came: forget them
+      own.add(stamp(task))
+    },
+    release(): void {
+      const waiting = held
+      held = undefined
+      for (const event of waiting ?? []) check(event)
+    },
+  }
+}
+
 async function* syncTasks(
   events: TaskEventBus,
   edits: AsyncIterable<SyncEdit>,
@@ -122,23 +154,21 @@ async function* syncTasks(
     queue.push(change)
     wake?.()
   }
-  const own = new Set<string>()
   const stop = new AbortController()
-  const stamp = (task: TaskRecord) => `${task.id}@${new Date(task.updatedAt).getTime()}`
-  const others = (async () => {
-    for await (const event of events.subscribe(AbortSignal.any([signal, stop.signal]))) {
-      if (own.delete(stamp(event.task))) continue
-      push({ source: 'other', kind: event.kind, task: event.task, at: event.at })
-    }
+  const others = ownEditsLeftOut((event) =>
+    push({ source: 'other', kind: event.kind, task: event.task, at: event.at }),
+  )
+  const watching = (async () => {
+    for await (const event of events.subscribe(AbortSignal.any([signal, stop.signal]))) others.event(event)
   })()
-  others.catch(() => {})
+  watching.catch(() => {})
   const mine = (async () => {
     for await (const edit of edits) {
       refuseNulIn('SyncEdit', edit)
+      others.hold()
       try {
         const task = await apply(edit)
-        if (own.size >= 1000) own.clear() // events of our own edits that never came: forget them
-        own.add(stamp(task))
+        others.mine(task)
         push({ source: 'you', ref: edit.ref, kind: 'updated', task, at: new Date() })
       } catch (err) {
         // Refused edits are answered and the stream goes on; a server fault ends it.
@@ -150,6 +180,8 @@ async function* syncTasks(
           error: { code: err.code, message: err.message },
           at: new Date(),
         })
+      } finally {
+        others.release()
       }
     }
   })()

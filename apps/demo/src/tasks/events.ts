@@ -1,7 +1,8 @@
 // Task change events for `tasks.watch`. In one process a set of subscribers carries them; with several
 // instances the same interface is backed by Redis pub/sub (see scale-out).
-import type { TaskRecord } from './repository.js'
+
 import { EventQueue } from './event-queue.js'
+import type { TaskRecord } from './repository.js'
 
 export type TaskEventKind = 'created' | 'updated' | 'deleted'
 

@@ -1,0 +1,18 @@
+// Preloaded into a measured server (`--import` in NODE_OPTIONS) by bench/soak, bench/density and
+// bench/fanout: on SIGUSR2 it runs full collections, then prints its heap after GC, RSS, external and
+// ArrayBuffer bytes as one `BENCH_MEMORY {json}` line on stdout.
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
+
+setFlagsFromString('--expose-gc')
+const gc = runInNewContext('gc')
+process.on('SIGUSR2', async () => {
+  for (let i = 0; i < 3; i++) {
+    gc()
+    await new Promise((r) => setImmediate(r))
+  }
+  gc()
+  const m = process.memoryUsage()
+  const figures = { heap: m.heapUsed, rss: m.rss, external: m.external, arrayBuffers: m.arrayBuffers }
+  process.stdout.write(`BENCH_MEMORY ${JSON.stringify(figures)}\n`)
+})

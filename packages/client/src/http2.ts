@@ -17,7 +17,7 @@ import {
 } from '@trivium/wire'
 import { timeoutToSend } from './base.js'
 import { type ErrorBody, fromErrorBody, NetworkException } from './errors.js'
-import { RequestStreamCall } from './frames.js'
+import { RequestStreamCall } from './client-streams.js'
 import {
   decodeJsonItem,
   decodeResponse,

@@ -1,6 +1,7 @@
 // @trivium/core — the Fastify plugin. Validates options, creates the registry and pipeline, decorates
 // `fastify.trivium`, and serves every endpoint over HTTP. Other transports use `trivium.invoke`.
 
+import { optionNames, refuseUnknownOptions } from '@trivium/wire'
 import type { SessionHub } from '@trivium/wire/sessions'
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
@@ -247,10 +248,19 @@ function withPrefix(prefix: string, url: string): string {
   return url === '/' ? prefix : `${prefix}${url}`
 }
 
+const CORE_OPTIONS = optionNames<TriviumCoreOptions>()(
+  'notFoundHandler',
+  'errorHandler',
+  'shutdownGraceMs',
+  'bodyLimit',
+  'compression',
+)
+
 function validateOptions(
   options: TriviumCoreOptions,
   pluginTimeout: number,
 ): Required<Omit<TriviumCoreOptions, 'compression'>> & { compression: ResolvedHttpCompression | undefined } {
+  refuseUnknownOptions('@trivium/core', options, CORE_OPTIONS)
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT
   if (!Number.isInteger(bodyLimit) || bodyLimit <= 0) {
     throw new TypeError('@trivium/core: bodyLimit must be a positive integer (bytes)')

@@ -1,5 +1,14 @@
 // `@trivium/core/internal`: building blocks for Trivium's own transports, middleware packages and tests;
 // not a stable API (a user's service needs only `@trivium/core`).
+
+export {
+  optionNames,
+  refuseUnknownOptions,
+  SetupError,
+  type SetupErrorRow,
+  setupErrors,
+  UNKNOWN_OPTION,
+} from '@trivium/wire'
 export type { CallInit, HeaderMap } from './call.js'
 export { CREDENTIAL_METADATA_KEY, REPEATED_CREDENTIAL } from './credential.js'
 export { handlerSettled } from './deadline.js'

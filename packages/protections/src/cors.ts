@@ -5,6 +5,7 @@
 // (the default, a guest's) those to Trivium's routes only — a preflight when its path and requested method
 // match one of them (found with Fastify's own router, find-my-way, over the routes Trivium owns) — so the
 // host's routes, its OPTIONS routes and its @fastify/cors stay as they were; with `routes: 'all'` every one.
+import { optionNames, refuseUnknownOptions } from '@trivium/core/internal'
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import FindMyWay, { type HTTPMethod } from 'find-my-way'
@@ -98,9 +99,21 @@ export function originMatcher(allowedOrigins: readonly string[]): (origin: strin
   return (origin) => exact.has(origin) || bySuffix(origin)
 }
 
+/** Every option name of cors: any other is refused with the nearest one named. */
+export const CORS_OPTIONS = optionNames<CorsOptions>()(
+  'allowedOrigins',
+  'allowedMethods',
+  'allowedHeaders',
+  'exposedHeaders',
+  'allowCredentials',
+  'maxAge',
+  'routes',
+)
+
 function validate(options: CorsOptions) {
   if (typeof options !== 'object' || options === null)
     throw new TypeError('@trivium/protections: cors options must be an object')
+  refuseUnknownOptions('@trivium/protections', options, CORS_OPTIONS)
   const allowedOrigins = stringList(options.allowedOrigins ?? CORS_DEFAULTS.allowedOrigins, 'allowedOrigins')
   const allowedMethods = stringList(options.allowedMethods ?? CORS_DEFAULTS.allowedMethods, 'allowedMethods')
   const allowedHeaders = stringList(options.allowedHeaders ?? CORS_DEFAULTS.allowedHeaders, 'allowedHeaders')

@@ -8,7 +8,12 @@ import {
   RateLimitExceededException,
   type TriviumCall,
 } from '@trivium/core'
-import { checkEndpointNames, enforcesSettings } from '@trivium/core/internal'
+import {
+  checkEndpointNames,
+  enforcesSettings,
+  optionNames,
+  refuseUnknownOptions,
+} from '@trivium/core/internal'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { RateLimiter, type WhenStoreDown } from './limiter.js'
@@ -126,10 +131,25 @@ export class KeyCache {
   }
 }
 
+/** Every option name of rateLimit: any other is refused with the nearest one named. */
+export const RATE_LIMIT_OPTIONS = optionNames<RateLimitPluginOptions>()(
+  'defaultLimit',
+  'limits',
+  'afterAuth',
+  'redis',
+  'redisPrefix',
+  'redisTimeoutMs',
+  'redisMaxBatch',
+  'whenStoreDown',
+  'sweepIntervalMs',
+  'store',
+)
+
 function validate(options: RateLimitPluginOptions) {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError('@trivium/protections: rate-limit options must be an object')
   }
+  refuseUnknownOptions('@trivium/protections', options, RATE_LIMIT_OPTIONS)
   const defaultLimit = options.defaultLimit ?? DEFAULT_LIMIT
   assertRateLimit(defaultLimit, 'defaultLimit')
   const limits = new Map<string, RateLimit | false>()

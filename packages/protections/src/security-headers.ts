@@ -6,6 +6,7 @@
 // in onSend for a response sent before that hook ran (an app's onRequest hook registered earlier answered).
 // Both hooks always: whether some hook runs earlier is nowhere in Fastify's public API. A successful WebSocket upgrade is hijacked and
 // its 101 is written by `ws`, so it carries none of them (HTTP responses only, README "Security headers").
+import { optionNames, refuseUnknownOptions } from '@trivium/core/internal'
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 
@@ -83,7 +84,11 @@ function lowerCaseNames(headers: Record<string, string>): Record<string, string>
   return lower
 }
 
+/** Every option name of securityHeaders: any other is refused with the nearest one named. */
+export const SECURITY_HEADERS_OPTIONS = optionNames<SecurityHeadersOptions>()('headers', 'routes')
+
 const securityHeadersPlugin: FastifyPluginAsync<SecurityHeadersOptions> = async (fastify, options) => {
+  refuseUnknownOptions('@trivium/protections', options, SECURITY_HEADERS_OPTIONS)
   // Fastify stores reply headers under lower-case names (and so puts them on the wire); keys that are
   // lower case already make each `reply.header` call about twice as cheap (no new string to intern).
   // Names and values as two arrays: `reply.headers(object)` would list the object's keys per request.

@@ -2,6 +2,7 @@
 // endpoint with default rules. The error names the typo and the closest registered name.
 import { closestName, didYouMean } from '@trivium/wire'
 import type { EndpointRegistry } from './registry.js'
+import { SHARED_SETUP } from './setup-errors.js'
 
 export { closestName }
 
@@ -29,6 +30,6 @@ export function checkEndpointNames(
       registry.list().map((d) => d.name),
       name,
     )
-    throw new TypeError(`${plugin}: ${option} names unknown endpoint "${name}"${hint}`)
+    throw SHARED_SETUP.TRV_SETUP_UNKNOWN_ENDPOINT(plugin, option, name, hint)
   }
 }

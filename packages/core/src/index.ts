@@ -121,6 +121,8 @@ export {
   type UnaryHandler,
 } from './registry.js'
 
+import { SETUP } from './setup-errors.js'
+
 const UNARY = { streaming: false, requestStream: false } as const
 const SERVER_STREAM = { streaming: true, requestStream: false } as const
 const CLIENT_STREAM = { streaming: false, requestStream: true } as const
@@ -263,14 +265,13 @@ function validateOptions(
   refuseUnknownOptions('@trivium/core', options, CORE_OPTIONS)
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT
   if (!Number.isInteger(bodyLimit) || bodyLimit <= 0) {
-    throw new TypeError('@trivium/core: bodyLimit must be a positive integer (bytes)')
+    throw SETUP.TRV_CORE_BODY_LIMIT()
   }
   // A guest's defaults: the application's own routes, errors and 404 stay as they were.
   const notFoundHandler = options.notFoundHandler ?? false
-  if (typeof notFoundHandler !== 'boolean')
-    throw new TypeError('@trivium/core: notFoundHandler must be a boolean')
+  if (typeof notFoundHandler !== 'boolean') throw SETUP.TRV_CORE_NOT_FOUND_HANDLER()
   const errorHandler = options.errorHandler ?? false
-  if (typeof errorHandler !== 'boolean') throw new TypeError('@trivium/core: errorHandler must be a boolean')
+  if (typeof errorHandler !== 'boolean') throw SETUP.TRV_CORE_ERROR_HANDLER()
   return {
     bodyLimit,
     notFoundHandler,
@@ -286,9 +287,7 @@ function checkJsonRule(fastify: FastifyInstance): void {
   for (const key of ['onProtoPoisoning', 'onConstructorPoisoning'] as const) {
     const value = fastify.initialConfig[key]
     if (value !== undefined && value !== 'error') {
-      throw new TypeError(
-        `@trivium/core: Fastify's ${key} must be 'error' (got '${value}'): JSON with __proto__ or constructor.prototype keys is refused on every transport (PROTOCOL.md "Decoding rules")`,
-      )
+      throw SETUP.TRV_CORE_JSON_POISONING(key, value)
     }
   }
 }

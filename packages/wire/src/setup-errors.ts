@@ -24,8 +24,9 @@ export type SetupErrorTable<T> = {
 }
 
 /**
- * A package's setup errors from its rows: each key is the code, each message starts with `<pkg>: `.
- * `rows` is kept on the result (non-enumerable `rows`) for the README check.
+ * A package's setup errors from its rows: each key is the code, each message starts with `<pkg>: ` (with
+ * `pkg` '', the row writes the whole message: a helper shared by several packages names its caller).
+ * `rows` is kept on the result (non-enumerable) to document and check the table.
  */
 export function setupErrors<const T extends Record<string, SetupErrorRow<never[]>>>(
   pkg: string,
@@ -33,7 +34,8 @@ export function setupErrors<const T extends Record<string, SetupErrorRow<never[]
 ): SetupErrorTable<T> & { readonly rows: T } {
   const table: Record<string, (...args: never[]) => SetupError> = {}
   for (const [code, row] of Object.entries(rows)) {
-    table[code] = (...args) => new SetupError(code, `${pkg}: ${row.message(...args)}`)
+    const prefix = pkg === '' ? '' : `${pkg}: `
+    table[code] = (...args) => new SetupError(code, prefix + row.message(...args))
   }
   Object.defineProperty(table, 'rows', { value: rows })
   return table as SetupErrorTable<T> & { readonly rows: T }

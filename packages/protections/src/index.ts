@@ -46,6 +46,8 @@ export {
   type WindowState,
 } from './window.js'
 
+import { SETUP } from './setup-errors.js'
+
 export interface TriviumProtectionsOptions {
   /**
    * Rate-limit options, or false for no rate limiting at all: the limits endpoints declare are then not
@@ -64,7 +66,7 @@ const PROTECTIONS_OPTIONS = optionNames<TriviumProtectionsOptions>()('rateLimit'
 
 const protections: FastifyPluginAsync<TriviumProtectionsOptions> = async (fastify, options) => {
   if (typeof options !== 'object' || options === null) {
-    throw new TypeError('@trivium/protections: options must be an object')
+    throw SETUP.TRV_PROTECTIONS_OPTIONS('options')
   }
   refuseUnknownOptions(PLUGIN, options, PROTECTIONS_OPTIONS)
   // Named with their place here (`cors.allowedOrigin`), before each part checks its own.

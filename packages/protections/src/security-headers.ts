@@ -9,6 +9,7 @@
 import { optionNames, refuseUnknownOptions } from '@trivium/core/internal'
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import { SETUP } from './setup-errors.js'
 
 export const DEFAULT_SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze({
   'X-Content-Type-Options': 'nosniff',
@@ -47,8 +48,8 @@ export function isTriviumRoute(request: FastifyRequest): boolean {
 
 function checkRoutes(value: unknown): 'trivium' | 'all' {
   if (value === undefined || value === 'trivium' || value === 'all') return value ?? 'trivium'
-  throw new TypeError(
-    `@trivium/protections: securityHeaders.routes must be 'trivium' or 'all', got ${JSON.stringify(value)}`,
+  throw SETUP.TRV_PROTECTIONS_SECURITY_HEADERS(
+    `securityHeaders.routes must be 'trivium' or 'all', got ${JSON.stringify(value)}`,
   )
 }
 
@@ -59,17 +60,17 @@ const BAD_VALUE = /[\u0000-\u0008\u000a-\u001f\u007f]/
 /** The defaults merged with `custom`, names compared case-insensitively (the custom spelling wins). */
 export function mergeSecurityHeaders(custom: Record<string, string> = {}): Record<string, string> {
   if (typeof custom !== 'object' || custom === null) {
-    throw new TypeError('@trivium/protections: securityHeaders.headers must be an object of name → value')
+    throw SETUP.TRV_PROTECTIONS_SECURITY_HEADERS('securityHeaders.headers must be an object of name → value')
   }
   const byLowerName = new Map<string, [string, string]>()
   for (const [name, value] of Object.entries(DEFAULT_SECURITY_HEADERS))
     byLowerName.set(name.toLowerCase(), [name, value])
   for (const [name, value] of Object.entries(custom)) {
     if (!TOKEN.test(name))
-      throw new TypeError(`@trivium/protections: invalid header name ${JSON.stringify(name)}`)
+      throw SETUP.TRV_PROTECTIONS_SECURITY_HEADERS(`invalid header name ${JSON.stringify(name)}`)
     if (typeof value !== 'string' || BAD_VALUE.test(value)) {
-      throw new TypeError(
-        `@trivium/protections: header ${name} must have a string value without control characters`,
+      throw SETUP.TRV_PROTECTIONS_SECURITY_HEADERS(
+        `header ${name} must have a string value without control characters`,
       )
     }
     byLowerName.set(name.toLowerCase(), [name, value])

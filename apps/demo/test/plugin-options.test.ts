@@ -167,5 +167,5 @@ t.test('the options Fastify itself passes (prefix, logLevel, logSerializers) are
   await app.register(triviumOpenApi, { ...fastifyOwn, info: { title: 'T', version: '1' } } as never)
   await app.register(triviumWebSocket, fastifyOwn as never)
   await app.register(triviumTcp, fastifyOwn as never)
-  await t.resolves(app.ready())
+  await t.resolves(async () => app.ready())
 })

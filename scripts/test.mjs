@@ -11,6 +11,7 @@ import { spawn } from 'node:child_process'
 import { accessSync, constants, existsSync, mkdirSync, readdirSync, readFileSync, statfsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { coverageWanted, finishCoverage, startCoverage } from './coverage.mjs'
 import { prepare } from './environment.mjs'
 
 /**
@@ -52,7 +53,9 @@ function positive(name, fallback) {
   process.exit(2)
 }
 
-const args = process.argv.slice(2)
+// `--coverage` (or TRIVIUM_COVERAGE=1, or CI=true): line coverage of the packages' sources (scripts/coverage.mjs).
+const coverage = coverageWanted(process.argv.slice(2))
+const args = process.argv.slice(2).filter((arg) => arg !== '--coverage')
 // `--matrix`: only the version matrix run (below), e.g. to try a Fastify release.
 const matrixOnly = args.length === 1 && args[0] === '--matrix'
 function testFiles(dir) {
@@ -119,15 +122,24 @@ if (args.length === 0 || matrixOnly)
     env: { TRIVIUM_IOREDIS: 'oldest' },
   })
 
+const coverageEnv = coverage ? startCoverage() : {}
 let passed = 0
 let failed = 0
 const failures = []
 for (const run of runs) {
+  Object.assign(run.env, coverageEnv)
   if (run.label) console.log(`\nversion matrix: ${run.files.length} files against ${run.label.slice(1, -2)}`)
   const result = await runFiles(run)
   passed += result.passed
   failed += result.failed
   failures.push(...result.failures.map((f) => run.label + f))
+}
+if (coverage) {
+  // Floors hold for the whole suite: a file list covers only part of each package.
+  const report = finishCoverage({ enforce: args.length === 0 })
+  console.log(report.lines.join('\n'))
+  failed += report.failures.length
+  failures.push(...report.failures)
 }
 if (failures.length > 0) console.log(`failed:\n${failures.map((f) => `  ${f}`).join('\n')}`)
 console.log(`${passed} passed, ${failed} failed`)

@@ -1,4 +1,5 @@
 // The plugin's options and their checks (messages prefixed `@trivium/auth: ` name the fix).
+import { optionNames } from '@trivium/core/internal'
 import type { FlowsOptions } from './flows.js'
 import type { TokenLedger } from './ledger.js'
 import type { RevocationStore } from './revocation.js'
@@ -95,3 +96,35 @@ export function checkStore(store: unknown): RevocationStore {
   }
   return s as RevocationStore
 }
+
+/** Every option name of the plugin: any other is refused with the nearest one named. */
+export const AUTH_OPTIONS = optionNames<TriviumAuthOptions>()(
+  'secret',
+  'allowWeakSecretForTesting',
+  'issuer',
+  'accessTokenTtlSeconds',
+  'revocationStore',
+  'ledger',
+  'publicEndpoints',
+  'optionalEndpoints',
+  'rolesProvider',
+  'verifiedCacheSize',
+  'middleware',
+  'requestUser',
+  'clock',
+  'flows',
+  'cleanupIntervalMs',
+  'onRevoked',
+)
+
+/** Every option name of `flows`. */
+export const FLOWS_OPTIONS = optionNames<TriviumAuthFlowsOptions>()(
+  'registerEndpoints',
+  'users',
+  'encryptionKey',
+  'basePath',
+  'passwordMinLength',
+  'totpIssuer',
+  'onRegistered',
+  'onTheft',
+)

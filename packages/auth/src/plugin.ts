@@ -1,14 +1,21 @@
 // The Fastify plugin: validates options, builds the token service, the revocation list and the
 // authentication middleware, registers the middleware on core as `auth`, and decorates
 // `fastify.triviumAuth` (not `auth`: that name belongs to the official @fastify/auth).
-import { checkEndpointNames } from '@trivium/core/internal'
+import { checkEndpointNames, refuseUnknownOptions } from '@trivium/core/internal'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { registerFlows } from './flow-endpoints.js'
 import { type AuthFlows, createAuthFlows } from './flows.js'
 import { MemoryTokenLedger, type TokenLedger } from './ledger.js'
 import { type AuthMode, createAuthMiddleware } from './middleware.js'
-import { checkNames, checkSecretStrength, checkStore, type TriviumAuthOptions } from './plugin-options.js'
+import {
+  AUTH_OPTIONS,
+  checkNames,
+  checkSecretStrength,
+  checkStore,
+  FLOWS_OPTIONS,
+  type TriviumAuthOptions,
+} from './plugin-options.js'
 import { MemoryRevocationStore } from './revocation.js'
 import { installRouteGuard } from './routes.js'
 import { AuthService } from './service.js'
@@ -32,6 +39,7 @@ const triviumAuth: FastifyPluginAsync<TriviumAuthOptions> = async (fastify: Fast
   if (typeof options !== 'object' || options === null) throw new TypeError(`${PLUGIN}: options are required`)
   if (!fastify.hasDecorator('trivium'))
     throw new Error(`${PLUGIN}: register @trivium/core before @trivium/auth`)
+  refuseUnknownOptions(PLUGIN, options, AUTH_OPTIONS)
   const publicEndpoints = checkNames(options.publicEndpoints, 'publicEndpoints')
   const optionalEndpoints = checkNames(options.optionalEndpoints, 'optionalEndpoints')
   checkSecretStrength(options)
@@ -55,6 +63,7 @@ const triviumAuth: FastifyPluginAsync<TriviumAuthOptions> = async (fastify: Fast
       `${PLUGIN}: flows.sql is gone: pass users: new SqlUserStore(sql) and ledger: new SqlTokenLedger(sql) from '@trivium/auth/sql'`,
     )
   }
+  refuseUnknownOptions(PLUGIN, flows, FLOWS_OPTIONS, 'flows.')
   const ledger: TokenLedger = options.ledger ?? new MemoryTokenLedger()
   // Stores with tables of their own (SqlUserStore, SqlTokenLedger) create them before serving.
   await flows?.users?.migrate?.()

@@ -6,7 +6,7 @@ import {
   ValidationException,
   type WireFormat,
 } from '@trivium/core'
-import { BINARY_CONTENT_TYPE } from '@trivium/core/internal'
+import { BINARY_CONTENT_TYPE, refuseUnknownOptions } from '@trivium/core/internal'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { DecodeError, deriveBinaryForm, setValidationErrorFactory } from './runtime/index.js'
@@ -52,6 +52,8 @@ const plugin: FastifyPluginAsync<TriviumCodecOptions> = async (fastify: FastifyI
   if (options !== undefined && (typeof options !== 'object' || options === null)) {
     throw new TypeError('@trivium/codec: options must be an object')
   }
+  // The plugin has no option of its own.
+  refuseUnknownOptions('@trivium/codec', options, [])
   useCoreValidationErrors()
   if (!fastify.trivium.formats.get(binaryFormat.name)) fastify.trivium.addFormat(binaryFormat)
 }

@@ -9,6 +9,7 @@ import { enforcesSettings } from './endpoint-settings.js'
 import { ConflictException, UnprocessableContentException, ValidationException } from './errors.js'
 import { directMiddleware, type Middleware } from './middleware.js'
 import { isEndpointCall } from './registry.js'
+import { SETUP } from './setup-errors.js'
 
 export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key'
 export const IDEMPOTENCY_KEY_METADATA = 'idempotency_key'
@@ -95,8 +96,7 @@ export function idempotencyKeyOf(call: TriviumCall<unknown>): string | undefined
 
 function positive(name: string, value: number | undefined, fallback: number): number {
   const v = value ?? fallback
-  if (!Number.isSafeInteger(v) || v < 1)
-    throw new TypeError(`@trivium/core: idempotency ${name} must be a positive integer (ms)`)
+  if (!Number.isSafeInteger(v) || v < 1) throw SETUP.TRV_CORE_IDEMPOTENCY_TIMING(name)
   return v
 }
 
@@ -109,8 +109,7 @@ function positive(name: string, value: number | undefined, fallback: number): nu
  */
 export function idempotency(options: IdempotencyOptions): Middleware {
   const store = options?.store
-  if (!store || typeof store.claim !== 'function')
-    throw new TypeError('@trivium/core: idempotency needs a store (IdempotencyStore)')
+  if (!store || typeof store.claim !== 'function') throw SETUP.TRV_CORE_IDEMPOTENCY_STORE()
   const windowMs = positive('windowMs', options.windowMs, DEFAULT_IDEMPOTENCY_WINDOW_MS)
   const lockMs = positive('lockMs', options.lockMs, DEFAULT_IDEMPOTENCY_LOCK_MS)
 

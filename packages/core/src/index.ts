@@ -2,6 +2,8 @@
 // `fastify.trivium`, and serves every endpoint over HTTP. Other transports use `trivium.invoke`.
 
 import type { Contract } from '@trivium/contract'
+
+import { optionNames, refuseUnknownOptions } from '@trivium/wire'
 import type { SessionHub } from '@trivium/wire/sessions'
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
@@ -138,6 +140,8 @@ export {
   type UnaryDefinition,
   type UnaryHandler,
 } from './registry.js'
+
+import { SETUP } from './setup-errors.js'
 
 const UNARY = { streaming: false, requestStream: false } as const
 const SERVER_STREAM = { streaming: true, requestStream: false } as const
@@ -298,20 +302,28 @@ function withPrefix(prefix: string, url: string): string {
   return url === '/' ? prefix : `${prefix}${url}`
 }
 
+const CORE_OPTIONS = optionNames<TriviumCoreOptions>()(
+  'notFoundHandler',
+  'errorHandler',
+  'shutdownGraceMs',
+  'bodyLimit',
+  'compression',
+)
+
 function validateOptions(
   options: TriviumCoreOptions,
   pluginTimeout: number,
 ): Required<Omit<TriviumCoreOptions, 'compression'>> & { compression: ResolvedHttpCompression | undefined } {
+  refuseUnknownOptions('@trivium/core', options, CORE_OPTIONS)
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT
   if (!Number.isInteger(bodyLimit) || bodyLimit <= 0) {
-    throw new TypeError('@trivium/core: bodyLimit must be a positive integer (bytes)')
+    throw SETUP.TRV_CORE_BODY_LIMIT()
   }
   // A guest's defaults: the application's own routes, errors and 404 stay as they were.
   const notFoundHandler = options.notFoundHandler ?? false
-  if (typeof notFoundHandler !== 'boolean')
-    throw new TypeError('@trivium/core: notFoundHandler must be a boolean')
+  if (typeof notFoundHandler !== 'boolean') throw SETUP.TRV_CORE_NOT_FOUND_HANDLER()
   const errorHandler = options.errorHandler ?? false
-  if (typeof errorHandler !== 'boolean') throw new TypeError('@trivium/core: errorHandler must be a boolean')
+  if (typeof errorHandler !== 'boolean') throw SETUP.TRV_CORE_ERROR_HANDLER()
   return {
     bodyLimit,
     notFoundHandler,
@@ -327,9 +339,7 @@ function checkJsonRule(fastify: FastifyInstance): void {
   for (const key of ['onProtoPoisoning', 'onConstructorPoisoning'] as const) {
     const value = fastify.initialConfig[key]
     if (value !== undefined && value !== 'error') {
-      throw new TypeError(
-        `@trivium/core: Fastify's ${key} must be 'error' (got '${value}'): JSON with __proto__ or constructor.prototype keys is refused on every transport (PROTOCOL.md "Decoding rules")`,
-      )
+      throw SETUP.TRV_CORE_JSON_POISONING(key, value)
     }
   }
 }

@@ -1,5 +1,14 @@
 // `@trivium/core/internal`: building blocks for Trivium's own transports, middleware packages and tests;
 // not a stable API (a user's service needs only `@trivium/core`).
+
+export {
+  optionNames,
+  refuseUnknownOptions,
+  SetupError,
+  type SetupErrorRow,
+  setupErrors,
+  UNKNOWN_OPTION,
+} from '@trivium/wire'
 export type { CallInit, HeaderMap } from './call.js'
 export { CREDENTIAL_METADATA_KEY, REPEATED_CREDENTIAL } from './credential.js'
 export { handlerSettled } from './deadline.js'
@@ -73,6 +82,7 @@ export {
 } from './registry.js'
 export { type InboxFlow, itemCost, RequestInbox } from './request-inbox.js'
 export type { EarlyRouteGuard } from './route-guard.js'
+export { SETUP as CORE_SETUP, SHARED_SETUP } from './setup-errors.js'
 export { defaultShutdownGrace, resolveShutdownGrace } from './shutdown-grace.js'
 export { STOPPED, StreamStop } from './stream-stop.js'
 export { isThenable } from './thenable.js'

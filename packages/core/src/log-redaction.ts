@@ -2,6 +2,7 @@
 // set headers on it), so Fastify's default `req` serializer would write the whole credential in every
 // `url`. `redactUrl` replaces the values of secret-bearing query parameters; `redactingRequestSerializer`
 // is Fastify's default `req` serializer with that URL (use it as the logger's `serializers.req`).
+import { SETUP } from './setup-errors.js'
 
 /** Query parameters whose values are never logged (compared case-insensitively, after percent-decoding). */
 export const SECRET_QUERY_PARAMETERS: readonly string[] = [
@@ -40,8 +41,7 @@ export function redactUrl(url: string, parameters: Iterable<string> = SECRET_QUE
 function nameSet(parameters: Iterable<string>): Set<string> {
   const names = new Set<string>()
   for (const p of parameters) {
-    if (typeof p !== 'string' || p === '')
-      throw new TypeError('@trivium/core: secret query parameters must be non-empty strings')
+    if (typeof p !== 'string' || p === '') throw SETUP.TRV_CORE_SECRET_QUERY()
     names.add(p.toLowerCase())
   }
   return names

@@ -7,6 +7,7 @@ import type { TriviumCall } from './call.js'
 import type { CallDeadline } from './deadline.js'
 import { enforcedSettings } from './endpoint-settings.js'
 import type { CallTarget } from './registry.js'
+import { SETUP } from './setup-errors.js'
 
 export type Next = () => Promise<unknown>
 /**
@@ -103,7 +104,7 @@ export class Pipeline {
    * one would run both.
    */
   use(fn: Middleware, options: MiddlewareOptions = {}, scope?: object): void {
-    if (typeof fn !== 'function') throw new TypeError('@trivium/core: middleware must be a function')
+    if (typeof fn !== 'function') throw SETUP.TRV_CORE_MIDDLEWARE()
     if (options.name && this.entries.some((e) => e.name === options.name && overlapping(e.scope, scope))) {
       throw new MiddlewareOrderError(
         `a middleware named "${options.name}" is already registered in this context, an enclosing one or one inside it: register one per context chain (e.g. each @trivium/auth in its own sibling context, none above them)`,

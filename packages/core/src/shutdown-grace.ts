@@ -1,6 +1,7 @@
 // One shutdown grace for every transport (PROTOCOL.md "Limits"): how long `app.close()` waits for the
 // unary calls in flight before aborting them. HTTP (@trivium/core's `shutdownGraceMs`) and the frame
 // transports (their `shutdownGraceMs`, via @trivium/frame-session) resolve it with these functions.
+import { SHARED_SETUP } from './setup-errors.js'
 
 /**
  * Default grace: 3 s, at most 30% of `pluginTimeout` (0 means Fastify has no timeout), so `app.close()`
@@ -14,12 +15,10 @@ export function defaultShutdownGrace(pluginTimeout: number): number {
 export function resolveShutdownGrace(pkg: string, value: unknown, pluginTimeout: number): number {
   const grace = value ?? defaultShutdownGrace(pluginTimeout)
   if (typeof grace !== 'number' || !Number.isInteger(grace) || grace < 1) {
-    throw new TypeError(`${pkg}: shutdownGraceMs must be an integer of at least 1 (got ${String(grace)})`)
+    throw SHARED_SETUP.TRV_SETUP_SHUTDOWN_GRACE(pkg, grace)
   }
   if (pluginTimeout > 0 && grace >= pluginTimeout) {
-    throw new TypeError(
-      `${pkg}: shutdownGraceMs (${grace}) must be less than Fastify's pluginTimeout (${pluginTimeout}), or app.close() fails; lower it or raise pluginTimeout`,
-    )
+    throw SHARED_SETUP.TRV_SETUP_SHUTDOWN_GRACE_TIMEOUT(pkg, grace, pluginTimeout)
   }
   return grace
 }

@@ -245,7 +245,10 @@ t.test('responses are not compressed without the option; the option is validated
     ['gzip', '@trivium/core: compression must be true, false or { threshold, encodings }'],
   ] as const) {
     const app = Fastify()
-    await t.rejects(async () => app.register(trivium, { compression: value as never }).ready(), { message })
+    await t.rejects(async () => app.register(trivium, { compression: value as never }).ready(), {
+      code: 'TRV_CORE_COMPRESSION',
+      message,
+    })
   }
   if (!ZSTD_AVAILABLE) {
     const app = Fastify()

@@ -263,6 +263,7 @@ t.test('an app that weakened Fastify JSON poisoning options is told the rule at 
         await fastify.register(trivium)
       },
       {
+        code: 'TRV_CORE_JSON_POISONING',
         message: `@trivium/core: Fastify's ${key} must be 'error' (got '${value}'): JSON with __proto__ or constructor.prototype keys is refused on every transport (PROTOCOL.md "Decoding rules")`,
       },
     )

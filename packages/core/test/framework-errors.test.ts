@@ -300,6 +300,7 @@ t.test("by default (errorHandler: false) Fastify's own is kept; a non-boolean is
         .register(trivium, { errorHandler: 'yes' as never })
         .ready(),
     {
+      code: 'TRV_CORE_ERROR_HANDLER',
       message: '@trivium/core: errorHandler must be a boolean',
     },
   )

@@ -145,11 +145,13 @@ t.test('a close with no call in flight does not wait for the grace', async (t) =
 
 t.test('shutdownGraceMs is checked as the frame transports check it', async (t) => {
   await t.rejects(async () => Fastify().register(trivium, { shutdownGraceMs: 0 }).ready(), {
+    code: 'TRV_SETUP_SHUTDOWN_GRACE',
     message: '@trivium/core: shutdownGraceMs must be an integer of at least 1 (got 0)',
   })
   await t.rejects(
     async () => Fastify({ pluginTimeout: 1000 }).register(trivium, { shutdownGraceMs: 1000 }).ready(),
     {
+      code: 'TRV_SETUP_SHUTDOWN_GRACE_TIMEOUT',
       message:
         "@trivium/core: shutdownGraceMs (1000) must be less than Fastify's pluginTimeout (1000), or app.close() fails; lower it or raise pluginTimeout",
     },

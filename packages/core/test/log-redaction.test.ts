@@ -16,6 +16,7 @@ t.test('redactUrl replaces the values of secret parameters only', async (t) => {
   t.equal(redactUrl('/x?%E0%A4%A=1&password=p'), `/x?%E0%A4%A=1&password=${REDACTED}`, 'bad escapes kept')
   t.ok(SECRET_QUERY_PARAMETERS.includes('token'))
   t.throws(() => redactingRequestSerializer(['']), {
+    code: 'TRV_CORE_SECRET_QUERY',
     message: '@trivium/core: secret query parameters must be non-empty strings',
   })
 })

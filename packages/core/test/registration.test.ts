@@ -112,6 +112,7 @@ t.test('registration after start fails', async (t) => {
 t.test('plugin options are validated', async (t) => {
   const fastify = Fastify()
   await t.rejects(async () => fastify.register(trivium, { bodyLimit: -1 }).ready(), {
+    code: 'TRV_CORE_BODY_LIMIT',
     message: '@trivium/core: bodyLimit must be a positive integer (bytes)',
   })
 })

@@ -1,5 +1,6 @@
 // @trivium/crypto — the spec's cryptographic helpers (also alone, without Fastify: `@trivium/crypto/helpers`) and a
 // Fastify plugin that decorates `fastify.crypto` with helpers configured from ENCRYPTION_KEY and HASH_SALT.
+import { optionNames, refuseUnknownOptions } from '@trivium/wire'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { type CryptoConfig, createCrypto, type TriviumCrypto } from './helpers.js'
@@ -15,7 +16,11 @@ declare module 'fastify' {
   }
 }
 
+/** Every option name of the plugin: any other is refused with the nearest one named. */
+const CRYPTO_OPTIONS = optionNames<TriviumCryptoOptions>()('encryptionKey', 'hashSalt')
+
 const plugin: FastifyPluginAsync<TriviumCryptoOptions> = async (fastify: FastifyInstance, options) => {
+  refuseUnknownOptions('@trivium/crypto', options, CRYPTO_OPTIONS)
   fastify.decorate(
     'crypto',
     createCrypto({ encryptionKey: options.encryptionKey, hashSalt: options.hashSalt }),

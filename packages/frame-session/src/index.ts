@@ -6,6 +6,7 @@ export type { CloseKind, FrameCarrier, RequestParts } from './carrier.js'
 export { type DrainableSocket, waitForDrain } from './drain.js'
 export {
   defaultShutdownGrace,
+  FRAME_SESSION_OPTIONS,
   type FrameSessionOptions,
   integerOption,
   type ResolvedFrameSessionOptions,

@@ -1,6 +1,6 @@
 // Options every frame transport shares, resolved once: `@trivium/websocket` and `@trivium/tcp` add
 // only their own (path, port, framing limits) on top.
-import { resolveShutdownGrace } from '@trivium/core/internal'
+import { optionNames, resolveShutdownGrace } from '@trivium/core/internal'
 import type { PubSubBus } from '@trivium/wire/sessions'
 
 export interface FrameSessionOptions {
@@ -124,3 +124,19 @@ export function resolveFrameSessionOptions(
     compressionThreshold: compressionThreshold(pkg, options.compression),
   }
 }
+
+/** The option names every frame transport shares (each adds its own: an unknown name is refused). */
+export const FRAME_SESSION_OPTIONS = optionNames<FrameSessionOptions>()(
+  'maxInFlight',
+  'maxConnections',
+  'maxConnectionsPerIp',
+  'idleTimeoutMs',
+  'highWaterMark',
+  'maxPushBacklog',
+  'maxClientStreams',
+  'clientStreamWindowBytes',
+  'shutdownGraceMs',
+  'bus',
+  'compression',
+  'authorizeSubscribe',
+)

@@ -2,6 +2,7 @@
 // observes calls; diagnostics channels bring connection, frame, push and auth events. GET /metrics is
 // off unless `expose` or `listen` is given.
 import type { AddressInfo } from 'node:net'
+import { optionNames, refuseUnknownOptions } from '@trivium/core/internal'
 import type { FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { Registry } from 'prom-client'
@@ -67,8 +68,22 @@ const fail = (message: string): never => {
   throw new TypeError(`@trivium/metrics: ${message}`)
 }
 
+/** Every option name of the plugin: any other is refused with the nearest one named. */
+const METRICS_OPTIONS = optionNames<TriviumMetricsOptions>()(
+  'expose',
+  'listen',
+  'path',
+  'token',
+  'registry',
+  'buckets',
+  'defaultMetrics',
+  'pool',
+  'redis',
+)
+
 function validate(o: TriviumMetricsOptions) {
   if (typeof o !== 'object' || o === null) fail('options must be an object')
+  refuseUnknownOptions('@trivium/metrics', o, METRICS_OPTIONS)
   const expose = o.expose ?? false
   if (typeof expose !== 'boolean') fail('expose must be a boolean')
   const path = o.path ?? '/metrics'

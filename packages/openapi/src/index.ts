@@ -1,6 +1,6 @@
 // @trivium/openapi — builds the OpenAPI 3.1 document of `fastify.trivium.registry` at ready time and
 // serves it, with a self-contained HTML docs page (no script, nothing loaded from elsewhere).
-import { BINARY_CONTENT_TYPE } from '@trivium/core/internal'
+import { BINARY_CONTENT_TYPE, optionNames, refuseUnknownOptions } from '@trivium/core/internal'
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { DOCS_CSP, renderDocsPage } from './docs-page.js'
@@ -69,9 +69,21 @@ interface ValidOptions {
   tokenQuery: boolean
 }
 
+/** Every option name of the plugin: any other is refused with the nearest one named. */
+const OPENAPI_OPTIONS = optionNames<TriviumOpenApiOptions>()(
+  'path',
+  'docsPath',
+  'info',
+  'servers',
+  'auth',
+  'binary',
+  'tokenQuery',
+)
+
 function validateOptions(options: TriviumOpenApiOptions): ValidOptions {
   if (typeof options !== 'object' || options === null)
     fail('options with info { title, version } are required')
+  refuseUnknownOptions('@trivium/openapi', options, OPENAPI_OPTIONS)
   const path = checkPath(options.path ?? '/openapi.json', 'path')
   const docsPath = options.docsPath === false ? false : checkPath(options.docsPath ?? '/docs', 'docsPath')
   if (docsPath === path) fail('path and docsPath must differ')

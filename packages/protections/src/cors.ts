@@ -5,10 +5,12 @@
 // (the default, a guest's) those to Trivium's routes only — a preflight when its path and requested method
 // match one of them (found with Fastify's own router, find-my-way, over the routes Trivium owns) — so the
 // host's routes, its OPTIONS routes and its @fastify/cors stay as they were; with `routes: 'all'` every one.
+import { optionNames, refuseUnknownOptions } from '@trivium/core/internal'
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import FindMyWay, { type HTTPMethod } from 'find-my-way'
 import { isTriviumRoute, isTriviumRouteConfig } from './security-headers.js'
+import { SETUP } from './setup-errors.js'
 
 export interface CorsOptions {
   /** Allowed origins (default `['*']`): `*` = any, `*.example.com` = any subdomain, else exact. */
@@ -55,9 +57,7 @@ function stringList(value: unknown, name: string): string[] {
     !Array.isArray(value) ||
     value.some((v) => typeof v !== 'string' || v.length === 0 || /[\r\n,]/.test(v))
   ) {
-    throw new TypeError(
-      `@trivium/protections: cors.${name} must be an array of non-empty strings without commas`,
-    )
+    throw SETUP.TRV_PROTECTIONS_CORS(`${name} must be an array of non-empty strings without commas`)
   }
   return [...value]
 }
@@ -98,30 +98,37 @@ export function originMatcher(allowedOrigins: readonly string[]): (origin: strin
   return (origin) => exact.has(origin) || bySuffix(origin)
 }
 
+/** Every option name of cors: any other is refused with the nearest one named. */
+export const CORS_OPTIONS = optionNames<CorsOptions>()(
+  'allowedOrigins',
+  'allowedMethods',
+  'allowedHeaders',
+  'exposedHeaders',
+  'allowCredentials',
+  'maxAge',
+  'routes',
+)
+
 function validate(options: CorsOptions) {
-  if (typeof options !== 'object' || options === null)
-    throw new TypeError('@trivium/protections: cors options must be an object')
+  if (typeof options !== 'object' || options === null) throw SETUP.TRV_PROTECTIONS_OPTIONS('cors options')
+  refuseUnknownOptions('@trivium/protections', options, CORS_OPTIONS)
   const allowedOrigins = stringList(options.allowedOrigins ?? CORS_DEFAULTS.allowedOrigins, 'allowedOrigins')
   const allowedMethods = stringList(options.allowedMethods ?? CORS_DEFAULTS.allowedMethods, 'allowedMethods')
   const allowedHeaders = stringList(options.allowedHeaders ?? CORS_DEFAULTS.allowedHeaders, 'allowedHeaders')
   const exposedHeaders = stringList(options.exposedHeaders ?? CORS_DEFAULTS.exposedHeaders, 'exposedHeaders')
   const allowCredentials = options.allowCredentials ?? CORS_DEFAULTS.allowCredentials
   if (typeof allowCredentials !== 'boolean')
-    throw new TypeError('@trivium/protections: cors.allowCredentials must be a boolean')
+    throw SETUP.TRV_PROTECTIONS_CORS('allowCredentials must be a boolean')
   const maxAge = options.maxAge ?? CORS_DEFAULTS.maxAge
   if (!Number.isSafeInteger(maxAge) || maxAge < 0) {
-    throw new TypeError('@trivium/protections: cors.maxAge must be a non-negative integer (seconds)')
+    throw SETUP.TRV_PROTECTIONS_CORS('maxAge must be a non-negative integer (seconds)')
   }
   if (allowCredentials && allowedOrigins.includes('*')) {
-    throw new TypeError(
-      '@trivium/protections: cors.allowCredentials cannot be combined with the origin "*" (any site could make credentialed requests); list the allowed origins',
-    )
+    throw SETUP.TRV_PROTECTIONS_CORS_CREDENTIALS()
   }
   const routes = options.routes ?? 'trivium'
   if (routes !== 'trivium' && routes !== 'all')
-    throw new TypeError(
-      `@trivium/protections: cors.routes must be 'trivium' or 'all', got ${JSON.stringify(routes)}`,
-    )
+    throw SETUP.TRV_PROTECTIONS_CORS(`routes must be 'trivium' or 'all', got ${JSON.stringify(routes)}`)
   return { allowedOrigins, allowedMethods, allowedHeaders, exposedHeaders, allowCredentials, maxAge, routes }
 }
 
@@ -132,9 +139,7 @@ const corsPlugin: FastifyPluginAsync<CorsOptions> = async (fastify, options) => 
   // A second registration would add a second hook whose options lose silently (the first one answers
   // every preflight): refused, so there is one place that says what the CORS policy is.
   if (fastify.hasDecorator(REGISTERED)) {
-    throw new TypeError(
-      '@trivium/protections: cors is registered twice (this context or a parent already has it, from triviumProtections or cors); register it once, with all its options there',
-    )
+    throw SETUP.TRV_PROTECTIONS_CORS_TWICE()
   }
   const config = validate(options)
   fastify.decorate(REGISTERED, true)
@@ -231,11 +236,8 @@ function triviumRoutes(fastify: FastifyInstance): { preflightFor(request: Fastif
 }
 
 function refuseOptionsRoutes(urls: string[]): TypeError {
-  const many = urls.length > 1
   const named = urls.map((u) => (u === '*' ? 'OPTIONS * (the one @fastify/cors adds)' : `OPTIONS ${u}`))
-  return new TypeError(
-    `@trivium/protections: cors answers every OPTIONS request as a CORS preflight, so the route${many ? 's' : ''} ${named.join(', ')} would never run; remove ${many ? 'them' : 'it'}, or register @trivium/protections with { cors: false } (and keep @fastify/cors)`,
-  )
+  return SETUP.TRV_PROTECTIONS_CORS_OPTIONS_ROUTE(named.join(', '), urls.length > 1)
 }
 
 /**
@@ -262,12 +264,9 @@ function optionsRoutes(fastify: FastifyInstance): string[] {
   const read =
     urls.length === marked &&
     urls.every((url) => fastify.hasRoute({ method: 'OPTIONS', url: url.startsWith('/') ? url : `/${url}` }))
-  if (urls.length === 0 || !read) throw new TypeError(UNREADABLE_ROUTE_LISTING)
+  if (urls.length === 0 || !read) throw SETUP.TRV_PROTECTIONS_ROUTE_LISTING()
   return urls
 }
-
-const UNREADABLE_ROUTE_LISTING =
-  "@trivium/protections: cors with routes: 'all' could not read Fastify's listing of the routes registered before it (printRoutes draws them differently in this Fastify release), so it cannot tell whether it would take over an OPTIONS route: register @trivium/protections before the application's routes, or with { cors: false }"
 
 /** CORS exactly as the README documents; HTTP only (WebSocket messages and TCP frames never see it). */
 export const cors = fp(corsPlugin, { fastify: '^5.12.1', name: '@trivium/protections/cors' })

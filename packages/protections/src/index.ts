@@ -1,11 +1,11 @@
 // @trivium/protections: rate limiting (all transports), security headers and CORS (HTTP), one plugin per
 // concern plus `triviumProtections`, which registers all three with the documented defaults.
-import { enforcesSettings } from '@trivium/core/internal'
+import { enforcesSettings, optionNames, refuseUnknownOptions } from '@trivium/core/internal'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
-import { type CorsOptions, cors } from './cors.js'
-import { type RateLimitPluginOptions, rateLimit } from './rate-limit.js'
-import { type SecurityHeadersOptions, securityHeaders } from './security-headers.js'
+import { CORS_OPTIONS, type CorsOptions, cors } from './cors.js'
+import { RATE_LIMIT_OPTIONS, type RateLimitPluginOptions, rateLimit } from './rate-limit.js'
+import { SECURITY_HEADERS_OPTIONS, type SecurityHeadersOptions, securityHeaders } from './security-headers.js'
 
 export { CORS_DEFAULTS, type CorsOptions, cors, ORIGIN_NOT_ALLOWED, originMatcher } from './cors.js'
 export {
@@ -46,6 +46,8 @@ export {
   type WindowState,
 } from './window.js'
 
+import { SETUP } from './setup-errors.js'
+
 export interface TriviumProtectionsOptions {
   /**
    * Rate-limit options, or false for no rate limiting at all: the limits endpoints declare are then not
@@ -58,10 +60,19 @@ export interface TriviumProtectionsOptions {
   cors?: CorsOptions | false
 }
 
+const PLUGIN = '@trivium/protections'
+/** Every option name of the plugin: any other is refused with the nearest one named. */
+const PROTECTIONS_OPTIONS = optionNames<TriviumProtectionsOptions>()('rateLimit', 'securityHeaders', 'cors')
+
 const protections: FastifyPluginAsync<TriviumProtectionsOptions> = async (fastify, options) => {
   if (typeof options !== 'object' || options === null) {
-    throw new TypeError('@trivium/protections: options must be an object')
+    throw SETUP.TRV_PROTECTIONS_OPTIONS('options')
   }
+  refuseUnknownOptions(PLUGIN, options, PROTECTIONS_OPTIONS)
+  // Named with their place here (`cors.allowedOrigin`), before each part checks its own.
+  refuseUnknownOptions(PLUGIN, options.securityHeaders, SECURITY_HEADERS_OPTIONS, 'securityHeaders.')
+  refuseUnknownOptions(PLUGIN, options.cors, CORS_OPTIONS, 'cors.')
+  refuseUnknownOptions(PLUGIN, options.rateLimit, RATE_LIMIT_OPTIONS, 'rateLimit.')
   // Security headers first (set in onRequest, so a preflight answered by CORS carries them), then CORS: a
   // preflight is answered before the rest runs.
   if (options.securityHeaders !== false)

@@ -4,6 +4,7 @@
 import { ServiceUnavailableException } from '@trivium/core'
 import type { FastifyBaseLogger } from 'fastify'
 import { MemoryStore, type RateLimitStore } from './memory-store.js'
+import { SETUP } from './setup-errors.js'
 import type { RateLimit, RateLimitResult } from './window.js'
 
 /**
@@ -36,7 +37,7 @@ export class RateLimiter {
   constructor(options: RateLimiterOptions) {
     const whenStoreDown = options.whenStoreDown ?? 'memory'
     if (whenStoreDown !== 'memory' && whenStoreDown !== 'open' && whenStoreDown !== 'closed') {
-      throw new TypeError('@trivium/protections: whenStoreDown must be "memory", "open" or "closed"')
+      throw SETUP.TRV_PROTECTIONS_WHEN_STORE_DOWN()
     }
     this.store = options.store
     this.whenStoreDown = whenStoreDown

@@ -1,5 +1,7 @@
 // In-process counters: one Map entry per (client, endpoint) key, swept periodically so that a flood of
 // distinct clients cannot grow memory without bound (README "Rate limiting").
+
+import { SETUP } from './setup-errors.js'
 import { evaluateWindow, type RateLimit, type RateLimitResult, type WindowState } from './window.js'
 
 /** Where counters live. `hit` evaluates one request atomically (for its key) and returns the verdict. */
@@ -26,9 +28,7 @@ export class MemoryStore implements RateLimitStore {
   constructor(options: MemoryStoreOptions = {}) {
     const interval = options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS
     if (!Number.isSafeInteger(interval) || interval < 0) {
-      throw new TypeError(
-        '@trivium/protections: sweepIntervalMs must be a non-negative integer (milliseconds)',
-      )
+      throw SETUP.TRV_PROTECTIONS_SWEEP_INTERVAL()
     }
     this.clock = options.clock ?? Date.now
     if (interval > 0) {

@@ -8,12 +8,18 @@ import {
   RateLimitExceededException,
   type TriviumCall,
 } from '@trivium/core'
-import { checkEndpointNames, enforcesSettings } from '@trivium/core/internal'
+import {
+  checkEndpointNames,
+  enforcesSettings,
+  optionNames,
+  refuseUnknownOptions,
+} from '@trivium/core/internal'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { RateLimiter, type WhenStoreDown } from './limiter.js'
 import { DEFAULT_SWEEP_INTERVAL_MS, MemoryStore, type RateLimitStore } from './memory-store.js'
 import { type RedisClientLike, RedisStore, type RedisStoreOptions } from './redis-store.js'
+import { SETUP } from './setup-errors.js'
 import { assertRateLimit, DEFAULT_LIMIT, type RateLimit, type RateLimitResult } from './window.js'
 
 declare module '@trivium/core' {
@@ -126,10 +132,25 @@ export class KeyCache {
   }
 }
 
+/** Every option name of rateLimit: any other is refused with the nearest one named. */
+export const RATE_LIMIT_OPTIONS = optionNames<RateLimitPluginOptions>()(
+  'defaultLimit',
+  'limits',
+  'afterAuth',
+  'redis',
+  'redisPrefix',
+  'redisTimeoutMs',
+  'redisMaxBatch',
+  'whenStoreDown',
+  'sweepIntervalMs',
+  'store',
+)
+
 function validate(options: RateLimitPluginOptions) {
   if (typeof options !== 'object' || options === null) {
-    throw new TypeError('@trivium/protections: rate-limit options must be an object')
+    throw SETUP.TRV_PROTECTIONS_OPTIONS('rate-limit options')
   }
+  refuseUnknownOptions('@trivium/protections', options, RATE_LIMIT_OPTIONS)
   const defaultLimit = options.defaultLimit ?? DEFAULT_LIMIT
   assertRateLimit(defaultLimit, 'defaultLimit')
   const limits = new Map<string, RateLimit | false>()
@@ -138,7 +159,7 @@ function validate(options: RateLimitPluginOptions) {
     limits.set(name, limit === false ? false : { requests: limit.requests, windowMs: limit.windowMs })
   }
   const afterAuth = options.afterAuth ?? true
-  if (typeof afterAuth !== 'boolean') throw new TypeError('@trivium/protections: afterAuth must be a boolean')
+  if (typeof afterAuth !== 'boolean') throw SETUP.TRV_PROTECTIONS_AFTER_AUTH()
   const sweepIntervalMs = options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS
   return { defaultLimit: { ...defaultLimit }, limits, afterAuth, sweepIntervalMs }
 }
@@ -150,8 +171,7 @@ const rateLimitPlugin: FastifyPluginAsync<RateLimitPluginOptions> = async (
   const { defaultLimit, limits, afterAuth, sweepIntervalMs } = validate(options)
   let store: RateLimitStore
   if (options.store !== undefined) {
-    if (typeof options.store?.hit !== 'function')
-      throw new TypeError('@trivium/protections: store must have a hit(key, limit) method')
+    if (typeof options.store?.hit !== 'function') throw SETUP.TRV_PROTECTIONS_STORE()
     store = options.store
   } else if (options.redis !== undefined) {
     const redisOptions: RedisStoreOptions = {}

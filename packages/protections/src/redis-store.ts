@@ -6,6 +6,7 @@
 // a call of its own would get.
 import { createHash } from 'node:crypto'
 import type { RateLimitStore } from './memory-store.js'
+import { SETUP } from './setup-errors.js'
 import { allowedResult, deniedResult, type RateLimit, type RateLimitResult } from './window.js'
 
 /** The part of an ioredis client this store uses (ioredis `Redis` and `Cluster` fit). */
@@ -102,17 +103,17 @@ export class RedisStore implements RateLimitStore {
 
   constructor(client: RedisClientLike, options: RedisStoreOptions = {}) {
     if (typeof client?.evalsha !== 'function' || typeof client.eval !== 'function') {
-      throw new TypeError('@trivium/protections: redis must be an ioredis client (needs eval and evalsha)')
+      throw SETUP.TRV_PROTECTIONS_REDIS('redis must be an ioredis client (needs eval and evalsha)')
     }
     const prefix = options.prefix ?? 'trivium:rl:'
-    if (typeof prefix !== 'string') throw new TypeError('@trivium/protections: redisPrefix must be a string')
+    if (typeof prefix !== 'string') throw SETUP.TRV_PROTECTIONS_REDIS('redisPrefix must be a string')
     const timeoutMs = options.timeoutMs ?? 500
     if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) {
-      throw new TypeError('@trivium/protections: redisTimeoutMs must be a positive integer (milliseconds)')
+      throw SETUP.TRV_PROTECTIONS_REDIS('redisTimeoutMs must be a positive integer (milliseconds)')
     }
     const maxBatch = options.maxBatch ?? DEFAULT_MAX_BATCH
     if (!Number.isSafeInteger(maxBatch) || maxBatch < 1 || maxBatch > 1000) {
-      throw new TypeError('@trivium/protections: redisMaxBatch must be an integer from 1 to 1000')
+      throw SETUP.TRV_PROTECTIONS_REDIS('redisMaxBatch must be an integer from 1 to 1000')
     }
     this.client = client
     this.prefix = prefix

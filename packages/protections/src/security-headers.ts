@@ -6,8 +6,10 @@
 // in onSend for a response sent before that hook ran (an app's onRequest hook registered earlier answered).
 // Both hooks always: whether some hook runs earlier is nowhere in Fastify's public API. A successful WebSocket upgrade is hijacked and
 // its 101 is written by `ws`, so it carries none of them (HTTP responses only, README "Security headers").
+import { optionNames, refuseUnknownOptions } from '@trivium/core/internal'
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import { SETUP } from './setup-errors.js'
 
 export const DEFAULT_SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze({
   'X-Content-Type-Options': 'nosniff',
@@ -46,8 +48,8 @@ export function isTriviumRoute(request: FastifyRequest): boolean {
 
 function checkRoutes(value: unknown): 'trivium' | 'all' {
   if (value === undefined || value === 'trivium' || value === 'all') return value ?? 'trivium'
-  throw new TypeError(
-    `@trivium/protections: securityHeaders.routes must be 'trivium' or 'all', got ${JSON.stringify(value)}`,
+  throw SETUP.TRV_PROTECTIONS_SECURITY_HEADERS(
+    `securityHeaders.routes must be 'trivium' or 'all', got ${JSON.stringify(value)}`,
   )
 }
 
@@ -58,17 +60,17 @@ const BAD_VALUE = /[\u0000-\u0008\u000a-\u001f\u007f]/
 /** The defaults merged with `custom`, names compared case-insensitively (the custom spelling wins). */
 export function mergeSecurityHeaders(custom: Record<string, string> = {}): Record<string, string> {
   if (typeof custom !== 'object' || custom === null) {
-    throw new TypeError('@trivium/protections: securityHeaders.headers must be an object of name → value')
+    throw SETUP.TRV_PROTECTIONS_SECURITY_HEADERS('securityHeaders.headers must be an object of name → value')
   }
   const byLowerName = new Map<string, [string, string]>()
   for (const [name, value] of Object.entries(DEFAULT_SECURITY_HEADERS))
     byLowerName.set(name.toLowerCase(), [name, value])
   for (const [name, value] of Object.entries(custom)) {
     if (!TOKEN.test(name))
-      throw new TypeError(`@trivium/protections: invalid header name ${JSON.stringify(name)}`)
+      throw SETUP.TRV_PROTECTIONS_SECURITY_HEADERS(`invalid header name ${JSON.stringify(name)}`)
     if (typeof value !== 'string' || BAD_VALUE.test(value)) {
-      throw new TypeError(
-        `@trivium/protections: header ${name} must have a string value without control characters`,
+      throw SETUP.TRV_PROTECTIONS_SECURITY_HEADERS(
+        `header ${name} must have a string value without control characters`,
       )
     }
     byLowerName.set(name.toLowerCase(), [name, value])
@@ -83,7 +85,11 @@ function lowerCaseNames(headers: Record<string, string>): Record<string, string>
   return lower
 }
 
+/** Every option name of securityHeaders: any other is refused with the nearest one named. */
+export const SECURITY_HEADERS_OPTIONS = optionNames<SecurityHeadersOptions>()('headers', 'routes')
+
 const securityHeadersPlugin: FastifyPluginAsync<SecurityHeadersOptions> = async (fastify, options) => {
+  refuseUnknownOptions('@trivium/protections', options, SECURITY_HEADERS_OPTIONS)
   // Fastify stores reply headers under lower-case names (and so puts them on the wire); keys that are
   // lower case already make each `reply.header` call about twice as cheap (no new string to intern).
   // Names and values as two arrays: `reply.headers(object)` would list the object's keys per request.

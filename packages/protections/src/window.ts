@@ -3,6 +3,7 @@
 //   now - windowStart >= window → new window (count 0, windowStart = now), then evaluate;
 //   count >= requests          → denied, remaining 0, retryAfter = whole seconds to windowStart + window;
 //   otherwise                  → count + 1, remaining = requests - count.
+import { SETUP } from './setup-errors.js'
 
 /** The documented RateLimit record: `requests` per `windowMs` milliseconds. */
 export interface RateLimit {
@@ -82,12 +83,12 @@ function isPositiveInteger(value: unknown): value is number {
 /** Throws a TypeError naming `where` unless `limit` is a valid RateLimit. */
 export function assertRateLimit(limit: unknown, where: string): asserts limit is RateLimit {
   if (typeof limit !== 'object' || limit === null) {
-    throw new TypeError(`@trivium/protections: ${where} must be { requests, windowMs } or false`)
+    throw SETUP.TRV_PROTECTIONS_RATE_LIMIT(where, ' must be { requests, windowMs } or false')
   }
   if (!('requests' in limit) || !isPositiveInteger(limit.requests)) {
-    throw new TypeError(`@trivium/protections: ${where}.requests must be a positive integer`)
+    throw SETUP.TRV_PROTECTIONS_RATE_LIMIT(where, '.requests must be a positive integer')
   }
   if (!('windowMs' in limit) || !isPositiveInteger(limit.windowMs)) {
-    throw new TypeError(`@trivium/protections: ${where}.windowMs must be a positive integer (milliseconds)`)
+    throw SETUP.TRV_PROTECTIONS_RATE_LIMIT(where, '.windowMs must be a positive integer (milliseconds)')
   }
 }

@@ -440,7 +440,11 @@ t.test("routes: 'all': a route listing it cannot read refuses start-up, naming t
     t.teardown(() => app.close())
     app.options('/legacy', async () => 'the app answers')
     app.printRoutes = () => drawn
-    await t.rejects(async () => app.register(cors, { routes: 'all' }), { message }, drawn)
+    await t.rejects(
+      async () => app.register(cors, { routes: 'all' }),
+      { code: 'TRV_PROTECTIONS_ROUTE_LISTING', message },
+      drawn,
+    )
   }
   // Nothing drawn but the empty tree: nothing to refuse.
   const empty = Fastify()

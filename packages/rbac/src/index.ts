@@ -1,6 +1,6 @@
 // @trivium/rbac — the Fastify plugin. Runs the RBAC migrations, decorates `fastify.rbac` (the
 // service) and adds the authorization middleware to the app-wide chain as `rbac`, after `auth`.
-import { checkEndpointNames } from '@trivium/core/internal'
+import { checkEndpointNames, optionNames, refuseUnknownOptions } from '@trivium/core/internal'
 import type { SqlClient } from '@trivium/sql'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
@@ -54,6 +54,19 @@ declare module 'fastify' {
   }
 }
 
+/** Every option name of the plugin: any other is refused with the nearest one named. */
+const RBAC_OPTIONS = optionNames<TriviumRbacOptions>()(
+  'sql',
+  'permissions',
+  'roles',
+  'live',
+  'migrate',
+  'liveCacheTtlMs',
+  'liveCacheMax',
+  'userExists',
+  'usersTable',
+)
+
 const triviumRbacPlugin: FastifyPluginAsync<TriviumRbacOptions> = async (
   fastify: FastifyInstance,
   options,
@@ -61,6 +74,7 @@ const triviumRbacPlugin: FastifyPluginAsync<TriviumRbacOptions> = async (
   if (typeof options !== 'object' || options === null || options.sql === undefined) {
     throw new TypeError('@trivium/rbac: the sql option (a SqlClient from @trivium/sql) is required')
   }
+  refuseUnknownOptions('@trivium/rbac', options, RBAC_OPTIONS)
   const permissions = checkRequirementMap(options.permissions, 'permissions')
   const roles = checkRequirementMap(options.roles, 'roles')
   const live = options.live ?? []

@@ -1,5 +1,7 @@
 import type { TlsOptions } from 'node:tls'
+import { optionNames, refuseUnknownOptions } from '@trivium/core/internal'
 import {
+  FRAME_SESSION_OPTIONS,
   type FrameSessionOptions,
   integerOption,
   type ResolvedFrameSessionOptions,
@@ -36,11 +38,25 @@ export interface ResolvedTcpOptions extends ResolvedFrameSessionOptions {
 
 const PKG = '@trivium/tcp'
 
+/** Every option name of the plugin: any other is refused with the nearest one named. */
+const TCP_OPTIONS = [
+  ...FRAME_SESSION_OPTIONS,
+  ...optionNames<Omit<TriviumTcpOptions, keyof FrameSessionOptions>>()(
+    'port',
+    'host',
+    'mode',
+    'maxFrameBytes',
+    'partialFrameTimeoutMs',
+    'tls',
+  ),
+]
+
 export function resolveTcpOptions(
   o: TriviumTcpOptions,
   bodyLimit: number,
   pluginTimeout: number,
 ): ResolvedTcpOptions {
+  refuseUnknownOptions(PKG, o, TCP_OPTIONS)
   const mode = o.mode ?? 'direct'
   if (mode !== 'direct' && mode !== 'inject') throw new TypeError(`${PKG}: mode must be "direct" or "inject"`)
   const host = o.host ?? '127.0.0.1'

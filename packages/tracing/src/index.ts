@@ -1,6 +1,7 @@
 // @trivium/tracing: OpenTelemetry spans for every Trivium call on every transport. Depends on
 // @opentelemetry/api only: without an SDK the spans are no-ops; the application installs the SDK.
 import { type Tracer, trace } from '@opentelemetry/api'
+import { optionNames, refuseUnknownOptions } from '@trivium/core/internal'
 import type { FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { tracingMiddleware } from './middleware.js'
@@ -16,9 +17,13 @@ export interface TriviumTracingOptions {
   tracer?: Tracer
 }
 
+/** Every option name of the plugin: any other is refused with the nearest one named. */
+const TRACING_OPTIONS = optionNames<TriviumTracingOptions>()('tracer')
+
 const tracing: FastifyPluginAsync<TriviumTracingOptions> = async (fastify, options = {}) => {
   if (typeof options !== 'object' || options === null)
     throw new TypeError('@trivium/tracing: options must be an object')
+  refuseUnknownOptions('@trivium/tracing', options, TRACING_OPTIONS)
   const tracer = options.tracer ?? trace.getTracer(TRACER_NAME)
   if (typeof tracer?.startSpan !== 'function')
     throw new TypeError('@trivium/tracing: tracer must be an OpenTelemetry Tracer (trace.getTracer(name))')

@@ -1,5 +1,6 @@
 // @trivium/validation — the spec's input checks (exact messages, core's ValidationException), sanitize,
 // and a plugin that checks each endpoint's declared request fields before its handler on every transport.
+import { optionNames, refuseUnknownOptions } from '@trivium/core/internal'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { checkDeclaration, validationMiddleware } from './middleware.js'
@@ -54,7 +55,11 @@ export interface TriviumValidationOptions {
   after?: string[]
 }
 
+/** Every option name of the plugin: any other is refused with the nearest one named. */
+const VALIDATION_OPTIONS = optionNames<TriviumValidationOptions>()('after')
+
 const plugin: FastifyPluginAsync<TriviumValidationOptions> = async (fastify: FastifyInstance, options) => {
+  refuseUnknownOptions('@trivium/validation', options, VALIDATION_OPTIONS)
   const after = options.after ?? []
   if (!Array.isArray(after) || after.some((name) => typeof name !== 'string')) {
     throw new TypeError('@trivium/validation: after must be a list of middleware names')

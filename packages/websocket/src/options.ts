@@ -1,5 +1,7 @@
+import { optionNames, refuseUnknownOptions } from '@trivium/core/internal'
 import {
   type ConnectionIdentity,
+  FRAME_SESSION_OPTIONS,
   type FrameSessionOptions,
   integerOption,
   type ResolvedFrameSessionOptions,
@@ -46,11 +48,25 @@ export interface ResolvedOptions extends ResolvedFrameSessionOptions {
 
 const PKG = '@trivium/websocket'
 
+/** Every option name of the plugin: any other is refused with the nearest one named. */
+const WEBSOCKET_OPTIONS = [
+  ...FRAME_SESSION_OPTIONS,
+  ...optionNames<Omit<TriviumWebSocketOptions, keyof FrameSessionOptions>>()(
+    'path',
+    'maxPayload',
+    'perMessageDeflate',
+    'pingIntervalMs',
+    'identify',
+    'allowOrigin',
+  ),
+]
+
 export function resolveOptions(
   options: TriviumWebSocketOptions,
   bodyLimit: number,
   pluginTimeout: number,
 ): ResolvedOptions {
+  refuseUnknownOptions(PKG, options, WEBSOCKET_OPTIONS)
   const path = options.path ?? '/ws'
   if (typeof path !== 'string' || !path.startsWith('/')) {
     throw new TypeError(`${PKG}: path must be a string starting with "/"`)

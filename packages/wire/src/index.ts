@@ -77,6 +77,18 @@ export {
 export { JSON_TOO_DEEP_MESSAGE, MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth.js'
 export { decodeMetadata, encodeMetadata, MAX_METADATA_ENTRIES } from './metadata.js'
 export {
+  closestName,
+  didYouMean,
+  FASTIFY_REGISTER_OPTIONS,
+  optionNames,
+  refuseUnknownOptions,
+  SetupError,
+  type SetupErrorRow,
+  type SetupErrorTable,
+  setupErrors,
+  UNKNOWN_OPTION,
+} from './setup-errors.js'
+export {
   encodeTcpFrame,
   encodeTcpFrameBody,
   TCP_LENGTH_BYTES,

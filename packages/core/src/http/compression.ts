@@ -5,6 +5,7 @@ import { Readable } from 'node:stream'
 import * as zlib from 'node:zlib'
 import type { FastifyReply, FastifyRequest, RequestPayload } from 'fastify'
 import { PayloadTooLargeException, UnsupportedMediaTypeException, ValidationException } from '../errors.js'
+import { SETUP } from '../setup-errors.js'
 
 type Coding = 'zstd' | 'br' | 'gzip' | 'deflate'
 
@@ -172,7 +173,7 @@ export function resolveHttpCompression(value: unknown): ResolvedHttpCompression 
   if (value === undefined || value === false) return undefined
   if (value === true) return { threshold: 1024, encodings: HTTP_CODINGS }
   const fail = (why: string): never => {
-    throw new TypeError(`@trivium/core: compression ${why}`)
+    throw SETUP.TRV_CORE_COMPRESSION(why)
   }
   if (typeof value !== 'object' || value === null) fail('must be true, false or { threshold, encodings }')
   const { threshold = 1024, encodings = HTTP_CODINGS } = value as HttpCompressionOptions

@@ -16,8 +16,8 @@ import {
   TIMEOUT_HEADER,
 } from '@trivium/wire'
 import { timeoutToSend } from './base.js'
-import { type ErrorBody, fromErrorBody, NetworkException } from './errors.js'
 import { RequestStreamCall } from './client-streams.js'
+import { type ErrorBody, fromErrorBody, NetworkException } from './errors.js'
 import {
   decodeJsonItem,
   decodeResponse,

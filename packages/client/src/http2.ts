@@ -13,9 +13,7 @@ import {
   EnvelopeReader,
   encodeEnvelope,
   STREAM_CONTENT_TYPE_PREFIX,
-  TIMEOUT_HEADER,
 } from '@trivium/wire'
-import { timeoutToSend } from './base.js'
 import { RequestStreamCall } from './client-streams.js'
 import { type ErrorBody, fromErrorBody, NetworkException } from './errors.js'
 import {
@@ -141,8 +139,8 @@ export class Http2StreamingClient extends HttpClient {
     if (token) headers.authorization = `Bearer ${token}`
     const traceparent = this.currentTraceparent()
     if (traceparent) headers.traceparent = traceparent
-    const timeout = this.timeoutMs > 0 ? timeoutToSend(Date.now() + this.timeoutMs) : undefined
-    if (timeout !== undefined) headers[TIMEOUT_HEADER.toLowerCase()] = timeout
+    // No Trivium-Timeout-Ms: the client's default per-call deadline would cut a long stream; the
+    // endpoint's own timeoutMs bounds it on the server.
     return headers
   }
 }

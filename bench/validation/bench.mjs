@@ -93,5 +93,7 @@ console.log('| --- | ---: | ---: | ---: |')
 for (const [name, xs] of Object.entries(rates)) {
   const m = median(xs)
   const ref = name.startsWith('refusal') ? badBase : base
-  console.log(`| ${name} | ${Math.round(m).toLocaleString('en')} | ${Math.round(1e9 / m)} | ${(m / ref).toFixed(2)} |`)
+  console.log(
+    `| ${name} | ${Math.round(m).toLocaleString('en')} | ${Math.round(1e9 / m)} | ${(m / ref).toFixed(2)} |`,
+  )
 }

@@ -62,6 +62,9 @@ for (const fn of Object.values(runs)) sample(fn)
 const rates = { before: [], after: [] }
 for (let s = 0; s < SAMPLES; s++) for (const [k, fn] of Object.entries(runs)) rates[k].push(sample(fn))
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
-console.log(`trivium.start() of a sync JSON Schema endpoint, ${SAMPLES} × ${SAMPLE_MS} ms, load ${loadavg()[0].toFixed(1)}`)
-for (const k of ['before', 'after']) console.log(`${k}: ${Math.round(median(rates[k])).toLocaleString('en')} calls/s`)
+console.log(
+  `trivium.start() of a sync JSON Schema endpoint, ${SAMPLES} × ${SAMPLE_MS} ms, load ${loadavg()[0].toFixed(1)}`,
+)
+for (const k of ['before', 'after'])
+  console.log(`${k}: ${Math.round(median(rates[k])).toLocaleString('en')} calls/s`)
 console.log(`after / before: ${(median(rates.after) / median(rates.before)).toFixed(3)}`)

@@ -33,6 +33,7 @@ async function setup(t: Test) {
     hub: new SessionHub(),
     options,
     bridge: undefined,
+    routes: { call: () => Promise.reject(new Error('no named routes here')) },
     isShuttingDown: () => false,
     shutdownError: new Error('shutdown') as never,
     onClosed: () => {},

@@ -91,8 +91,8 @@ export const contractCases: UnaryCase[] = [
       error: {
         kind: 'ValidationException',
         code: 'TRV_VALIDATION',
-        message: 'Invalid contract.zod request: times Too small: expected number to be <=5',
-        details: [{ field: 'times', message: 'Too small: expected number to be <=5' }],
+        message: 'Invalid contract.zod request: times Too big: expected number to be <=5',
+        details: [{ field: 'times', message: 'Too big: expected number to be <=5' }],
       },
     },
     formats: JSON_ONLY,

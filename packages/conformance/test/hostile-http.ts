@@ -4,7 +4,7 @@
 // conformance app's sweeps and by the HTTP fuzz run.
 import net, { type AddressInfo } from 'node:net'
 import { gzipSync } from 'node:zlib'
-import { isNamedRoute } from '@trivium/core'
+import { isNamedRoute } from '@trivium/core/internal'
 import type { FastifyInstance } from 'fastify'
 import type { Test } from 'tap'
 

@@ -119,7 +119,6 @@ export {
 export { type SchemaModelOptions, schemaModel } from './models/resolve.js'
 export type { JsonSchemaSource, ModelSource, SchemaInput, SchemaOutput } from './models/schema-types.js'
 export type { StandardSchemaV1 } from './models/standard-schema-spec.js'
-export { isNamedRoute, NamedRouteError } from './named-route.js'
 export {
   type BidiStreamDefinition,
   type BidiStreamHandler,

@@ -28,7 +28,6 @@ import type { Socket } from 'node:net'
 import { Duplex } from 'node:stream'
 import {
   type EndpointDefinition,
-  isNamedRoute,
   type TriviumCall,
   UnsupportedMediaTypeException,
   type WireFormat,
@@ -36,6 +35,7 @@ import {
 import {
   decodePayload,
   FRAME_TRANSPORT,
+  isNamedRoute,
   isThenable,
   jsonFormat,
   TRANSPORT_OVERRIDE,

@@ -1,14 +1,19 @@
 // Running one call on a frame connection: through core's pipeline (or a unary bridge, TCP's inject
 // mode), answered by its RESPONSE or ERROR frame, or by a stream handed to the pump.
-import {
-  type EndpointDefinition,
-  isNamedRoute,
-  type TriviumCall,
-  type TriviumError,
-  type TriviumIdentity,
-  type WireFormat,
+import type {
+  EndpointDefinition,
+  TriviumCall,
+  TriviumError,
+  TriviumIdentity,
+  WireFormat,
 } from '@trivium/core'
-import { isThenable, jsonFormat, type StartedCall, type TransportOverride } from '@trivium/core/internal'
+import {
+  isNamedRoute,
+  isThenable,
+  jsonFormat,
+  type StartedCall,
+  type TransportOverride,
+} from '@trivium/core/internal'
 import { type Cancellation, FrameType } from '@trivium/wire'
 import type { FrameCarrier } from './carrier.js'
 import type { SessionCompression } from './compression.js'

@@ -306,13 +306,16 @@ const CONTENT_ENCODING_PARAMETER: Schema = {
   schema: { type: 'string', enum: [...HTTP_CODINGS, 'x-gzip', 'identity'] },
 }
 
-/** What the operation of a client or bidirectional stream says (its HTTP/1.1 route refuses every call). */
+/** What the operation of a client or bidirectional stream says (HTTP/1.1 refuses every call; HTTP/2 takes envelopes). */
 function describeRequestStream(endpoint: EndpointDefinition): string {
   return (
     `Trivium ${endpoint.streaming ? 'bidirectional' : 'client'} stream \`${endpoint.name}\`: a stream of ` +
     `\`${endpoint.request.name}\` items answered by ${endpoint.streaming ? 'a stream of' : 'one'} ` +
-    `\`${endpoint.response.name}\`. HTTP/1.1 cannot carry a stream of requests, so this route refuses every ` +
-    `call with 400 \`Endpoint ${endpoint.name} takes a stream of requests: call it over WebSocket or TCP\`. ` +
+    `\`${endpoint.response.name}\`. HTTP/1.1 cannot carry a stream of requests, so over HTTP/1.1 this route ` +
+    `refuses every call with 400 \`Endpoint ${endpoint.name} takes a stream of requests: call it over WebSocket or TCP\`. ` +
+    'Over HTTP/2 (a server started with HTTP/2) the request body is the stream of items in envelopes ' +
+    '(`Content-Type: application/trivium-stream+json` or `+binary`; 1 flags byte, a 4-byte big-endian length, ' +
+    'the item), ended by the end of the body. ' +
     'Over WebSocket and TCP: a REQUEST frame to the name, CLIENT_ITEM frames, then CLIENT_END ' +
     '(PROTOCOL.md "Client and bidirectional streams").'
   )
@@ -335,7 +338,7 @@ export function buildOpenApi(
   const usedResponses = new Set<string>()
 
   for (const endpoint of endpoints) {
-    // A stream of requests is reachable over WebSocket and TCP only: its HTTP route exists and refuses
+    // A stream of requests is reachable over WebSocket, TCP and HTTP/2: over HTTP/1.1 its route refuses
     // every call with 400 before anything else runs (PROTOCOL.md "Client and bidirectional streams").
     if (endpoint.requestStream) {
       const tag = tagOf(endpoint.name)

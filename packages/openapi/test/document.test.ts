@@ -504,7 +504,7 @@ t.test(
     t.equal(op?.['x-trivium-streaming'], false)
     t.match(
       op?.description,
-      /this route refuses every call with 400 `Endpoint tasks\.import takes a stream of requests: call it over WebSocket or TCP`/,
+      /over HTTP\/1\.1 this route refuses every call with 400 `Endpoint tasks\.import takes a stream of requests: call it over WebSocket or TCP`\. Over HTTP\/2 \(a server started with HTTP\/2\) the request body is the stream of items in envelopes \(`Content-Type: application\/trivium-stream\+json` or `\+binary`/,
     )
     t.equal(document.paths['/tasks/sync']?.post?.['x-trivium-streaming'], true)
     t.match(document.paths['/tasks/sync']?.post?.description, /^Trivium bidirectional stream `tasks\.sync`/)

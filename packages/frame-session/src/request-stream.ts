@@ -2,8 +2,8 @@
 // client sends are held up to the credit window (bytes) and handed to the handler's `for await` as it asks;
 // credit goes back as it takes them, so a slow handler makes the client's `send` wait and memory stays
 // bounded (the window plus one frame per stream).
-import { type EndpointDefinition, UnsupportedMediaTypeException, type WireFormat } from '@trivium/core'
-import { decodePayload } from '@trivium/core/internal'
+import type { EndpointDefinition, WireFormat } from '@trivium/core'
+import { decodeRequest } from '@trivium/core/internal'
 import { type Cancellation, encodeCredit, FrameType } from '@trivium/wire'
 
 const EMPTY = new Uint8Array(0)
@@ -123,13 +123,7 @@ export class RequestInbox implements AsyncIterable<unknown> {
   }
 
   #decode(bytes: Uint8Array): unknown {
-    const model = this.#definition.request
-    if (bytes.length > 0 && this.#format.name !== 'json' && !model.decode) {
-      throw new UnsupportedMediaTypeException(
-        `Endpoint ${this.#definition.name} has no ${this.#format.name} request format`,
-      )
-    }
-    return decodePayload(this.#format, model, bytes)
+    return decodeRequest(this.#definition.name, this.#format, this.#definition.request, bytes)
   }
 
   #grant(count: number): void {

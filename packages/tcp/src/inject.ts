@@ -24,13 +24,8 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 import { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import { Duplex } from 'node:stream'
-import {
-  type EndpointDefinition,
-  type TriviumCall,
-  UnsupportedMediaTypeException,
-  type WireFormat,
-} from '@trivium/core'
-import { decodePayload, jsonFormat, TRANSPORT_OVERRIDE, type TransportOverride } from '@trivium/core/internal'
+import type { EndpointDefinition, TriviumCall, WireFormat } from '@trivium/core'
+import { decodeRequest, jsonFormat, TRANSPORT_OVERRIDE, type TransportOverride } from '@trivium/core/internal'
 import type { BridgedCall, BridgedOutcome, UnaryBridge } from '@trivium/frame-session'
 import type {
   FastifyInstance,
@@ -164,7 +159,7 @@ interface HttpForm {
 }
 
 /**
- * The frame's payload decoded by the frame rules (as direct mode does: core's `decodePayload`, where
+ * The frame's payload decoded by the frame rules (as direct mode does: core's `decodeRequest`, where
  * zero bytes are the empty model, and the same refusal of a format the endpoint has no codec for), then
  * the HTTP request carrying it: the original bytes when they are the whole body, else the URL/body
  * `toHttp` builds from the model.
@@ -175,12 +170,7 @@ export function httpFormOf(
   payload: Uint8Array,
 ): HttpForm {
   const model = definition.request
-  if (payload.length > 0 && format.name !== 'json' && !model.decode) {
-    throw new UnsupportedMediaTypeException(
-      `Endpoint ${definition.name} has no ${format.name} request format`,
-    )
-  }
-  const value = decodePayload(format, model, payload)
+  const value = decodeRequest(definition.name, format, model, payload)
   const mapping = definition.http
   if (mapping.hasBody && mapping.pathParams.length === 0) {
     // The decode proved the bytes valid: they go through as they are (no re-encoding).

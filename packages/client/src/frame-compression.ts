@@ -2,7 +2,15 @@
 // acceptance (PONG 0x89), then bodies of at least `threshold` bytes sent as raw DEFLATE with the 0x80
 // flag, and compressed frames from the server inflated within the frame limit. Browser-safe: the codec
 // (deflate/inflate) is given; the Node entry has one (`zlibFrameCodec`).
-import { FRAME_COMPRESSED, type Frame, FrameType, frameBody, inflateFrame } from '@trivium/wire'
+import {
+  compressBody,
+  DEFAULT_COMPRESSION_THRESHOLD,
+  FRAME_COMPRESSED,
+  type Frame,
+  FrameType,
+  frameBody,
+  inflateReceived,
+} from '@trivium/wire'
 import { optionError } from './base.js'
 
 /** Raw DEFLATE (RFC 1951), synchronous: frames stay in order. */
@@ -26,12 +34,14 @@ export class FrameCompression {
   /** The server accepted the offer: bodies over the threshold may go compressed. */
   accepted = false
   readonly #codec: FrameCodec
+  readonly #deflate: (body: Uint8Array) => Uint8Array
   readonly #threshold: number
   readonly #maxFrameBytes: number
 
   constructor(options: FrameCompressionOptions, maxFrameBytes: number) {
     this.#codec = options.codec
-    this.#threshold = options.threshold ?? 1024
+    this.#deflate = (body) => options.codec.deflate(body)
+    this.#threshold = options.threshold ?? DEFAULT_COMPRESSION_THRESHOLD
     this.#maxFrameBytes = maxFrameBytes
   }
 
@@ -51,11 +61,8 @@ export class FrameCompression {
   /** A frame to send as type byte and body: compressed once accepted, over the threshold, when smaller. */
   outgoing(frame: Frame): [number, Uint8Array] {
     const body = frameBody(frame)
-    if (this.accepted && body.length >= this.#threshold) {
-      const packed = this.#codec.deflate(body)
-      if (packed.length < body.length) return [frame.type | FRAME_COMPRESSED, packed]
-    }
-    return [frame.type, body]
+    if (!this.accepted) return [frame.type, body]
+    return compressBody(frame.type, body, this.#threshold, this.#deflate)
   }
 
   /** A received frame as the plain frame it stands for; undefined for the acceptance. Throws FrameError. */
@@ -66,7 +73,10 @@ export class FrameCompression {
       return undefined
     }
     if (frame.type === FrameType.PING) return undefined
-    const max = this.#maxFrameBytes
-    return inflateFrame(frame, (body, maxBytes) => this.#codec.inflate(body, maxBytes), max - 5, max)
+    return inflateReceived(
+      frame,
+      (body, maxBytes) => this.#codec.inflate(body, maxBytes),
+      this.#maxFrameBytes,
+    )
   }
 }

@@ -1,6 +1,6 @@
 // The HTTP transport: fetch (global in browsers and Node; undici's in the Node entry), one request per
 // call, Server-Sent Events for streams (PROTOCOL.md "HTTP", "HTTP mapping", "HTTP streaming").
-import { MAX_JSON_DEPTH, nestsDeeperThan, TIMEOUT_HEADER } from '@trivium/wire'
+import { DEFAULT_COMPRESSION_THRESHOLD, MAX_JSON_DEPTH, nestsDeeperThan, TIMEOUT_HEADER } from '@trivium/wire'
 import { BaseClient, optionError, timeoutToSend, usageError } from './base.js'
 import {
   type ErrorBody,
@@ -77,9 +77,9 @@ export class HttpClient extends BaseClient {
     this.baseUrl = options.url.replace(/\/+$/, '')
     this.headers = { ...(options.headers ?? {}) }
     const compress = options.compressRequests ?? false
-    if (compress === true) this.compressFrom = 1024
+    if (compress === true) this.compressFrom = DEFAULT_COMPRESSION_THRESHOLD
     else if (typeof compress === 'object' && compress !== null) {
-      const threshold = compress.threshold ?? 1024
+      const threshold = compress.threshold ?? DEFAULT_COMPRESSION_THRESHOLD
       if (!Number.isInteger(threshold) || threshold < 0)
         throw optionError('compressRequests.threshold must be an integer of at least 0 (bytes)')
       this.compressFrom = threshold

@@ -5,12 +5,16 @@ import { connect as netConnect, type Socket } from 'node:net'
 import { type ConnectionOptions, connect as tlsConnect } from 'node:tls'
 import { deflateRawSync, inflateRawSync } from 'node:zlib'
 import {
+  CREDENTIAL_METADATA_KEY,
   encodeMetadata,
   encodeTcpFrame,
   encodeTcpFrameBody,
+  FORMAT_METADATA_KEY,
   type Frame,
+  IDEMPOTENCY_KEY_METADATA,
   TcpFrameReader,
   TIMEOUT_METADATA_KEY,
+  TRACEPARENT_METADATA_KEY,
 } from '@trivium/wire'
 import { checkNonNegative, optionError } from './base.js'
 import { NetworkException } from './errors.js'
@@ -106,13 +110,13 @@ export class TcpClient extends FrameClient {
     idempotencyKey?: string,
     timeout?: string,
   ): Promise<Uint8Array> {
-    const metadata: Record<string, string> = { format }
-    if (idempotencyKey !== undefined) metadata.idempotency_key = idempotencyKey
+    const metadata: Record<string, string> = { [FORMAT_METADATA_KEY]: format }
+    if (idempotencyKey !== undefined) metadata[IDEMPOTENCY_KEY_METADATA] = idempotencyKey
     if (timeout !== undefined) metadata[TIMEOUT_METADATA_KEY] = timeout
     const token = await this.currentToken()
-    if (token) metadata.auth_token = token
+    if (token) metadata[CREDENTIAL_METADATA_KEY] = token
     const traceparent = this.currentTraceparent()
-    if (traceparent) metadata.traceparent = traceparent
+    if (traceparent) metadata[TRACEPARENT_METADATA_KEY] = traceparent
     const meta = encodeMetadata(metadata)
     const body = await this.encodeModel(spec.request, request, format, spec.name)
     const out = new Uint8Array(meta.length + body.length)

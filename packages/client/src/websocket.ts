@@ -7,6 +7,7 @@ import {
   encodeWsFrame,
   encodeWsFrameBody,
   type Frame,
+  IDEMPOTENCY_KEY_METADATA,
   TIMEOUT_METADATA_KEY,
 } from '@trivium/wire'
 import { checkNonNegative, optionError } from './base.js'
@@ -108,7 +109,7 @@ export class WebSocketClient extends FrameClient {
     let meta = EMPTY_METADATA
     if (idempotencyKey !== undefined || timeout !== undefined) {
       const entries: Record<string, string> = {}
-      if (idempotencyKey !== undefined) entries.idempotency_key = idempotencyKey
+      if (idempotencyKey !== undefined) entries[IDEMPOTENCY_KEY_METADATA] = idempotencyKey
       if (timeout !== undefined) entries[TIMEOUT_METADATA_KEY] = timeout
       meta = encodeMetadata(entries)
     }

@@ -3,14 +3,15 @@
 // then the header; frames read the metadata key `auth_token`. Transports hand one of these to
 // `CallInit.credential`, so authentication never looks at protocol names.
 
+import { CREDENTIAL_METADATA_KEY } from '@trivium/wire'
 import type { HeaderMap } from './call.js'
 import { UnauthorizedException } from './errors.js'
 
 /** A credential given more than once (`?token=a&token=b`) is refused on every transport. */
 export const REPEATED_CREDENTIAL = 'Invalid token: the token is given more than once'
 
-/** The metadata key of a frame's credential. */
-export const CREDENTIAL_METADATA_KEY = 'auth_token'
+/** The metadata key of a frame's credential (one spelling for servers and clients: @trivium/wire). */
+export { CREDENTIAL_METADATA_KEY }
 
 function single(value: unknown): string | undefined {
   if (Array.isArray(value)) {

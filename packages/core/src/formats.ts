@@ -1,7 +1,7 @@
 // Serializer step of the lifecycle: the wire formats a payload can be in, and how one is chosen.
 // JSON is built in; @trivium/codec adds `application/x-platform-binary` with `addFormat`.
 import { JSON_TOO_DEEP_MESSAGE, MAX_JSON_DEPTH, shortAscii } from '@trivium/wire'
-import { ValidationException } from './errors.js'
+import { UnsupportedMediaTypeException, ValidationException } from './errors.js'
 import type { Model } from './model.js'
 import { isSchemaModel } from './models/resolve.js'
 
@@ -169,6 +169,23 @@ export function checkParsedJson(model: Model, json: unknown): void {
 export function decodePayload(format: WireFormat, model: Model, bytes: Uint8Array): unknown {
   if (bytes.length === 0) return model.fromJSON({})
   return format.decode(model, bytes)
+}
+
+/**
+ * An endpoint's request bytes → request value: the one rule for every transport (HTTP, frames, client
+ * stream items, TCP's inject bridge) that a model without a binary form takes no request in a binary
+ * format (415), then `decodePayload`.
+ */
+export function decodeRequest(
+  endpoint: string,
+  format: WireFormat,
+  model: Model,
+  bytes: Uint8Array,
+): unknown {
+  if (bytes.length > 0 && format.name !== 'json' && !model.decode) {
+    throw new UnsupportedMediaTypeException(`Endpoint ${endpoint} has no ${format.name} request format`)
+  }
+  return decodePayload(format, model, bytes)
 }
 
 export const jsonFormat: WireFormat = {

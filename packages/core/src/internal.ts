@@ -26,6 +26,7 @@ export {
   BINARY_CONTENT_TYPE,
   checkParsedJson,
   decodePayload,
+  decodeRequest,
   decodeUtf8,
   FormatRegistry,
   INVALID_JSON_MESSAGE,

@@ -3,8 +3,8 @@
 import type { FastifyBaseLogger } from 'fastify'
 import { type HeaderMap, type Protocol, TriviumCall, type TriviumIdentity } from './call.js'
 import { type CallDeadline, callDeadline } from './deadline.js'
-import { NotFoundException, UnsupportedMediaTypeException } from './errors.js'
-import { decodePayload, type WireFormat } from './formats.js'
+import { NotFoundException } from './errors.js'
+import { decodeRequest, type WireFormat } from './formats.js'
 import type { Pipeline } from './middleware.js'
 import type { EndpointDefinition, EndpointRegistry } from './registry.js'
 import { routeToHandler } from './router.js'
@@ -86,12 +86,7 @@ export class Invoker {
       decodeBody: () => {
         // A stream of requests has no request model in its REQUEST: the items carry them.
         if (definition.requestStream) return undefined
-        if (payload.length > 0 && format.name !== 'json' && !definition.request.decode) {
-          throw new UnsupportedMediaTypeException(
-            `Endpoint ${definition.name} has no ${format.name} request format`,
-          )
-        }
-        return decodePayload(format, definition.request, payload)
+        return decodeRequest(definition.name, format, definition.request, payload)
       },
     })
   }

@@ -4,8 +4,7 @@
 // it asks; credit goes back as it takes them, so a slow handler makes the client's `send` wait and memory
 // stays bounded (the window plus one item per stream). Each item is decoded by the request model here.
 import type { Cancellation } from '@trivium/wire'
-import { UnsupportedMediaTypeException } from './errors.js'
-import { decodePayload, type WireFormat } from './formats.js'
+import { decodeRequest, type WireFormat } from './formats.js'
 import type { EndpointDefinition } from './registry.js'
 import { isThenable } from './thenable.js'
 
@@ -131,13 +130,7 @@ export class RequestInbox implements AsyncIterable<unknown> {
   }
 
   #decode(bytes: Uint8Array): unknown {
-    const model = this.#definition.request
-    if (bytes.length > 0 && this.#format.name !== 'json' && !model.decode) {
-      throw new UnsupportedMediaTypeException(
-        `Endpoint ${this.#definition.name} has no ${this.#format.name} request format`,
-      )
-    }
-    return decodePayload(this.#format, model, bytes)
+    return decodeRequest(this.#definition.name, this.#format, this.#definition.request, bytes)
   }
 
   #grant(count: number): void {

@@ -4,12 +4,13 @@
 // carrier's frame limit (a bomb never inflates past it).
 import { deflateRawSync, inflateRawSync } from 'node:zlib'
 import {
+  compressBody,
   DEFAULT_MAX_FRAME_BYTES,
   FRAME_COMPRESSED,
   type Frame,
   FrameType,
   type Inflate,
-  inflateFrame,
+  inflateReceived,
 } from '@trivium/wire'
 import type { FrameCarrier } from './carrier.js'
 
@@ -46,8 +47,7 @@ export class SessionCompression {
 
   /** A compressed frame as the plain frame it stands for. Throws FrameError (too large, malformed). */
   inflate(frame: Frame): Frame {
-    const max = this.#carrier.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES
-    return inflateFrame(frame, inflateRaw, max - 5, max)
+    return inflateReceived(frame, inflateRaw, this.#carrier.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES)
   }
 
   /** Sends a frame's body, compressed when the peer offered and the body is over the threshold. */
@@ -58,10 +58,12 @@ export class SessionCompression {
       this.#carrier.sendBody(type, requestId, body)
       return
     }
-    const bytes = typeof body === 'string' ? Buffer.from(body) : body
-    const packed = bytes.length >= from ? deflateRawSync(bytes) : undefined
-    if (packed !== undefined && packed.length < bytes.length)
-      this.#carrier.sendBody(type | FRAME_COMPRESSED, requestId, packed)
-    else this.#carrier.sendBody(type, requestId, bytes)
+    const [sentType, sent] = compressBody(
+      type,
+      typeof body === 'string' ? Buffer.from(body) : body,
+      from,
+      deflateRawSync,
+    )
+    this.#carrier.sendBody(sentType, requestId, sent)
   }
 }

@@ -1,6 +1,7 @@
 // Options every frame transport shares, resolved once: `@trivium/websocket` and `@trivium/tcp` add
 // only their own (path, port, framing limits) on top.
 import { optionNames, resolveShutdownGrace } from '@trivium/core/internal'
+import { DEFAULT_COMPRESSION_THRESHOLD } from '@trivium/wire'
 import type { PubSubBus } from '@trivium/wire/sessions'
 
 export interface FrameSessionOptions {
@@ -36,7 +37,8 @@ export interface FrameSessionOptions {
   bus?: PubSubBus
   /**
    * Compressed frames (PROTOCOL.md "Compression", the type byte's 0x80 flag): `true` or `{ threshold }`
-   * (bytes, default 1024). Default off: a client's offer is answered with a plain PONG.
+   * (bytes, default 1024). Default off: a client's offer is answered with a plain PONG. TCP takes it;
+   * WebSocket's options type refuses it (`perMessageDeflate` there).
    */
   compression?: boolean | { threshold?: number }
   /** May a connection subscribe to a topic? Default: any topic. */
@@ -62,8 +64,8 @@ export interface ResolvedFrameSessionOptions {
   compressionThreshold: number | undefined
 }
 
-/** Default smallest body sent compressed: below about 1 KiB deflate saves little and costs a call. */
-export const DEFAULT_COMPRESSION_THRESHOLD = 1024
+/** Default smallest body sent compressed (one rule for every side: @trivium/wire). */
+export { DEFAULT_COMPRESSION_THRESHOLD }
 
 function compressionThreshold(pkg: string, value: unknown): number | undefined {
   if (value === undefined || value === false) return undefined

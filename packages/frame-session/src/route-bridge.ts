@@ -29,11 +29,10 @@ import { Duplex } from 'node:stream'
 import {
   type EndpointDefinition,
   type TriviumCall,
-  UnsupportedMediaTypeException,
   type WireFormat,
 } from '@trivium/core'
 import {
-  decodePayload,
+  decodeRequest,
   FRAME_TRANSPORT,
   isNamedRoute,
   isThenable,
@@ -203,7 +202,7 @@ interface HttpForm {
 }
 
 /**
- * The frame's payload decoded by the frame rules (as direct mode does: core's `decodePayload`, where
+ * The frame's payload decoded by the frame rules (as direct mode does: core's `decodeRequest`, where
  * zero bytes are the empty model, and the same refusal of a format the endpoint has no codec for), then
  * the HTTP request carrying it: the original bytes when they are the whole body, else the URL/body
  * `toHttp` builds from the model.
@@ -213,13 +212,7 @@ export function httpFormOf(
   format: WireFormat,
   payload: Uint8Array,
 ): HttpForm | PromiseLike<HttpForm> {
-  const model = definition.request
-  if (payload.length > 0 && format.name !== 'json' && !model.decode) {
-    throw new UnsupportedMediaTypeException(
-      `Endpoint ${definition.name} has no ${format.name} request format`,
-    )
-  }
-  const value = decodePayload(format, model, payload)
+  const value = decodeRequest(definition.name, format, definition.request, payload)
   // An asynchronous model: the form is built once its checks have settled.
   if (isThenable(value)) return value.then((settled) => formOf(definition, payload, format, settled))
   return formOf(definition, payload, format, value)

@@ -7,11 +7,18 @@ import {
   type ResolvedFrameSessionOptions,
   resolveFrameSessionOptions,
 } from '@trivium/frame-session'
+import { DEFAULT_COMPRESSION_THRESHOLD } from '@trivium/wire'
 import type { FastifyRequest } from 'fastify'
 
 export type { ConnectionIdentity }
 
-export interface TriviumWebSocketOptions extends FrameSessionOptions {
+/** The frame session's options as WebSocket takes them: its compression is permessage-deflate, not the 0x80 frame flag. */
+export interface TriviumWebSocketOptions extends Omit<FrameSessionOptions, 'compression'> {
+  /**
+   * Not on WebSocket (refused at registration): frame compression is TCP's; WebSocket compresses whole
+   * messages with `perMessageDeflate` (PROTOCOL.md "Compression").
+   */
+  compression?: never
   /** Route of the WebSocket endpoint (default `/ws`). */
   path?: string
   /** Largest message (frame) in bytes; larger closes with 1009. Default: core's bodyLimit + 1 KiB. */
@@ -76,7 +83,7 @@ export function resolveOptions(
       throw new TypeError(`${PKG}: ${fn} must be a function`)
     }
   }
-  if ((options as { compression?: unknown }).compression !== undefined) {
+  if (options.compression !== undefined) {
     throw new TypeError(
       `${PKG}: compression is the TCP frame flag; on WebSocket use perMessageDeflate: true (PROTOCOL.md "Compression")`,
     )
@@ -84,9 +91,11 @@ export function resolveOptions(
   const int = integerOption(PKG)
   const deflate = options.perMessageDeflate ?? false
   let perMessageDeflate: ResolvedOptions['perMessageDeflate'] = false
-  if (deflate === true) perMessageDeflate = { threshold: 1024 }
+  if (deflate === true) perMessageDeflate = { threshold: DEFAULT_COMPRESSION_THRESHOLD }
   else if (typeof deflate === 'object' && deflate !== null)
-    perMessageDeflate = { threshold: int('perMessageDeflate.threshold', deflate.threshold, 1024, 0) }
+    perMessageDeflate = {
+      threshold: int('perMessageDeflate.threshold', deflate.threshold, DEFAULT_COMPRESSION_THRESHOLD, 0),
+    }
   else if (deflate !== false)
     throw new TypeError(`${PKG}: perMessageDeflate must be true, false or { threshold: <bytes> }`)
   return {

@@ -72,6 +72,7 @@ test('options: perMessageDeflate validated; the frame flag is not a WebSocket op
   await t.rejects(buildApp({ perMessageDeflate: { threshold: -1 } }), {
     message: '@trivium/websocket: perMessageDeflate.threshold must be an integer of at least 0 (got -1)',
   })
+  // @ts-expect-error: WebSocket's options type takes no frame compression (a JavaScript caller is refused here)
   await t.rejects(buildApp({ compression: true }), {
     message:
       '@trivium/websocket: compression is the TCP frame flag; on WebSocket use perMessageDeflate: true (PROTOCOL.md "Compression")',

@@ -3,6 +3,7 @@
 
 export { SHORT_ASCII_BYTES, shortAscii } from './ascii.js'
 export { Cancellation } from './cancellation.js'
+export { compressBody, DEFAULT_COMPRESSION_THRESHOLD, inflateReceived } from './compression.js'
 export {
   deadlineExceededMessage,
   invalidTimeoutMessage,
@@ -75,7 +76,15 @@ export {
   toHttpRequest,
 } from './http-mapping.js'
 export { JSON_TOO_DEEP_MESSAGE, MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth.js'
-export { decodeMetadata, encodeMetadata, MAX_METADATA_ENTRIES } from './metadata.js'
+export {
+  CREDENTIAL_METADATA_KEY,
+  decodeMetadata,
+  encodeMetadata,
+  FORMAT_METADATA_KEY,
+  IDEMPOTENCY_KEY_METADATA,
+  MAX_METADATA_ENTRIES,
+  TRACEPARENT_METADATA_KEY,
+} from './metadata.js'
 export {
   closestName,
   didYouMean,

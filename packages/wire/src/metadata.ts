@@ -5,6 +5,15 @@ import { DecodedTextCache } from './text-cache.js'
 const encoder = new TextEncoder()
 const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
+/** The metadata key of a frame's credential (TCP). */
+export const CREDENTIAL_METADATA_KEY = 'auth_token'
+/** The metadata key of a call's idempotency key (TCP and WebSocket with `metadata=1`). */
+export const IDEMPOTENCY_KEY_METADATA = 'idempotency_key'
+/** The metadata key of a TCP REQUEST's payload format (`json`, `binary`). */
+export const FORMAT_METADATA_KEY = 'format'
+/** The metadata key of a TCP REQUEST's W3C trace context. */
+export const TRACEPARENT_METADATA_KEY = 'traceparent'
+
 /** Most entries a metadata map may have. */
 export const MAX_METADATA_ENTRIES = 64
 

@@ -3,6 +3,7 @@
 // client whose Accept-Encoding accepts it, above a threshold, with Vary: Accept-Encoding.
 import { Readable } from 'node:stream'
 import * as zlib from 'node:zlib'
+import { DEFAULT_COMPRESSION_THRESHOLD } from '@trivium/wire'
 import type { FastifyReply, FastifyRequest, RequestPayload } from 'fastify'
 import { PayloadTooLargeException, UnsupportedMediaTypeException, ValidationException } from '../errors.js'
 import { SETUP } from '../setup-errors.js'
@@ -171,12 +172,13 @@ export interface ResolvedHttpCompression {
 
 export function resolveHttpCompression(value: unknown): ResolvedHttpCompression | undefined {
   if (value === undefined || value === false) return undefined
-  if (value === true) return { threshold: 1024, encodings: HTTP_CODINGS }
+  if (value === true) return { threshold: DEFAULT_COMPRESSION_THRESHOLD, encodings: HTTP_CODINGS }
   const fail = (why: string): never => {
     throw SETUP.TRV_CORE_COMPRESSION(why)
   }
   if (typeof value !== 'object' || value === null) fail('must be true, false or { threshold, encodings }')
-  const { threshold = 1024, encodings = HTTP_CODINGS } = value as HttpCompressionOptions
+  const { threshold = DEFAULT_COMPRESSION_THRESHOLD, encodings = HTTP_CODINGS } =
+    value as HttpCompressionOptions
   if (!Number.isInteger(threshold) || threshold < 0)
     fail('threshold must be an integer of at least 0 (bytes)')
   if (!Array.isArray(encodings) || encodings.length === 0) fail('encodings must be a non-empty list')

@@ -6,7 +6,7 @@ import { callDeadline } from '../deadline.js'
 import { ServiceUnavailableException, UnsupportedMediaTypeException, ValidationException } from '../errors.js'
 import {
   checkParsedJson,
-  decodePayload,
+  decodeRequest,
   type FormatRegistry,
   jsonFormat,
   type WireFormat,
@@ -75,12 +75,7 @@ function bytesDecoder(
   return () => {
     const raw = request.body
     if (!(raw instanceof Uint8Array)) throw new ValidationException('Request body is missing')
-    if (raw.length > 0 && format.name !== 'json' && !model.decode) {
-      throw new UnsupportedMediaTypeException(
-        `Endpoint ${definition.name} has no ${format.name} request format`,
-      )
-    }
-    const value = decodePayload(format, model, raw)
+    const value = decodeRequest(definition.name, format, model, raw)
     if (mapping.pathParams.length === 0) return value
     const withPath = (decoded: unknown): unknown =>
       model.fromJSON(

@@ -26,11 +26,7 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 import { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import { Duplex } from 'node:stream'
-import {
-  type EndpointDefinition,
-  type TriviumCall,
-  type WireFormat,
-} from '@trivium/core'
+import type { EndpointDefinition, TriviumCall, WireFormat } from '@trivium/core'
 import {
   decodeRequest,
   FRAME_TRANSPORT,

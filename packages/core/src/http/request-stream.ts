@@ -108,6 +108,53 @@ export function registerRequestStreamRoute(
   })
 }
 
+/**
+ * RST_STREAM or a lost connection before the answer was written: the handler's signal aborts. (Node marks a
+ * reset stream's writable side finished: what tells is that no answer was ended.) Answered before the
+ * client's half-close (an error, a handler that stopped reading): the rest of the body is not wanted, so the
+ * stream is reset with NO_ERROR once the answer is out (RFC 9113 §8.1).
+ */
+function watchStream(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  stream: Http2ServerRequest['stream'],
+  entry: Cancellation,
+): void {
+  stream.once('close', () => {
+    if (!reply.raw.writableEnded) entry.abort(new Error('client closed the request'))
+  })
+  stream.once('finish', () => {
+    if (!request.raw.complete && !stream.closed) stream.close(constants.NGHTTP2_NO_ERROR)
+  })
+}
+
+/** The call of a stream of requests over HTTP/2: its items come from `inbox`, never from a body. */
+function requestStreamCall(
+  request: FastifyRequest,
+  definition: EndpointDefinition,
+  deadline: ReturnType<typeof callDeadline>,
+  entry: Cancellation,
+  inbox: RequestInbox,
+): TriviumCall {
+  const call = new TriviumCall({
+    definition,
+    deadline,
+    protocol: 'http',
+    requestId: request.id,
+    log: request.log,
+    headers: request.headers,
+    method: request.method,
+    query: request.query as Record<string, unknown>,
+    clientIp: request.ip,
+    raw: request,
+    decodeBody: () => undefined,
+    signal: entry.lazySignal,
+    requests: inbox,
+  })
+  request[CALL] = call
+  return call
+}
+
 function serveRequestStream(
   request: FastifyRequest,
   reply: FastifyReply,
@@ -142,33 +189,9 @@ function serveRequestStream(
     stopSending: stopReading,
   })
   body.inbox = inbox
-  // RST_STREAM or a lost connection before the answer was written: the handler's signal aborts.
-  // (Node marks a reset stream's writable side finished: what tells is that no answer was ended.)
-  stream.once('close', () => {
-    if (!reply.raw.writableEnded) entry.abort(new Error('client closed the request'))
-  })
-  // Answered before the client's half-close (an error, a handler that stopped reading): the rest of the
-  // body is not wanted, so the stream is reset with NO_ERROR once the answer is out (RFC 9113 §8.1).
-  stream.once('finish', () => {
-    if (!request.raw.complete && !stream.closed) stream.close(constants.NGHTTP2_NO_ERROR)
-  })
+  watchStream(request, reply, stream, entry)
   const deadline = callDeadline('http', request.headers, undefined, definition.timeoutMs)
-  const call = new TriviumCall({
-    definition,
-    deadline,
-    protocol: 'http',
-    requestId: request.id,
-    log: request.log,
-    headers: request.headers,
-    method: request.method,
-    query: request.query as Record<string, unknown>,
-    clientIp: request.ip,
-    raw: request,
-    decodeBody: () => undefined,
-    signal: entry.lazySignal,
-    requests: inbox,
-  })
-  request[CALL] = call
+  const call = requestStreamCall(request, definition, deadline, entry, inbox)
   // The deadline bounds the whole stream: a handler waiting for an item is woken by it.
   const signal = call.signal
   signal.addEventListener('abort', () => inbox.fail(signal.reason), { once: true })

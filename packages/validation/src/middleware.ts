@@ -14,7 +14,7 @@ import {
   type TriviumCall,
   ValidationException,
 } from '@trivium/core'
-import { enforcesSettings } from '@trivium/core/internal'
+import { enforcesSettings, isThenable } from '@trivium/core/internal'
 import { REQUIRED_MESSAGE } from './messages.js'
 import {
   sanitize,
@@ -99,12 +99,18 @@ function fieldValue(body: unknown, field: string): unknown {
  * the thrown ValidationException's message is the first failure's and `details` lists every failure,
  * each naming its field.
  */
-export function checkCall(call: TriviumCall<any, CallTarget>): void {
+export function checkCall(call: TriviumCall<any, CallTarget>): void | Promise<void> {
   const config = call.definition.config
+  if (!config.validate && !config.sanitize) return
+  const body: unknown = call.body
+  // An asynchronous request model (a Standard Schema's async checks): its value once they have settled.
+  if (isThenable(body)) return Promise.resolve(body).then((settled) => checkBody(config, settled))
+  checkBody(config, body)
+}
+
+function checkBody(config: TriviumCall<any, CallTarget>['definition']['config'], body: unknown): void {
   const rules = config.validate
   const toSanitize = config.sanitize
-  if (!rules && !toSanitize) return
-  const body: unknown = call.body
   if (rules) {
     const details: FieldError[] = []
     let message: string | undefined
@@ -144,8 +150,8 @@ export function validationMiddleware(): Middleware {
   return enforcesSettings(
     ['validate', 'sanitize'],
     directMiddleware((call, next) => {
-      checkCall(call)
-      return next()
+      const checked = checkCall(call)
+      return checked === undefined ? next() : checked.then(() => next())
     }),
   )
 }

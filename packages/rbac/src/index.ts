@@ -11,6 +11,7 @@ import {
   type RequirementMap,
 } from './middleware.js'
 import { migrateRbac, RbacService, type RbacServiceOptions, referenceUsers } from './service.js'
+import { SETUP } from './setup-errors.js'
 
 export { MAX_DESCRIPTION_LENGTH, MAX_NAME_LENGTH } from './errors.js'
 export {
@@ -72,17 +73,17 @@ const triviumRbacPlugin: FastifyPluginAsync<TriviumRbacOptions> = async (
   options,
 ) => {
   if (typeof options !== 'object' || options === null || options.sql === undefined) {
-    throw new TypeError('@trivium/rbac: the sql option (a SqlClient from @trivium/sql) is required')
+    throw SETUP.TRV_RBAC_SQL_REQUIRED()
   }
   refuseUnknownOptions('@trivium/rbac', options, RBAC_OPTIONS)
   const permissions = checkRequirementMap(options.permissions, 'permissions')
   const roles = checkRequirementMap(options.roles, 'roles')
   const live = options.live ?? []
   if (!Array.isArray(live) || live.some((n) => typeof n !== 'string')) {
-    throw new TypeError('@trivium/rbac: live must be a list of endpoint names')
+    throw SETUP.TRV_RBAC_LIVE()
   }
   const migrate = options.migrate ?? true
-  if (typeof migrate !== 'boolean') throw new TypeError('@trivium/rbac: migrate must be a boolean')
+  if (typeof migrate !== 'boolean') throw SETUP.TRV_RBAC_MIGRATE()
 
   const service = new RbacService(options.sql, options)
   if (migrate) await migrateRbac(options.sql)
@@ -106,9 +107,7 @@ const triviumRbacPlugin: FastifyPluginAsync<TriviumRbacOptions> = async (
     for (const name of new Set([...Object.keys(permissions), ...Object.keys(roles), ...live])) {
       const def = registry.get(name)
       if (def !== undefined && !fastify.trivium.pipeline.enforcedFor(def).has('permissions')) {
-        throw new TypeError(
-          `@trivium/rbac: endpoint "${name}" is named in this plugin's options, but it is registered outside the context @trivium/rbac was registered in: register @trivium/rbac in that context or an ancestor`,
-        )
+        throw SETUP.TRV_RBAC_OUTSIDE_CONTEXT(name)
       }
     }
   })

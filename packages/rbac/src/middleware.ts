@@ -15,6 +15,7 @@ import {
 } from '@trivium/core'
 import { enforcesSettings } from '@trivium/core/internal'
 import type { RbacService } from './service.js'
+import { SETUP } from './setup-errors.js'
 
 declare module '@trivium/core' {
   interface TriviumEndpointConfig {
@@ -73,13 +74,13 @@ function listed(map: RequirementMap, endpoint: string): string[] | undefined {
 export function checkRequirementMap(value: unknown, option: string): RequirementMap {
   if (value === undefined) return {}
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new TypeError(`@trivium/rbac: ${option} must be an object mapping endpoint names to lists of names`)
+    throw SETUP.TRV_RBAC_REQUIREMENT_MAP(option)
   }
   // A copy with own entries only (fromEntries defines even a `__proto__` key as an own entry).
   return Object.fromEntries(
     Object.entries(value).map(([endpoint, list]) => {
       if (!isNameList(list)) {
-        throw new TypeError(`@trivium/rbac: ${option}["${endpoint}"] must be a list of non-empty strings`)
+        throw SETUP.TRV_RBAC_REQUIREMENT_LIST(option, endpoint)
       }
       return [endpoint, list]
     }),
@@ -97,11 +98,11 @@ export function checkEndpointConfig(
   for (const key of ['permissions', 'roles'] as const) {
     const list = config[key]
     if (list !== undefined && (!Array.isArray(list) || list.some((n) => typeof n !== 'string' || n === ''))) {
-      throw new TypeError(`@trivium/rbac: endpoint "${name}": ${key} must be a list of non-empty strings`)
+      throw SETUP.TRV_RBAC_ENDPOINT_LIST(name, key)
     }
   }
   if (config.liveRbac !== undefined && typeof config.liveRbac !== 'boolean') {
-    throw new TypeError(`@trivium/rbac: endpoint "${name}": liveRbac must be a boolean`)
+    throw SETUP.TRV_RBAC_ENDPOINT_LIVE(name)
   }
 }
 

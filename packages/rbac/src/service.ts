@@ -20,6 +20,7 @@ import {
   userNotFound,
 } from './errors.js'
 import { RBAC_COMPONENT, RBAC_MIGRATIONS } from './migrations.js'
+import { SETUP } from './setup-errors.js'
 
 export interface Role {
   id: number
@@ -73,7 +74,7 @@ const USER_FOREIGN_KEY = 'user_roles_user_fk'
 
 function checkUsersTable(table: unknown): string {
   if (typeof table !== 'string' || !IDENTIFIER.test(table)) {
-    throw new TypeError('@trivium/rbac: usersTable must be a lower-case SQL identifier (e.g. "auth_users")')
+    throw SETUP.TRV_RBAC_USERS_TABLE()
   }
   return table
 }
@@ -122,16 +123,14 @@ export class RbacService {
 
   constructor(sql: SqlClient, options: RbacServiceOptions = {}) {
     if (typeof sql?.query !== 'function' || typeof sql.transaction !== 'function') {
-      throw new TypeError('@trivium/rbac: sql must be a SqlClient from @trivium/sql')
+      throw SETUP.TRV_RBAC_SQL()
     }
     const ttl = options.liveCacheTtlMs ?? DEFAULT_LIVE_CACHE_TTL_MS
-    if (!Number.isInteger(ttl) || ttl < 0)
-      throw new TypeError('@trivium/rbac: liveCacheTtlMs must be an integer >= 0 (ms)')
+    if (!Number.isInteger(ttl) || ttl < 0) throw SETUP.TRV_RBAC_LIVE_CACHE_TTL()
     const max = options.liveCacheMax ?? DEFAULT_LIVE_CACHE_MAX
-    if (!Number.isInteger(max) || max < 1)
-      throw new TypeError('@trivium/rbac: liveCacheMax must be a positive integer')
+    if (!Number.isInteger(max) || max < 1) throw SETUP.TRV_RBAC_LIVE_CACHE_MAX()
     if (options.userExists !== undefined && typeof options.userExists !== 'function') {
-      throw new TypeError('@trivium/rbac: userExists must be a function')
+      throw SETUP.TRV_RBAC_USER_EXISTS()
     }
     this.sql = sql
     this.liveCacheTtlMs = ttl

@@ -266,6 +266,7 @@ for (const engine of engines) {
       await client.exec("INSERT INTO app_users (name) VALUES ('carl')")
       t.same(await rbac.getUserRights(3), { roles: [], permissions: [] })
       t.throws(() => new RbacService(client, { usersTable: 'users; DROP TABLE x' }), {
+        code: 'TRV_RBAC_USERS_TABLE',
         message: '@trivium/rbac: usersTable must be a lower-case SQL identifier (e.g. "auth_users")',
       })
     },
@@ -302,15 +303,19 @@ for (const engine of engines) {
   t.test(`${engine.name}: constructor options are validated`, async (t) => {
     const { client } = await engine.open(t)
     t.throws(() => new RbacService(undefined as never), {
+      code: 'TRV_RBAC_SQL',
       message: '@trivium/rbac: sql must be a SqlClient from @trivium/sql',
     })
     t.throws(() => new RbacService(client, { liveCacheTtlMs: -1 }), {
+      code: 'TRV_RBAC_LIVE_CACHE_TTL',
       message: '@trivium/rbac: liveCacheTtlMs must be an integer >= 0 (ms)',
     })
     t.throws(() => new RbacService(client, { liveCacheMax: 0 }), {
+      code: 'TRV_RBAC_LIVE_CACHE_MAX',
       message: '@trivium/rbac: liveCacheMax must be a positive integer',
     })
     t.throws(() => new RbacService(client, { userExists: 1 as never }), {
+      code: 'TRV_RBAC_USER_EXISTS',
       message: '@trivium/rbac: userExists must be a function',
     })
   })

@@ -4,6 +4,7 @@ import { type TriviumCall, UnauthorizedException } from '@trivium/core'
 import { DataEncryptor } from '@trivium/crypto'
 import type { TokenLedger } from './ledger.js'
 import type { AuthService } from './service.js'
+import { SETUP } from './setup-errors.js'
 import type { AuthTransaction, UserRecord, UserStore } from './users.js'
 
 export const USER_GONE = 'Invalid token: user no longer exists'
@@ -68,33 +69,27 @@ export interface FlowsContext {
 
 /** Checks the flows' options (messages name the option) and builds the shared context. */
 export function flowsContext(auth: AuthService, options: FlowsOptions): FlowsContext {
-  if (typeof options !== 'object' || options === null)
-    throw new TypeError('@trivium/auth: flows options are required')
+  if (typeof options !== 'object' || options === null) throw SETUP.TRV_AUTH_FLOWS_OPTIONS()
   const users = options.users
   if (!users || typeof users.findByUsername !== 'function') {
-    throw new TypeError(
-      '@trivium/auth: flows need a user store (flows.users, e.g. SqlUserStore from @trivium/auth/sql)',
-    )
+    throw SETUP.TRV_AUTH_FLOWS_USERS()
   }
   if (typeof options.encryptionKey !== 'string' || options.encryptionKey.length === 0) {
-    throw new TypeError('@trivium/auth: flows.encryptionKey is required (standard base64 of 32 bytes)')
+    throw SETUP.TRV_AUTH_FLOWS_ENCRYPTION_KEY()
   }
-  if (!auth.ledger) throw new TypeError('@trivium/auth: flows need a token ledger (refresh rotation)')
+  if (!auth.ledger) throw SETUP.TRV_AUTH_FLOWS_LEDGER()
   const { onRegistered, onTheft } = options
   if (onRegistered !== undefined && typeof onRegistered !== 'function')
-    throw new TypeError('@trivium/auth: flows.onRegistered must be a function')
+    throw SETUP.TRV_AUTH_FLOWS_ON_REGISTERED()
   if (onRegistered !== undefined && typeof users.transaction !== 'function') {
-    throw new TypeError(
-      '@trivium/auth: flows.onRegistered needs a user store with transaction() (e.g. SqlUserStore)',
-    )
+    throw SETUP.TRV_AUTH_FLOWS_TRANSACTION()
   }
-  if (onTheft !== undefined && typeof onTheft !== 'function')
-    throw new TypeError('@trivium/auth: flows.onTheft must be a function')
+  if (onTheft !== undefined && typeof onTheft !== 'function') throw SETUP.TRV_AUTH_FLOWS_ON_THEFT()
   const ledger = auth.ledger
   const encryptor = new DataEncryptor(options.encryptionKey)
   const base = options.basePath ?? '/auth'
   if (typeof base !== 'string' || !base.startsWith('/') || base.endsWith('/')) {
-    throw new TypeError('@trivium/auth: flows.basePath must start with "/" and not end with "/"')
+    throw SETUP.TRV_AUTH_FLOWS_BASE_PATH()
   }
   const minLength = options.passwordMinLength ?? 8
   const totpIssuer = options.totpIssuer ?? auth.tokens.issuer

@@ -15,6 +15,7 @@ import { enforcesSettings } from '@trivium/core/internal'
 import type { TokenClaims } from './claims.js'
 import { publishFailure } from './diagnostics.js'
 import { MemoryRevocationStore, type RevocationStore } from './revocation.js'
+import { SETUP } from './setup-errors.js'
 import type { TokenService } from './tokens.js'
 
 export type AuthMode = 'public' | 'optional' | 'required'
@@ -212,7 +213,7 @@ export function createAuthMiddleware(options: AuthMiddlewareOptions): Middleware
   const publicSet = new Set(options.publicEndpoints ?? [])
   const optionalSet = new Set(options.optionalEndpoints ?? [])
   for (const name of [...publicSet, ...optionalSet]) {
-    if (typeof name !== 'string') throw new TypeError('@trivium/auth: endpoint names must be strings')
+    if (typeof name !== 'string') throw SETUP.TRV_AUTH_ENDPOINT_NAME()
   }
 
   function modeOf(call: TriviumCall<any, CallTarget>): AuthMode {

@@ -4,6 +4,7 @@ import type { FlowsOptions } from './flows.js'
 import type { TokenLedger } from './ledger.js'
 import type { RevocationStore } from './revocation.js'
 import type { RevokedListener, RolesProvider } from './service.js'
+import { SETUP } from './setup-errors.js'
 import { type Clock, MIN_SECRET_BYTES } from './tokens.js'
 
 /** Options of the credential flows: a user store (e.g. SqlUserStore from `@trivium/auth/sql`). */
@@ -60,7 +61,8 @@ export interface TriviumAuthOptions {
   onRevoked?: RevokedListener
 }
 
-export const WEAK_SECRET = `@trivium/auth: the signing secret must be at least ${MIN_SECRET_BYTES} bytes (use 32 random bytes; allowWeakSecretForTesting: true accepts a short one in tests)`
+/** The message of TRV_AUTH_WEAK_SECRET. */
+export const WEAK_SECRET = SETUP.TRV_AUTH_WEAK_SECRET(MIN_SECRET_BYTES).message
 
 /** Refuses a short secret unless tests opted in (never in production). */
 export function checkSecretStrength(options: TriviumAuthOptions): void {
@@ -69,15 +71,15 @@ export function checkSecretStrength(options: TriviumAuthOptions): void {
   const bytes = Buffer.isBuffer(secret) ? secret.length : Buffer.byteLength(secret)
   if (bytes === 0 || bytes >= MIN_SECRET_BYTES) return // empty: TokenService says so
   const optIn = options.allowWeakSecretForTesting
-  if (optIn !== undefined && typeof optIn !== 'boolean')
-    throw new TypeError('@trivium/auth: allowWeakSecretForTesting must be a boolean')
-  if (optIn !== true || process.env.NODE_ENV === 'production') throw new TypeError(WEAK_SECRET)
+  if (optIn !== undefined && typeof optIn !== 'boolean') throw SETUP.TRV_AUTH_WEAK_SECRET_OPT_IN()
+  if (optIn !== true || process.env.NODE_ENV === 'production')
+    throw SETUP.TRV_AUTH_WEAK_SECRET(MIN_SECRET_BYTES)
 }
 
 export function checkNames(value: unknown, name: string): string[] {
   if (value === undefined) return []
   if (!Array.isArray(value) || !value.every((v) => typeof v === 'string')) {
-    throw new TypeError(`@trivium/auth: ${name} must be a list of endpoint names`)
+    throw SETUP.TRV_AUTH_ENDPOINT_NAMES(name)
   }
   return value
 }
@@ -92,7 +94,7 @@ export function checkStore(store: unknown): RevocationStore {
     typeof s.remove !== 'function' ||
     typeof s.cleanup !== 'function'
   ) {
-    throw new TypeError('@trivium/auth: revocationStore must implement add, contains, remove and cleanup')
+    throw SETUP.TRV_AUTH_REVOCATION_STORE()
   }
   return s as RevocationStore
 }

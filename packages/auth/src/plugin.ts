@@ -19,6 +19,7 @@ import {
 import { MemoryRevocationStore } from './revocation.js'
 import { installRouteGuard } from './routes.js'
 import { AuthService } from './service.js'
+import { SETUP } from './setup-errors.js'
 import { TokenService } from './tokens.js'
 
 declare module 'fastify' {
@@ -36,7 +37,7 @@ const AUTH_MODES: readonly AuthMode[] = ['public', 'optional', 'required']
 const PLUGIN = '@trivium/auth'
 
 const triviumAuth: FastifyPluginAsync<TriviumAuthOptions> = async (fastify: FastifyInstance, options) => {
-  if (typeof options !== 'object' || options === null) throw new TypeError(`${PLUGIN}: options are required`)
+  if (typeof options !== 'object' || options === null) throw SETUP.TRV_AUTH_OPTIONS()
   if (!fastify.hasDecorator('trivium'))
     throw new Error(`${PLUGIN}: register @trivium/core before @trivium/auth`)
   refuseUnknownOptions(PLUGIN, options, AUTH_OPTIONS)
@@ -56,12 +57,10 @@ const triviumAuth: FastifyPluginAsync<TriviumAuthOptions> = async (fastify: Fast
     : checkStore(options.revocationStore)
   const flows = options.flows
   if (flows !== undefined && (typeof flows !== 'object' || flows === null)) {
-    throw new TypeError(`${PLUGIN}: flows must be an object`)
+    throw SETUP.TRV_AUTH_FLOWS()
   }
   if (flows !== undefined && 'sql' in flows) {
-    throw new TypeError(
-      `${PLUGIN}: flows.sql is gone: pass users: new SqlUserStore(sql) and ledger: new SqlTokenLedger(sql) from '@trivium/auth/sql'`,
-    )
+    throw SETUP.TRV_AUTH_FLOWS_SQL()
   }
   refuseUnknownOptions(PLUGIN, flows, FLOWS_OPTIONS, 'flows.')
   const ledger: TokenLedger = options.ledger ?? new MemoryTokenLedger()
@@ -88,7 +87,7 @@ const triviumAuth: FastifyPluginAsync<TriviumAuthOptions> = async (fastify: Fast
 
   const interval = options.cleanupIntervalMs ?? 600_000
   if (!Number.isSafeInteger(interval) || interval < 0) {
-    throw new TypeError(`${PLUGIN}: cleanupIntervalMs must be a non-negative integer`)
+    throw SETUP.TRV_AUTH_CLEANUP_INTERVAL()
   }
   if (interval > 0) {
     const timer = setInterval(() => {
@@ -107,7 +106,7 @@ const triviumAuth: FastifyPluginAsync<TriviumAuthOptions> = async (fastify: Fast
   // Plain routes opt into the same rules with config.triviumRoute (before or after this plugin).
   // `request.user` stays the application's (@fastify/jwt decorates it) unless it opts in with requestUser.
   const requestUser = options.requestUser ?? false
-  if (typeof requestUser !== 'boolean') throw new TypeError(`${PLUGIN}: requestUser must be a boolean`)
+  if (typeof requestUser !== 'boolean') throw SETUP.TRV_AUTH_REQUEST_USER()
   installRouteGuard(fastify, requestUser)
 
   if (options.middleware !== false) {
@@ -122,7 +121,7 @@ const triviumAuth: FastifyPluginAsync<TriviumAuthOptions> = async (fastify: Fast
     for (const def of registry.list()) {
       const mode = def.config.auth
       if (mode !== undefined && !AUTH_MODES.includes(mode)) {
-        throw new TypeError(`${PLUGIN}: endpoint "${def.name}": auth must be one of ${AUTH_MODES.join(', ')}`)
+        throw SETUP.TRV_AUTH_ENDPOINT_MODE(def.name, AUTH_MODES.join(', '))
       }
     }
   })

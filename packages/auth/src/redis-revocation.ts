@@ -23,6 +23,7 @@ import {
   STORE_UNAVAILABLE,
 } from './revocation.js'
 import { Mirror, type MirrorState } from './revocation-mirror.js'
+import { SETUP } from './setup-errors.js'
 
 export { ADD_AND_ANNOUNCE_LUA, REMOVE_AND_ANNOUNCE_LUA } from './redis-revocation-commands.js'
 export type { MirrorState } from './revocation-mirror.js'
@@ -163,11 +164,11 @@ export class RedisRevocationStore implements RevocationStore {
 
   constructor(options: RedisRevocationStoreOptions) {
     if (!options || typeof options.client !== 'object' || options.client === null) {
-      throw new TypeError('@trivium/auth: RedisRevocationStore needs an ioredis client')
+      throw SETUP.TRV_AUTH_REDIS_CLIENT()
     }
     this.client = options.client
     this.prefix = options.prefix ?? DEFAULT_REDIS_PREFIX
-    if (typeof this.prefix !== 'string') throw new TypeError('@trivium/auth: prefix must be a string')
+    if (typeof this.prefix !== 'string') throw SETUP.TRV_AUTH_REDIS_PREFIX()
     this.timeoutMs = options.commandTimeoutMs ?? 1000
     this.closeClient = options.closeClient ?? false
     const durable = options.durable
@@ -178,12 +179,12 @@ export class RedisRevocationStore implements RevocationStore {
         typeof durable.entries !== 'function' ||
         typeof durable.add !== 'function'
       ) {
-        throw new TypeError('@trivium/auth: durable must be a SqlRevocationStore (a store with entries())')
+        throw SETUP.TRV_AUTH_DURABLE()
       }
-      if (options.mirror === undefined) throw new TypeError('@trivium/auth: durable needs the mirror option')
+      if (options.mirror === undefined) throw SETUP.TRV_AUTH_DURABLE_MIRROR()
       for (const method of ['get', 'info', 'pexpire'] as const) {
         if (typeof this.client[method] !== 'function') {
-          throw new TypeError(`@trivium/auth: durable needs an ioredis client (missing ${method})`)
+          throw SETUP.TRV_AUTH_DURABLE_CLIENT(method)
         }
       }
     }

@@ -13,6 +13,7 @@ import type {
 import { DOWN, isCluster, SCRIPTS, scanList } from './redis-revocation-commands.js'
 import { STORE_UNAVAILABLE } from './revocation.js'
 import { reconcileRedisCopy } from './revocation-reconciliation.js'
+import { SETUP } from './setup-errors.js'
 
 /** How often the Redis copy is checked against its marker (with `durable`). */
 const COPY_CHECK_MS = 1000
@@ -102,24 +103,20 @@ export class Mirror {
       typeof channel.onSubscriptionLost !== 'function' ||
       typeof channel.onResubscribed !== 'function'
     ) {
-      throw new TypeError('@trivium/auth: mirror.channel must be a RedisChannel of @trivium/redis-bus')
+      throw SETUP.TRV_AUTH_MIRROR_CHANNEL()
     }
     for (const method of ['evalsha', 'eval', 'scan', 'pttl', 'publish'] as const) {
       if (typeof client[method] !== 'function') {
-        throw new TypeError(`@trivium/auth: the mirror needs an ioredis client (missing ${method})`)
+        throw SETUP.TRV_AUTH_MIRROR_CLIENT(method)
       }
     }
     // The scripts publish on `client`: the channel must be on the same Redis, sharded on a Cluster.
     if (isCluster(client) !== (channel.sharded === true)) {
-      throw new TypeError(
-        isCluster(client)
-          ? '@trivium/auth: on a Redis Cluster the mirror channel must be on the same Cluster (a RedisChannel whose RedisPubSub was given the Cluster)'
-          : '@trivium/auth: the mirror channel is on a Redis Cluster but client is not: give both the same Redis',
-      )
+      throw SETUP.TRV_AUTH_MIRROR_SAME_REDIS(isCluster(client))
     }
     for (const method of ['spublish', 'cluster'] as const) {
       if (isCluster(client) && typeof client[method] !== 'function') {
-        throw new TypeError(`@trivium/auth: the mirror needs an ioredis Cluster (missing ${method})`)
+        throw SETUP.TRV_AUTH_MIRROR_CLUSTER(method)
       }
     }
     this.scripts = isCluster(client) ? SCRIPTS.sharded : SCRIPTS.plain
@@ -132,11 +129,11 @@ export class Mirror {
       ['pollMs', this.pollMs],
     ] as const) {
       if (!Number.isSafeInteger(value) || value < 1) {
-        throw new TypeError(`@trivium/auth: mirror.${name} must be a positive integer (milliseconds)`)
+        throw SETUP.TRV_AUTH_MIRROR_TIMING(name)
       }
     }
     if (this.maxSilenceMs < this.heartbeatMs) {
-      throw new TypeError('@trivium/auth: mirror.maxSilenceMs must be at least heartbeatMs')
+      throw SETUP.TRV_AUTH_MIRROR_SILENCE()
     }
     this.channel = channel
     this.offs.push(channel.subscribe((message) => this.receive(message)))

@@ -15,6 +15,7 @@ import {
 } from '@trivium/core'
 import { transportOf } from '@trivium/core/internal'
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
+import { SETUP } from './setup-errors.js'
 
 /** The rules of a protected plain route: every endpoint setting the registered plugins declare. */
 export interface TriviumRouteRules extends TriviumEndpointConfig {
@@ -60,17 +61,15 @@ const AUTH_MODES: readonly string[] = ['public', 'optional', 'required']
 /** Checks a route's `config.triviumRoute` (typed for the application, any value at run time). */
 function guardedRoute(rules: unknown, method: string, url: string): GuardedRoute {
   if (typeof rules !== 'object' || rules === null || Array.isArray(rules)) {
-    throw new TypeError(`@trivium/auth: route ${method} ${url}: config.triviumRoute must be an object`)
+    throw SETUP.TRV_AUTH_ROUTE_RULES(method, url)
   }
   const name = ('name' in rules ? rules.name : undefined) ?? `${method} ${url}`
   if (typeof name !== 'string' || name.length === 0) {
-    throw new TypeError(`@trivium/auth: route ${method} ${url}: config.triviumRoute.name must be a string`)
+    throw SETUP.TRV_AUTH_ROUTE_NAME(method, url)
   }
   const auth = 'auth' in rules ? rules.auth : undefined
   if (auth !== undefined && (typeof auth !== 'string' || !AUTH_MODES.includes(auth))) {
-    throw new TypeError(
-      `@trivium/auth: route ${method} ${url}: config.triviumRoute.auth must be one of ${AUTH_MODES.join(', ')}, got ${JSON.stringify(auth)}`,
-    )
+    throw SETUP.TRV_AUTH_ROUTE_MODE(method, url, AUTH_MODES.join(', '), JSON.stringify(auth))
   }
   return { kind: 'route', name, method, url, config: rules, timeoutMs: undefined, streaming: false }
 }

@@ -6,6 +6,7 @@ import { publishRevoked } from './diagnostics.js'
 import type { TokenLedger } from './ledger.js'
 import { authenticateToken } from './middleware.js'
 import type { RevocationStore } from './revocation.js'
+import { SETUP } from './setup-errors.js'
 import type { IssueAccessOptions, TokenService } from './tokens.js'
 
 /** Fills roles and permissions of an access token (e.g. from @trivium/rbac). */
@@ -66,13 +67,13 @@ export class AuthService {
     this.ledger = options.ledger
     this.onListenerError = options.onListenerError ?? (() => {})
     if (this.rolesProvider !== undefined && typeof this.rolesProvider !== 'function') {
-      throw new TypeError('@trivium/auth: rolesProvider must be a function')
+      throw SETUP.TRV_AUTH_ROLES_PROVIDER()
     }
   }
 
   /** Calls `listener` after every revocation (see RevocationNotice). */
   onRevoked(listener: RevokedListener): void {
-    if (typeof listener !== 'function') throw new TypeError('@trivium/auth: onRevoked needs a function')
+    if (typeof listener !== 'function') throw SETUP.TRV_AUTH_ON_REVOKED()
     this.revokedListeners.push(listener)
   }
 

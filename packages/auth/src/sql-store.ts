@@ -9,6 +9,7 @@ import {
   MemoryRevocationStore,
   type MemoryRevocationStoreOptions,
 } from './revocation.js'
+import { SETUP } from './setup-errors.js'
 import type { Clock } from './tokens.js'
 
 export const AUTH_MIGRATIONS: Migration[] = [
@@ -74,7 +75,7 @@ export class SqlRevocationStore implements DurableRevocationStore {
 
   constructor(options: SqlRevocationStoreOptions) {
     if (!options || typeof options.client?.query !== 'function') {
-      throw new TypeError('@trivium/auth: SqlRevocationStore needs a @trivium/sql client')
+      throw SETUP.TRV_AUTH_SQL_CLIENT('SqlRevocationStore')
     }
     this.client = options.client
     this.clock = options.clock ?? Date.now
@@ -191,8 +192,7 @@ export class SingleWriterSqlRevocationStore extends MemoryRevocationStore implem
 /** SQL ledger of issued tokens (auth_issued_tokens). */
 export class SqlTokenLedger implements TokenLedger {
   constructor(private readonly client: SqlClient) {
-    if (typeof client?.query !== 'function')
-      throw new TypeError('@trivium/auth: SqlTokenLedger needs a @trivium/sql client')
+    if (typeof client?.query !== 'function') throw SETUP.TRV_AUTH_SQL_CLIENT('SqlTokenLedger')
   }
 
   migrate(): Promise<void> {

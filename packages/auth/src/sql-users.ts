@@ -1,6 +1,7 @@
 // SqlUserStore: the user store of the credential flows on PostgreSQL and PGlite (table auth_users,
 // created by the package's migrations).
 import { isUniqueViolation, type SqlClient, violatedConstraint } from '@trivium/sql'
+import { SETUP } from './setup-errors.js'
 import { migrateAuth } from './sql-store.js'
 import { DuplicateUserError, type NewUser, type UserRecord, type UserStore } from './users.js'
 
@@ -30,8 +31,7 @@ const COLUMNS = 'id, username, email, password_hash, totp_secret, totp_enabled, 
 
 export class SqlUserStore implements UserStore {
   constructor(private readonly client: SqlClient) {
-    if (typeof client?.query !== 'function')
-      throw new TypeError('@trivium/auth: SqlUserStore needs a @trivium/sql client')
+    if (typeof client?.query !== 'function') throw SETUP.TRV_AUTH_SQL_CLIENT('SqlUserStore')
   }
 
   migrate(): Promise<void> {

@@ -12,6 +12,7 @@ import {
   type ValidationResult,
   type ValidationResultOf,
 } from './claims.js'
+import { SETUP } from './setup-errors.js'
 
 export const AUDIENCE = 'platform-api'
 export const ACCESS_TOKEN_TTL_SECONDS = 60 * 60
@@ -69,12 +70,12 @@ export interface VerifiedPayload {
 /** Checks a signing secret; throws TypeError with an `@trivium/auth:` message. */
 export function checkSecret(secret: unknown, production: boolean): Buffer {
   if (typeof secret !== 'string' && !Buffer.isBuffer(secret)) {
-    throw new TypeError('@trivium/auth: secret is required (a string or Buffer)')
+    throw SETUP.TRV_AUTH_SECRET_REQUIRED()
   }
   const bytes = Buffer.isBuffer(secret) ? secret : Buffer.from(secret, 'utf8')
-  if (bytes.length === 0) throw new TypeError('@trivium/auth: secret must not be empty')
+  if (bytes.length === 0) throw SETUP.TRV_AUTH_SECRET_EMPTY()
   if (production && bytes.length < MIN_SECRET_BYTES) {
-    throw new TypeError(`@trivium/auth: secret must be at least ${MIN_SECRET_BYTES} bytes in production`)
+    throw SETUP.TRV_AUTH_SECRET_PRODUCTION(MIN_SECRET_BYTES)
   }
   return bytes
 }
@@ -88,7 +89,7 @@ export function generateJti(nowMs: number): string {
 
 function checkTtl(value: unknown, name: string): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
-    throw new TypeError(`@trivium/auth: ${name} must be a positive integer (seconds)`)
+    throw SETUP.TRV_AUTH_TTL(name)
   }
   return value
 }
@@ -179,12 +180,11 @@ export class TokenService {
   }
 
   constructor(options: TokenServiceOptions) {
-    if (typeof options !== 'object' || options === null)
-      throw new TypeError('@trivium/auth: options are required')
+    if (typeof options !== 'object' || options === null) throw SETUP.TRV_AUTH_OPTIONS()
     const production = options.production ?? process.env.NODE_ENV === 'production'
     const key = checkSecret(options.secret, production)
     if (typeof options.issuer !== 'string' || options.issuer.length === 0) {
-      throw new TypeError('@trivium/auth: issuer must be a non-empty string')
+      throw SETUP.TRV_AUTH_ISSUER()
     }
     this.issuer = options.issuer
     this.accessTokenTtlSeconds = checkTtl(
@@ -192,10 +192,10 @@ export class TokenService {
       'accessTokenTtlSeconds',
     )
     this.clock = options.clock ?? Date.now
-    if (typeof this.clock !== 'function') throw new TypeError('@trivium/auth: clock must be a function')
+    if (typeof this.clock !== 'function') throw SETUP.TRV_AUTH_CLOCK()
     const size = options.verifiedCacheSize ?? DEFAULT_VERIFIED_CACHE_SIZE
     if (!Number.isSafeInteger(size) || size < 0) {
-      throw new TypeError('@trivium/auth: verifiedCacheSize must be a non-negative integer')
+      throw SETUP.TRV_AUTH_VERIFIED_CACHE_SIZE()
     }
     this.cacheSize = size
     // iat, exp and nbf are set explicitly in every payload; the library keeps the given values.

@@ -158,12 +158,15 @@ t.test('onRegistered without a transactional store, and option types', async (t)
     setTotp: async () => {},
   }
   await t.rejects(make({ users, onRegistered: () => {} }), {
+    code: 'TRV_AUTH_FLOWS_TRANSACTION',
     message: '@trivium/auth: flows.onRegistered needs a user store with transaction() (e.g. SqlUserStore)',
   })
   await t.rejects(make({ users: new SqlUserStore(sql), onRegistered: 'yes' }), {
+    code: 'TRV_AUTH_FLOWS_ON_REGISTERED',
     message: '@trivium/auth: flows.onRegistered must be a function',
   })
   await t.rejects(make({ users: new SqlUserStore(sql), onTheft: 1 }), {
+    code: 'TRV_AUTH_FLOWS_ON_THEFT',
     message: '@trivium/auth: flows.onTheft must be a function',
   })
   await t.resolves(make({ users }), 'no hook: any store')

@@ -327,11 +327,21 @@ t.test('flows options', async (t) => {
   }
   const sql = await pglite(t)
   const users = new SqlUserStore(sql)
-  await t.rejects(make({ users }), /flows.encryptionKey is required/)
-  await t.rejects(make({ encryptionKey: ENCRYPTION_KEY }), /need a user store/)
+  await t.rejects(make({ users }), {
+    code: 'TRV_AUTH_FLOWS_ENCRYPTION_KEY',
+    message: /flows.encryptionKey is required/,
+  })
+  await t.rejects(make({ encryptionKey: ENCRYPTION_KEY }), {
+    code: 'TRV_AUTH_FLOWS_USERS',
+    message: /need a user store/,
+  })
   await t.rejects(make({ users, encryptionKey: 'short' }))
-  await t.rejects(make({ users, encryptionKey: ENCRYPTION_KEY, basePath: 'auth' }), /basePath/)
+  await t.rejects(make({ users, encryptionKey: ENCRYPTION_KEY, basePath: 'auth' }), {
+    code: 'TRV_AUTH_FLOWS_BASE_PATH',
+    message: /basePath/,
+  })
   await t.rejects(make({ sql, encryptionKey: ENCRYPTION_KEY }), {
+    code: 'TRV_AUTH_FLOWS_SQL',
     message:
       "@trivium/auth: flows.sql is gone: pass users: new SqlUserStore(sql) and ledger: new SqlTokenLedger(sql) from '@trivium/auth/sql'",
   })

@@ -145,6 +145,7 @@ t.test(
     t.same(fromOption, expected)
     t.same(fromMethod, expected)
     t.throws(() => app.triviumAuth.onRevoked(1 as never), {
+      code: 'TRV_AUTH_ON_REVOKED',
       message: '@trivium/auth: onRevoked needs a function',
     })
   },
@@ -196,6 +197,7 @@ t.test('signing secrets under 32 bytes are refused unless a test opts in', async
     await app.close()
   }
   await t.rejects(make({}), {
+    code: 'TRV_AUTH_WEAK_SECRET',
     message:
       '@trivium/auth: the signing secret must be at least 32 bytes (use 32 random bytes; allowWeakSecretForTesting: true accepts a short one in tests)',
   })

@@ -215,25 +215,37 @@ t.test('plugin options', async (t) => {
     await app.ready()
     await app.close()
   }
-  await t.rejects(make({ issuer: ISSUER }), /@trivium\/auth: secret is required/)
-  await t.rejects(make({ secret: '', issuer: ISSUER }), /@trivium\/auth: secret must not be empty/)
-  await t.rejects(make({ secret: SECRET }), /issuer must be a non-empty string/)
-  await t.rejects(
-    make({ secret: SECRET, issuer: ISSUER, publicEndpoints: 'me' }),
-    /publicEndpoints must be a list/,
-  )
-  await t.rejects(
-    make({ secret: SECRET, issuer: ISSUER, revocationStore: {} }),
-    /revocationStore must implement/,
-  )
-  await t.rejects(
-    make({ secret: SECRET, issuer: ISSUER, accessTokenTtlSeconds: -5 }),
-    /accessTokenTtlSeconds/,
-  )
+  await t.rejects(make({ issuer: ISSUER }), {
+    code: 'TRV_AUTH_SECRET_REQUIRED',
+    message: /@trivium\/auth: secret is required/,
+  })
+  await t.rejects(make({ secret: '', issuer: ISSUER }), {
+    code: 'TRV_AUTH_SECRET_EMPTY',
+    message: /@trivium\/auth: secret must not be empty/,
+  })
+  await t.rejects(make({ secret: SECRET }), {
+    code: 'TRV_AUTH_ISSUER',
+    message: /issuer must be a non-empty string/,
+  })
+  await t.rejects(make({ secret: SECRET, issuer: ISSUER, publicEndpoints: 'me' }), {
+    code: 'TRV_AUTH_ENDPOINT_NAMES',
+    message: /publicEndpoints must be a list/,
+  })
+  await t.rejects(make({ secret: SECRET, issuer: ISSUER, revocationStore: {} }), {
+    code: 'TRV_AUTH_REVOCATION_STORE',
+    message: /revocationStore must implement/,
+  })
+  await t.rejects(make({ secret: SECRET, issuer: ISSUER, accessTokenTtlSeconds: -5 }), {
+    code: 'TRV_AUTH_TTL',
+    message: /accessTokenTtlSeconds/,
+  })
   const old = process.env.NODE_ENV
   process.env.NODE_ENV = 'production'
   try {
-    await t.rejects(make({ secret: 'x'.repeat(31), issuer: ISSUER }), { message: WEAK_SECRET })
+    await t.rejects(make({ secret: 'x'.repeat(31), issuer: ISSUER }), {
+      code: 'TRV_AUTH_WEAK_SECRET',
+      message: WEAK_SECRET,
+    })
     await t.rejects(make({ secret: 'x'.repeat(31), issuer: ISSUER, allowWeakSecretForTesting: true }), {
       message: WEAK_SECRET,
     })
@@ -252,7 +264,10 @@ t.test('plugin options', async (t) => {
   await app.register(trivium)
   await app.register(triviumAuth, { secret: SECRET, issuer: ISSUER })
   app.trivium.endpoint('x', { method: 'GET', url: '/x', auth: 'nope' as never }, () => ({}))
-  await t.rejects(async () => app.ready(), /endpoint "x": auth must be one of public, optional, required/)
+  await t.rejects(async () => app.ready(), {
+    code: 'TRV_AUTH_ENDPOINT_MODE',
+    message: /endpoint "x": auth must be one of public, optional, required/,
+  })
 })
 
 t.test('rolesProvider fills roles and de-duplicated permissions', async (t) => {

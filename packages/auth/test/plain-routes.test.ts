@@ -103,6 +103,7 @@ t.test('a bad triviumRoute option is refused when the route is added', async (t)
   await app.register(trivium)
   await app.register(triviumAuth, { secret: SECRET, issuer: ISSUER })
   t.throws(() => app.get('/x', { config: { triviumRoute: 'yes' as never } }, async () => ({})), {
+    code: 'TRV_AUTH_ROUTE_RULES',
     message: '@trivium/auth: route GET /x: config.triviumRoute must be an object',
   })
 })
@@ -191,6 +192,7 @@ t.test('a misspelt or malformed triviumRoute setting is refused, with the closes
   await mode.register(trivium)
   await mode.register(triviumAuth, { secret: SECRET, issuer: ISSUER })
   t.throws(() => mode.get('/x', { config: { triviumRoute: { auth: 'maybe' as never } } }, async () => ({})), {
+    code: 'TRV_AUTH_ROUTE_MODE',
     message:
       '@trivium/auth: route GET /x: config.triviumRoute.auth must be one of public, optional, required, got "maybe"',
   })

@@ -202,6 +202,6 @@ t.test('requestUser: true beside @fastify/jwt is refused at start, in either ord
     async () => {
       await bad.register(triviumAuth, { secret: SECRET, issuer: ISSUER, requestUser: 'yes' as never })
     },
-    { message: '@trivium/auth: requestUser must be a boolean' },
+    { code: 'TRV_AUTH_REQUEST_USER', message: '@trivium/auth: requestUser must be a boolean' },
   )
 })

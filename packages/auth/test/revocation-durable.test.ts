@@ -222,10 +222,13 @@ t.test('durable source: the database keeps the list, Redis and the mirrors are c
   })
 
   await t.test('options are checked', async (t) => {
-    t.throws(() => new RedisRevocationStore({ client: b.client, durable }), /durable needs the mirror option/)
-    t.throws(
-      () => new RedisRevocationStore({ client: b.client, durable: {} as never }),
-      /durable must be a SqlRevocationStore/,
-    )
+    t.throws(() => new RedisRevocationStore({ client: b.client, durable }), {
+      code: 'TRV_AUTH_DURABLE_MIRROR',
+      message: /durable needs the mirror option/,
+    })
+    t.throws(() => new RedisRevocationStore({ client: b.client, durable: {} as never }), {
+      code: 'TRV_AUTH_DURABLE',
+      message: /durable must be a SqlRevocationStore/,
+    })
   })
 })

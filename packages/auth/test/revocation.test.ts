@@ -531,31 +531,32 @@ t.test('mirror options are checked', async (t) => {
     client.disconnect()
   })
   const channel = new RedisChannel<unknown>('revocation-list', { pubsub, prefix: newPrefix() })
-  t.throws(
-    () => new RedisRevocationStore({ client, mirror: { channel: {} as never } }),
-    /mirror.channel must be a RedisChannel/,
-  )
-  t.throws(
-    () => new RedisRevocationStore({ client, mirror: { channel, heartbeatMs: 0 } }),
-    /mirror.heartbeatMs must be a positive integer/,
-  )
+  t.throws(() => new RedisRevocationStore({ client, mirror: { channel: {} as never } }), {
+    code: 'TRV_AUTH_MIRROR_CHANNEL',
+    message: /mirror.channel must be a RedisChannel/,
+  })
+  t.throws(() => new RedisRevocationStore({ client, mirror: { channel, heartbeatMs: 0 } }), {
+    code: 'TRV_AUTH_MIRROR_TIMING',
+    message: /mirror.heartbeatMs must be a positive integer/,
+  })
   t.throws(
     () => new RedisRevocationStore({ client, mirror: { channel, heartbeatMs: 500, maxSilenceMs: 100 } }),
-    /maxSilenceMs must be at least heartbeatMs/,
+    { code: 'TRV_AUTH_MIRROR_SILENCE', message: /maxSilenceMs must be at least heartbeatMs/ },
   )
   t.throws(
     () =>
       new RedisRevocationStore({ client: Object.assign(client, { nodes: () => [] }), mirror: { channel } }),
     {
+      code: 'TRV_AUTH_MIRROR_SAME_REDIS',
       message:
         '@trivium/auth: on a Redis Cluster the mirror channel must be on the same Cluster (a RedisChannel whose RedisPubSub was given the Cluster)',
     },
   )
   const { evalsha: _, ...noScripts } = { evalsha: 1, status: 'ready', set() {}, exists() {}, del() {} }
-  t.throws(
-    () => new RedisRevocationStore({ client: noScripts as never, mirror: { channel } }),
-    /the mirror needs an ioredis client \(missing evalsha\)/,
-  )
+  t.throws(() => new RedisRevocationStore({ client: noScripts as never, mirror: { channel } }), {
+    code: 'TRV_AUTH_MIRROR_CLIENT',
+    message: /the mirror needs an ioredis client \(missing evalsha\)/,
+  })
 })
 
 t.test('mirror: the writer skips its own older announcements (remove then add at once)', async (t) => {

@@ -340,15 +340,24 @@ t.test('garbage never throws', async (t) => {
 })
 
 t.test('secrets', async (t) => {
-  t.throws(() => new TokenService({ secret: '', issuer: ISSUER }), /secret must not be empty/)
-  t.throws(() => new TokenService({ secret: undefined as never, issuer: ISSUER }), /secret is required/)
+  t.throws(() => new TokenService({ secret: '', issuer: ISSUER }), {
+    code: 'TRV_AUTH_SECRET_EMPTY',
+    message: /secret must not be empty/,
+  })
+  t.throws(() => new TokenService({ secret: undefined as never, issuer: ISSUER }), {
+    code: 'TRV_AUTH_SECRET_REQUIRED',
+    message: /secret is required/,
+  })
   t.throws(
     () => new TokenService({ secret: 'short', issuer: ISSUER, production: true }),
     /at least 32 bytes in production/,
   )
   t.ok(new TokenService({ secret: 'short', issuer: ISSUER, production: false }))
   t.ok(new TokenService({ secret: 'x'.repeat(32), issuer: ISSUER, production: true }))
-  t.throws(() => new TokenService({ secret: SECRET, issuer: '' }), /issuer must be a non-empty string/)
+  t.throws(() => new TokenService({ secret: SECRET, issuer: '' }), {
+    code: 'TRV_AUTH_ISSUER',
+    message: /issuer must be a non-empty string/,
+  })
   t.throws(() => checkSecret(Buffer.alloc(0), false), /must not be empty/)
   const old = process.env.NODE_ENV
   process.env.NODE_ENV = 'production'

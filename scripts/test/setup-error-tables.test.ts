@@ -7,6 +7,7 @@ import t from 'tap'
 /** Each package with its table, and the shared codes its README lists besides. */
 const PACKAGES: Record<string, readonly string[]> = {
   sql: [],
+  'redis-bus': [],
 }
 
 const SHARED = new Set([

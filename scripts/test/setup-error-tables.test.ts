@@ -8,6 +8,7 @@ import t from 'tap'
 const PACKAGES: Record<string, readonly string[]> = {
   sql: [],
   'redis-bus': [],
+  validation: ['TRV_SETUP_UNKNOWN_OPTION'],
 }
 
 const SHARED = new Set([

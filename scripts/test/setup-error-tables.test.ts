@@ -9,6 +9,7 @@ const PACKAGES: Record<string, readonly string[]> = {
   sql: [],
   'redis-bus': [],
   validation: ['TRV_SETUP_UNKNOWN_OPTION'],
+  'frame-session': ['TRV_SETUP_SHUTDOWN_GRACE', 'TRV_SETUP_SHUTDOWN_GRACE_TIMEOUT'],
 }
 
 const SHARED = new Set([

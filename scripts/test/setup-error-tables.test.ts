@@ -11,6 +11,7 @@ const PACKAGES: Record<string, readonly string[]> = {
   validation: ['TRV_SETUP_UNKNOWN_OPTION'],
   'frame-session': ['TRV_SETUP_SHUTDOWN_GRACE', 'TRV_SETUP_SHUTDOWN_GRACE_TIMEOUT'],
   tcp: ['TRV_SETUP_UNKNOWN_OPTION'],
+  websocket: ['TRV_SETUP_UNKNOWN_OPTION'],
 }
 
 const SHARED = new Set([

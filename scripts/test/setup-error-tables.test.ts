@@ -12,6 +12,11 @@ const PACKAGES: Record<string, readonly string[]> = {
   'frame-session': ['TRV_SETUP_SHUTDOWN_GRACE', 'TRV_SETUP_SHUTDOWN_GRACE_TIMEOUT'],
   tcp: ['TRV_SETUP_UNKNOWN_OPTION'],
   websocket: ['TRV_SETUP_UNKNOWN_OPTION'],
+  codec: ['TRV_SETUP_UNKNOWN_OPTION'],
+  openapi: ['TRV_SETUP_UNKNOWN_OPTION'],
+  tracing: ['TRV_SETUP_UNKNOWN_OPTION'],
+  metrics: ['TRV_SETUP_UNKNOWN_OPTION'],
+  wire: [],
 }
 
 const SHARED = new Set([

@@ -10,6 +10,7 @@ import { BINARY_CONTENT_TYPE, refuseUnknownOptions } from '@trivium/core/interna
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { DecodeError, deriveBinaryForm, setValidationErrorFactory } from './runtime/index.js'
+import { SETUP } from './setup-errors.js'
 
 function useCoreValidationErrors(): void {
   setValidationErrorFactory((message, details) => new ValidationException(message, details))
@@ -50,7 +51,7 @@ export type TriviumCodecOptions = {}
 
 const plugin: FastifyPluginAsync<TriviumCodecOptions> = async (fastify: FastifyInstance, options) => {
   if (options !== undefined && (typeof options !== 'object' || options === null)) {
-    throw new TypeError('@trivium/codec: options must be an object')
+    throw SETUP.TRV_CODEC_OPTIONS()
   }
   // The plugin has no option of its own.
   refuseUnknownOptions('@trivium/codec', options, [])

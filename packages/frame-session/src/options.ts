@@ -3,6 +3,7 @@
 import { optionNames, resolveShutdownGrace } from '@trivium/core/internal'
 import { DEFAULT_COMPRESSION_THRESHOLD } from '@trivium/wire'
 import type { PubSubBus } from '@trivium/wire/sessions'
+import { SETUP } from './setup-errors.js'
 
 export interface FrameSessionOptions {
   /** Calls and streams running per connection (default 64); more get ERROR 429 for that request id. */
@@ -74,9 +75,7 @@ function compressionThreshold(pkg: string, value: unknown): number | undefined {
     const threshold = (value as { threshold?: unknown }).threshold ?? DEFAULT_COMPRESSION_THRESHOLD
     if (typeof threshold === 'number' && Number.isInteger(threshold) && threshold >= 0) return threshold
   }
-  throw new TypeError(
-    `${pkg}: compression must be true, false or { threshold: <bytes, an integer of at least 0> } (got ${JSON.stringify(value)})`,
-  )
+  throw SETUP.TRV_FRAME_SESSION_COMPRESSION(pkg, value)
 }
 
 // One grace for every transport: core's HTTP drain resolves the same option the same way.
@@ -87,7 +86,7 @@ export function integerOption(pkg: string) {
   return (name: string, value: unknown, fallback: number, min = 1): number => {
     const v = value ?? fallback
     if (typeof v !== 'number' || !Number.isInteger(v) || v < min) {
-      throw new TypeError(`${pkg}: ${name} must be an integer of at least ${min} (got ${String(v)})`)
+      throw SETUP.TRV_FRAME_SESSION_INTEGER(pkg, name, min, v)
     }
     return v
   }
@@ -105,10 +104,10 @@ export function resolveFrameSessionOptions(
   const int = integerOption(pkg)
   const bus = options.bus
   if (bus !== undefined && (typeof bus?.publish !== 'function' || typeof bus?.subscribe !== 'function')) {
-    throw new TypeError(`${pkg}: bus must have publish and subscribe methods`)
+    throw SETUP.TRV_FRAME_SESSION_BUS(pkg)
   }
   if (options.authorizeSubscribe !== undefined && typeof options.authorizeSubscribe !== 'function') {
-    throw new TypeError(`${pkg}: authorizeSubscribe must be a function`)
+    throw SETUP.TRV_FRAME_SESSION_AUTHORIZE_SUBSCRIBE(pkg)
   }
   const shutdownGraceMs = resolveShutdownGrace(pkg, options.shutdownGraceMs, pluginTimeout)
   return {

@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify'
 import type { ResolvedFrameSessionOptions } from './options.js'
 import { InjectBridge } from './route-bridge.js'
 import { type FrameSession, type SessionContext, SHUTDOWN_MESSAGE } from './session.js'
+import { SETUP } from './setup-errors.js'
 import type { UnaryBridge } from './unary.js'
 
 const connectionChannel = channel(TRIVIUM_CHANNELS.connection)
@@ -149,9 +150,7 @@ function pushHub(
   if (fastify.hasDecorator('push')) {
     const hub = fastify.push
     if (options.bus !== undefined && hubBus.get(hub) !== options.bus) {
-      throw new TypeError(
-        `@trivium/${transport}: fastify.push already exists with another bus; pass the same bus to every frame transport (or only to the first registered)`,
-      )
+      throw SETUP.TRV_FRAME_SESSION_PUSH_BUS(transport)
     }
     return hub
   }

@@ -10,6 +10,7 @@ import { metricsRoute, metricsServer } from './expose.js'
 import { DEFAULT_BUCKETS, Instruments, type PoolLike } from './instruments.js'
 import { callObserver } from './observer.js'
 import { registerProcessMetrics } from './process-metrics.js'
+import { SETUP } from './setup-errors.js'
 import { subscribeChannels } from './subscriptions.js'
 
 export { CHANNELS } from './channels.js'
@@ -64,10 +65,6 @@ declare module 'fastify' {
   }
 }
 
-const fail = (message: string): never => {
-  throw new TypeError(`@trivium/metrics: ${message}`)
-}
-
 /** Every option name of the plugin: any other is refused with the nearest one named. */
 const METRICS_OPTIONS = optionNames<TriviumMetricsOptions>()(
   'expose',
@@ -82,22 +79,22 @@ const METRICS_OPTIONS = optionNames<TriviumMetricsOptions>()(
 )
 
 function validate(o: TriviumMetricsOptions) {
-  if (typeof o !== 'object' || o === null) fail('options must be an object')
+  if (typeof o !== 'object' || o === null) throw SETUP.TRV_METRICS_OPTIONS()
   refuseUnknownOptions('@trivium/metrics', o, METRICS_OPTIONS)
   const expose = o.expose ?? false
-  if (typeof expose !== 'boolean') fail('expose must be a boolean')
+  if (typeof expose !== 'boolean') throw SETUP.TRV_METRICS_EXPOSE()
   const path = o.path ?? '/metrics'
-  if (typeof path !== 'string' || !path.startsWith('/')) fail('path must start with "/" (e.g. /metrics)')
+  if (typeof path !== 'string' || !path.startsWith('/')) throw SETUP.TRV_METRICS_PATH()
   if (o.token !== undefined && (typeof o.token !== 'string' || o.token.length < 16))
-    fail('token must be a string of at least 16 characters (e.g. openssl rand -hex 16)')
+    throw SETUP.TRV_METRICS_TOKEN()
   if (o.listen !== undefined) {
     const port = o.listen?.port
-    if (!Number.isInteger(port) || port < 0 || port > 65535)
-      fail('listen.port must be a port number (0 = any)')
-    if (o.listen.host !== undefined && typeof o.listen.host !== 'string') fail('listen.host must be a string')
+    if (!Number.isInteger(port) || port < 0 || port > 65535) throw SETUP.TRV_METRICS_LISTEN_PORT()
+    if (o.listen.host !== undefined && typeof o.listen.host !== 'string')
+      throw SETUP.TRV_METRICS_LISTEN_HOST()
   }
   if (o.defaultMetrics !== undefined && typeof o.defaultMetrics !== 'boolean')
-    fail('defaultMetrics must be a boolean')
+    throw SETUP.TRV_METRICS_DEFAULT_METRICS()
   const buckets = o.buckets ?? DEFAULT_BUCKETS
   if (
     !Array.isArray(buckets) ||
@@ -105,7 +102,7 @@ function validate(o: TriviumMetricsOptions) {
     // The first bucket has no predecessor: 0 stands in for it, and `b > 0` is required anyway.
     buckets.some((b, i) => typeof b !== 'number' || !(b > 0) || b <= (buckets[i - 1] ?? 0))
   )
-    fail('buckets must be increasing positive numbers of seconds')
+    throw SETUP.TRV_METRICS_BUCKETS()
   return { expose, path, buckets: [...buckets] }
 }
 

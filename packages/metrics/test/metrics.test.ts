@@ -284,25 +284,38 @@ t.test('defaultMetrics with a registry that already collects them: no error, one
 })
 
 t.test('options are validated at registration', async (t) => {
-  const cases: Array<[object, string]> = [
-    [{ expose: 'yes' }, '@trivium/metrics: expose must be a boolean'],
+  const cases: Array<[object, string, string]> = [
+    [{ expose: 'yes' }, '@trivium/metrics: expose must be a boolean', 'TRV_METRICS_EXPOSE'],
     [
       { token: 'short' },
       '@trivium/metrics: token must be a string of at least 16 characters (e.g. openssl rand -hex 16)',
+      'TRV_METRICS_TOKEN',
     ],
-    [{ path: 'metrics' }, '@trivium/metrics: path must start with "/" (e.g. /metrics)'],
-    [{ listen: { port: 70000 } }, '@trivium/metrics: listen.port must be a port number (0 = any)'],
-    [{ buckets: [1, 0.5] }, '@trivium/metrics: buckets must be increasing positive numbers of seconds'],
-    [{ defaultMetrics: 'on' }, '@trivium/metrics: defaultMetrics must be a boolean'],
+    [{ path: 'metrics' }, '@trivium/metrics: path must start with "/" (e.g. /metrics)', 'TRV_METRICS_PATH'],
+    [
+      { listen: { port: 70000 } },
+      '@trivium/metrics: listen.port must be a port number (0 = any)',
+      'TRV_METRICS_LISTEN_PORT',
+    ],
+    [
+      { buckets: [1, 0.5] },
+      '@trivium/metrics: buckets must be increasing positive numbers of seconds',
+      'TRV_METRICS_BUCKETS',
+    ],
+    [
+      { defaultMetrics: 'on' },
+      '@trivium/metrics: defaultMetrics must be a boolean',
+      'TRV_METRICS_DEFAULT_METRICS',
+    ],
   ]
-  for (const [options, message] of cases) {
+  for (const [options, message, code] of cases) {
     const fastify = Fastify()
     await fastify.register(trivium)
     await t.rejects(
       async () => {
         await fastify.register(triviumMetrics, options as never)
       },
-      { message },
+      { message, code },
     )
     await fastify.close()
   }

@@ -3,6 +3,7 @@
 import type { EndpointDefinition, Model } from '@trivium/core'
 import { HTTP_CODINGS } from '@trivium/core/internal'
 import { COMPONENT_PREFIX, type Schema, SchemaComponents } from './schemas.js'
+import { SETUP } from './setup-errors.js'
 
 declare module '@trivium/core' {
   interface TriviumEndpointConfig {
@@ -536,9 +537,7 @@ function errorStatuses(value: unknown, endpoint: string): string[] {
   if (value === undefined) return []
   const statuses = Array.isArray(value) ? value.map(String) : []
   if (!Array.isArray(value) || statuses.some((s) => !Object.hasOwn(ERROR_RESPONSES, s))) {
-    throw new TypeError(
-      `@trivium/openapi: endpoint "${endpoint}": errorStatuses must list statuses among ${Object.keys(ERROR_RESPONSES).join(', ')}`,
-    )
+    throw SETUP.TRV_OPENAPI_ERROR_STATUSES(endpoint, Object.keys(ERROR_RESPONSES).join(', '))
   }
   return statuses
 }

@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest 
 import fp from 'fastify-plugin'
 import { DOCS_CSP, renderDocsPage } from './docs-page.js'
 import { buildOpenApi, type OpenApiDocument, type OpenApiInfo, type OpenApiServer } from './document.js'
+import { SETUP } from './setup-errors.js'
 
 export { DOCS_CSP, type DocsPageOptions, escapeHtml, renderDocsPage } from './docs-page.js'
 export {
@@ -48,13 +49,9 @@ declare module 'fastify' {
 
 const PREFIX = '@trivium/openapi: '
 
-function fail(message: string): never {
-  throw new TypeError(PREFIX + message)
-}
-
 function checkPath(value: unknown, what: string): string {
   if (typeof value !== 'string' || !value.startsWith('/') || /[\s?#]/.test(value)) {
-    fail(`${what} must be a path starting with "/" (no spaces, "?" or "#")`)
+    throw SETUP.TRV_OPENAPI_PATH(what)
   }
   return value
 }
@@ -81,22 +78,20 @@ const OPENAPI_OPTIONS = optionNames<TriviumOpenApiOptions>()(
 )
 
 function validateOptions(options: TriviumOpenApiOptions): ValidOptions {
-  if (typeof options !== 'object' || options === null)
-    fail('options with info { title, version } are required')
+  if (typeof options !== 'object' || options === null) throw SETUP.TRV_OPENAPI_OPTIONS()
   refuseUnknownOptions('@trivium/openapi', options, OPENAPI_OPTIONS)
   const path = checkPath(options.path ?? '/openapi.json', 'path')
   const docsPath = options.docsPath === false ? false : checkPath(options.docsPath ?? '/docs', 'docsPath')
-  if (docsPath === path) fail('path and docsPath must differ')
+  if (docsPath === path) throw SETUP.TRV_OPENAPI_DOCS_PATH()
   const info = options.info
-  if (typeof info !== 'object' || info === null) fail('info { title, version } is required')
-  if (typeof info.title !== 'string' || info.title.length === 0) fail('info.title must be a non-empty string')
-  if (typeof info.version !== 'string' || info.version.length === 0)
-    fail('info.version must be a non-empty string')
+  if (typeof info !== 'object' || info === null) throw SETUP.TRV_OPENAPI_INFO()
+  if (typeof info.title !== 'string' || info.title.length === 0) throw SETUP.TRV_OPENAPI_INFO_TITLE()
+  if (typeof info.version !== 'string' || info.version.length === 0) throw SETUP.TRV_OPENAPI_INFO_VERSION()
   if (info.description !== undefined && typeof info.description !== 'string')
-    fail('info.description must be a string')
+    throw SETUP.TRV_OPENAPI_INFO_DESCRIPTION()
   const servers = options.servers
   if (servers !== undefined) {
-    if (!Array.isArray(servers)) fail('servers must be an array of { url, description? }')
+    if (!Array.isArray(servers)) throw SETUP.TRV_OPENAPI_SERVERS()
     for (const server of servers) {
       if (
         typeof server !== 'object' ||
@@ -104,13 +99,13 @@ function validateOptions(options: TriviumOpenApiOptions): ValidOptions {
         typeof server.url !== 'string' ||
         server.url === ''
       )
-        fail('each server needs a url string')
+        throw SETUP.TRV_OPENAPI_SERVER_URL()
       if (server.description !== undefined && typeof server.description !== 'string')
-        fail('server description must be a string')
+        throw SETUP.TRV_OPENAPI_SERVER_DESCRIPTION()
     }
   }
   for (const flag of ['auth', 'binary', 'tokenQuery'] as const) {
-    if (options[flag] !== undefined && typeof options[flag] !== 'boolean') fail(`${flag} must be a boolean`)
+    if (options[flag] !== undefined && typeof options[flag] !== 'boolean') throw SETUP.TRV_OPENAPI_FLAG(flag)
   }
   return {
     path,

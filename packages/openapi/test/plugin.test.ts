@@ -144,27 +144,49 @@ t.test("the page's CSP wins over the app's security headers", async (t) => {
 })
 
 t.test('options are validated at registration', async (t) => {
-  const cases: [unknown, string][] = [
-    [undefined, '@trivium/openapi: info { title, version } is required'],
-    [{ info: { version: '1' } }, '@trivium/openapi: info.title must be a non-empty string'],
-    [{ info: { title: 'x', version: 1 } }, '@trivium/openapi: info.version must be a non-empty string'],
+  const cases: [unknown, string, string][] = [
+    [undefined, '@trivium/openapi: info { title, version } is required', 'TRV_OPENAPI_INFO'],
+    [
+      { info: { version: '1' } },
+      '@trivium/openapi: info.title must be a non-empty string',
+      'TRV_OPENAPI_INFO_TITLE',
+    ],
+    [
+      { info: { title: 'x', version: 1 } },
+      '@trivium/openapi: info.version must be a non-empty string',
+      'TRV_OPENAPI_INFO_VERSION',
+    ],
     [
       { info: INFO, path: 'openapi.json' },
       '@trivium/openapi: path must be a path starting with "/" (no spaces, "?" or "#")',
+      'TRV_OPENAPI_PATH',
     ],
     [
       { info: INFO, docsPath: true },
       '@trivium/openapi: docsPath must be a path starting with "/" (no spaces, "?" or "#")',
+      'TRV_OPENAPI_PATH',
     ],
-    [{ info: INFO, docsPath: '/openapi.json' }, '@trivium/openapi: path and docsPath must differ'],
-    [{ info: INFO, servers: [{}] }, '@trivium/openapi: each server needs a url string'],
-    [{ info: INFO, servers: 'x' }, '@trivium/openapi: servers must be an array of { url, description? }'],
-    [{ info: INFO, auth: 'yes' }, '@trivium/openapi: auth must be a boolean'],
+    [
+      { info: INFO, docsPath: '/openapi.json' },
+      '@trivium/openapi: path and docsPath must differ',
+      'TRV_OPENAPI_DOCS_PATH',
+    ],
+    [
+      { info: INFO, servers: [{}] },
+      '@trivium/openapi: each server needs a url string',
+      'TRV_OPENAPI_SERVER_URL',
+    ],
+    [
+      { info: INFO, servers: 'x' },
+      '@trivium/openapi: servers must be an array of { url, description? }',
+      'TRV_OPENAPI_SERVERS',
+    ],
+    [{ info: INFO, auth: 'yes' }, '@trivium/openapi: auth must be a boolean', 'TRV_OPENAPI_FLAG'],
   ]
-  for (const [options, message] of cases) {
+  for (const [options, message, code] of cases) {
     const fastify = Fastify()
     await fastify.register(trivium)
-    await t.rejects(async () => fastify.register(openapi, options as any), { message }, message)
+    await t.rejects(async () => fastify.register(openapi, options as any), { message, code }, message)
     await fastify.close()
   }
 })

@@ -5,6 +5,7 @@ import { RedisBusUnavailableError } from './errors.js'
 import { instanceId } from './instance-id.js'
 import { reportLag, sendTime } from './lag.js'
 import type { RedisPubSub } from './pubsub.js'
+import { SETUP } from './setup-errors.js'
 import { type ConnectionOptions, DropLog, resolvePubSub, validatePrefix } from './shared.js'
 
 export interface MessageMeta {
@@ -35,7 +36,7 @@ export class RedisChannel<T> {
     validatePrefix(name, 'channel name')
     const prefix = validatePrefix(options?.prefix ?? 'trivium:', 'prefix')
     if (options.validate !== undefined && typeof options.validate !== 'function') {
-      throw new TypeError('@trivium/redis-bus: validate must be a function')
+      throw SETUP.TRV_REDIS_BUS_VALIDATE()
     }
     const { pubsub, owned } = resolvePubSub(options)
     this.channel = prefix + name
@@ -88,7 +89,7 @@ export class RedisChannel<T> {
 
   /** Calls `handler` for every message received; returns the unsubscribe function. */
   subscribe(handler: (message: T, meta: MessageMeta) => void): () => void {
-    if (typeof handler !== 'function') throw new TypeError('@trivium/redis-bus: handler must be a function')
+    if (typeof handler !== 'function') throw SETUP.TRV_REDIS_BUS_HANDLER()
     if (this.#closed) throw new RedisBusUnavailableError('closed')
     const self = instanceId()
     const off = this.#pubsub.subscribeRaw(this.channel, (payload) => {

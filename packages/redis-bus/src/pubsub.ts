@@ -8,6 +8,7 @@
 // side one connection per node owning a subscribed channel (sharded.ts).
 import { Cluster, Redis } from 'ioredis'
 import { RedisBusUnavailableError } from './errors.js'
+import { SETUP } from './setup-errors.js'
 import { ended, ShardedSubscriber } from './sharded.js'
 
 /** The pino-style logger part used here (`fastify.log` fits). */
@@ -68,25 +69,23 @@ export class RedisPubSub {
 
   constructor(options: RedisPubSubOptions) {
     if (options === null || typeof options !== 'object') {
-      throw new TypeError('@trivium/redis-bus: options must be an object with `redis`')
+      throw SETUP.TRV_REDIS_BUS_PUBSUB_OPTIONS()
     }
     const { redis } = options
     if (typeof redis !== 'string' && !(redis instanceof Redis) && !(redis instanceof Cluster)) {
-      throw new TypeError(
-        '@trivium/redis-bus: redis must be a Redis URL, an ioredis Redis or an ioredis Cluster',
-      )
+      throw SETUP.TRV_REDIS_BUS_REDIS()
     }
     const timeoutMs = options.publishTimeoutMs ?? 500
     if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) {
-      throw new TypeError('@trivium/redis-bus: publishTimeoutMs must be a positive integer (milliseconds)')
+      throw SETUP.TRV_REDIS_BUS_PUBLISH_TIMEOUT()
     }
     const retryMax = options.retryMaxDelayMs ?? 1000
     if (!Number.isSafeInteger(retryMax) || retryMax < 1) {
-      throw new TypeError('@trivium/redis-bus: retryMaxDelayMs must be a positive integer (milliseconds)')
+      throw SETUP.TRV_REDIS_BUS_RETRY_MAX_DELAY()
     }
     const logger = options.logger ?? consoleLogger
     if (typeof logger?.warn !== 'function' || typeof logger.info !== 'function') {
-      throw new TypeError('@trivium/redis-bus: logger must have info, warn and error methods')
+      throw SETUP.TRV_REDIS_BUS_LOGGER()
     }
     this.logger = logger
     this.#timeoutMs = timeoutMs

@@ -1,16 +1,17 @@
 // Option handling shared by RedisChannel and RedisBus: either their own connection pair (closed with
 // them) or a shared RedisPubSub (left open; only their own subscriptions are removed).
 import { RedisPubSub, type RedisPubSubOptions } from './pubsub.js'
+import { SETUP } from './setup-errors.js'
 
 export type ConnectionOptions = RedisPubSubOptions | { pubsub: RedisPubSub }
 
 export function resolvePubSub(options: ConnectionOptions): { pubsub: RedisPubSub; owned: boolean } {
   if (options === null || typeof options !== 'object') {
-    throw new TypeError('@trivium/redis-bus: options must be an object with `redis` or `pubsub`')
+    throw SETUP.TRV_REDIS_BUS_OPTIONS()
   }
   if ('pubsub' in options && options.pubsub !== undefined) {
     if (!(options.pubsub instanceof RedisPubSub)) {
-      throw new TypeError('@trivium/redis-bus: pubsub must be a RedisPubSub')
+      throw SETUP.TRV_REDIS_BUS_PUBSUB()
     }
     return { pubsub: options.pubsub, owned: false }
   }
@@ -19,7 +20,7 @@ export function resolvePubSub(options: ConnectionOptions): { pubsub: RedisPubSub
 
 export function validatePrefix(value: unknown, option: string): string {
   if (typeof value !== 'string' || value.length === 0) {
-    throw new TypeError(`@trivium/redis-bus: ${option} must be a non-empty string`)
+    throw SETUP.TRV_REDIS_BUS_NAME(option)
   }
   return value
 }

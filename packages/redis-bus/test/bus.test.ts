@@ -177,9 +177,11 @@ t.test('a throwing listener is logged and does not stop other listeners', async 
 t.test('options are validated; closed bus rejects', async (t) => {
   t.throws(() => new RedisBus({} as never), {
     message: '@trivium/redis-bus: redis must be a Redis URL, an ioredis Redis or an ioredis Cluster',
+    code: 'TRV_REDIS_BUS_REDIS',
   })
   t.throws(() => new RedisBus({ redis: REDIS_URL, publishTimeoutMs: 0 }), {
     message: '@trivium/redis-bus: publishTimeoutMs must be a positive integer (milliseconds)',
+    code: 'TRV_REDIS_BUS_PUBLISH_TIMEOUT',
   })
   const bus = new RedisBus({ redis: REDIS_URL, channel: uniq('push'), logger: captureLogger() })
   t.equal(bus.channel.startsWith('test_'), true)

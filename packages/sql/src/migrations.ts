@@ -4,6 +4,8 @@
 // instances starting at once apply each migration exactly once: the second waits, then sees the
 // versions the first recorded. DDL is transactional in PostgreSQL, so a failing migration leaves
 // neither its changes nor its record behind.
+
+import { SETUP } from './setup-errors.js'
 import type { SqlClient } from './types.js'
 
 export interface Migration {
@@ -37,22 +39,21 @@ export class MigrationError extends Error {
 
 function validate(component: string, migrations: Migration[]): Migration[] {
   if (typeof component !== 'string' || !/^[a-z][a-z0-9_-]*$/.test(component)) {
-    throw new TypeError('@trivium/sql: component must be a lower-case name such as "rbac"')
+    throw SETUP.TRV_SQL_COMPONENT()
   }
-  if (!Array.isArray(migrations)) throw new TypeError('@trivium/sql: migrations must be an array')
+  if (!Array.isArray(migrations)) throw SETUP.TRV_SQL_MIGRATIONS()
   const seen = new Set<number>()
   for (const m of migrations) {
     if (typeof m !== 'object' || m === null || !Number.isInteger(m.version) || m.version < 1) {
-      throw new TypeError(`@trivium/sql: ${component}: every migration needs a positive integer version`)
+      throw SETUP.TRV_SQL_MIGRATION_VERSION(component)
     }
-    if (seen.has(m.version))
-      throw new TypeError(`@trivium/sql: ${component}: migration version ${m.version} is listed twice`)
+    if (seen.has(m.version)) throw SETUP.TRV_SQL_MIGRATION_TWICE(component, m.version)
     seen.add(m.version)
     if (typeof m.name !== 'string' || m.name === '') {
-      throw new TypeError(`@trivium/sql: ${component}: migration ${m.version} needs a name`)
+      throw SETUP.TRV_SQL_MIGRATION_NAME(component, m.version)
     }
     if (typeof m.sql !== 'string' || m.sql.trim() === '') {
-      throw new TypeError(`@trivium/sql: ${component}: migration ${m.version} needs sql`)
+      throw SETUP.TRV_SQL_MIGRATION_SQL(component, m.version)
     }
   }
   return [...migrations].sort((a, b) => a.version - b.version)

@@ -16,6 +16,7 @@ import { join } from 'node:path'
 import type { PGlite } from '@electric-sql/pglite'
 import { DatabaseUnavailableError, mapConnectionError } from './errors.js'
 import { type ExchangeResult, type FieldInfo, MessageWriter, ResponseReader } from './pglite-wire.js'
+import { SETUP } from './setup-errors.js'
 import { checkSchema, type QueryResult, quoteIdent, type SqlClient } from './types.js'
 
 export interface PgliteOptions {
@@ -346,12 +347,12 @@ function closedError(): DatabaseUnavailableError {
 
 function startParams(lib: PgliteModule, settings: Record<string, string> | undefined): string[] {
   if (settings !== undefined && (typeof settings !== 'object' || settings === null))
-    throw new TypeError('@trivium/sql: settings must be an object of PostgreSQL setting names to values')
+    throw SETUP.TRV_SQL_PGLITE_SETTINGS()
   const merged: Record<string, string> = { ...PGLITE_SETTINGS, ...settings }
   const params = [...lib.PGlite.defaultStartParams]
   for (const [name, value] of Object.entries(merged)) {
     if (!SETTING_NAME.test(name) || typeof value !== 'string' || value.includes('\0'))
-      throw new TypeError(`@trivium/sql: invalid PostgreSQL setting ${JSON.stringify(name)}`)
+      throw SETUP.TRV_SQL_PGLITE_SETTING(name)
     params.push('-c', `${name}=${value}`)
   }
   return params
@@ -386,11 +387,10 @@ async function initialiseApart(dataDir: string, params: string[]): Promise<void>
 
 /** Starts an embedded PGlite database (in memory unless `dataDir` is given). */
 export async function connectPglite(opts: PgliteOptions = {}): Promise<SqlClient> {
-  if (typeof opts !== 'object' || opts === null)
-    throw new TypeError('@trivium/sql: connectPglite options must be an object')
+  if (typeof opts !== 'object' || opts === null) throw SETUP.TRV_SQL_PGLITE_OPTIONS()
   const schema = checkSchema(opts.schema)
   if (opts.dataDir !== undefined && (typeof opts.dataDir !== 'string' || opts.dataDir === '')) {
-    throw new TypeError('@trivium/sql: dataDir must be a non-empty string')
+    throw SETUP.TRV_SQL_PGLITE_DATA_DIR()
   }
   const lib = await import('@electric-sql/pglite').catch((err: NodeJS.ErrnoException) => {
     // An optional peer: PostgreSQL users never install the embedded engine.

@@ -1,6 +1,7 @@
 // PostgreSQL engine over a `pg` Pool.
 import type { Pool, PoolClient, PoolConfig } from 'pg'
 import { mapConnectionError } from './errors.js'
+import { SETUP } from './setup-errors.js'
 import { checkSchema, type QueryResult, quoteIdent, type SqlClient } from './types.js'
 
 export interface PostgresOptions {
@@ -117,14 +118,13 @@ function transactionClient(conn: PoolClient, cancel: (pid: number) => Promise<vo
  * database that is down fails start-up with DatabaseUnavailableError.
  */
 export async function connectPostgres(opts: PostgresOptions): Promise<SqlClient> {
-  if (typeof opts !== 'object' || opts === null)
-    throw new TypeError('@trivium/sql: connectPostgres needs options')
+  if (typeof opts !== 'object' || opts === null) throw SETUP.TRV_SQL_POSTGRES_OPTIONS()
   const schema = checkSchema(opts.schema)
   if (opts.pool === undefined && typeof opts.connectionString !== 'string') {
-    throw new TypeError('@trivium/sql: connectPostgres needs a connectionString or a pool')
+    throw SETUP.TRV_SQL_POSTGRES_CONNECTION()
   }
   const max = opts.max ?? 10
-  if (!Number.isInteger(max) || max < 1) throw new TypeError('@trivium/sql: max must be a positive integer')
+  if (!Number.isInteger(max) || max < 1) throw SETUP.TRV_SQL_POOL_MAX()
 
   const ownsPool = opts.pool === undefined
   let pool: Pool

@@ -1,5 +1,6 @@
 // The one client interface every Trivium package that stores data is written against. Two engines
 // implement it with the same SQL: PostgreSQL through `pg`, and PGlite (embedded WASM PostgreSQL).
+import { SETUP } from './setup-errors.js'
 
 export type SqlDialect = 'postgres' | 'pglite'
 
@@ -54,9 +55,7 @@ export const SCHEMA_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
 export function checkSchema(schema: string | undefined): string | undefined {
   if (schema === undefined) return undefined
   if (typeof schema !== 'string' || !SCHEMA_NAME_PATTERN.test(schema)) {
-    throw new TypeError(
-      `@trivium/sql: schema must be a plain identifier (letters, digits, "_", at most 63 characters), got ${JSON.stringify(schema)}`,
-    )
+    throw SETUP.TRV_SQL_SCHEMA(schema)
   }
   return schema
 }

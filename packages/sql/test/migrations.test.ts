@@ -73,15 +73,19 @@ for (const engine of engines) {
     const { client } = await engine.open(t)
     await t.rejects(runMigrations(client, 'Bad Name', [v1]), {
       message: '@trivium/sql: component must be a lower-case name such as "rbac"',
+      code: 'TRV_SQL_COMPONENT',
     })
     await t.rejects(runMigrations(client, 'notes', [v1, { ...v2, version: 1 }]), {
       message: '@trivium/sql: notes: migration version 1 is listed twice',
+      code: 'TRV_SQL_MIGRATION_TWICE',
     })
     await t.rejects(runMigrations(client, 'notes', [{ ...v1, version: 0 }]), {
       message: '@trivium/sql: notes: every migration needs a positive integer version',
+      code: 'TRV_SQL_MIGRATION_VERSION',
     })
     await t.rejects(runMigrations(client, 'notes', [{ ...v1, sql: ' ' }]), {
       message: '@trivium/sql: notes: migration 1 needs sql',
+      code: 'TRV_SQL_MIGRATION_SQL',
     })
     t.same(await appliedMigrations(client, 'notes'), [])
   })

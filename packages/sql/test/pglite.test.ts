@@ -129,6 +129,7 @@ t.test('pglite: settings are given to PostgreSQL at start, shared_buffers 16MB b
   await t.rejects(connectPglite({ settings: { 'x; y': '1' } }), {
     name: 'TypeError',
     message: '@trivium/sql: invalid PostgreSQL setting "x; y"',
+    code: 'TRV_SQL_PGLITE_SETTING',
   })
 })
 

@@ -134,12 +134,15 @@ t.test('bad options are refused with clear messages', async (t) => {
   await t.rejects(connectPostgres({ connectionString: PG_URL, schema: 'x; DROP TABLE y' }), {
     message:
       '@trivium/sql: schema must be a plain identifier (letters, digits, "_", at most 63 characters), got "x; DROP TABLE y"',
+    code: 'TRV_SQL_SCHEMA',
   })
   await t.rejects(connectPostgres({}), {
     message: '@trivium/sql: connectPostgres needs a connectionString or a pool',
+    code: 'TRV_SQL_POSTGRES_CONNECTION',
   })
   await t.rejects(connectPostgres({ connectionString: PG_URL, max: 0 }), {
     message: '@trivium/sql: max must be a positive integer',
+    code: 'TRV_SQL_POOL_MAX',
   })
   await t.rejects(connectPglite({ schema: 'bad-name' }), { name: 'TypeError' })
 })

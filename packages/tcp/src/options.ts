@@ -7,6 +7,7 @@ import {
   type ResolvedFrameSessionOptions,
   resolveFrameSessionOptions,
 } from '@trivium/frame-session'
+import { SETUP } from './setup-errors.js'
 
 export interface TriviumTcpOptions extends FrameSessionOptions {
   /** Port of the TCP server (default 0: a random port, see `fastify.triviumTcp.address()`). */
@@ -58,15 +59,15 @@ export function resolveTcpOptions(
 ): ResolvedTcpOptions {
   refuseUnknownOptions(PKG, o, TCP_OPTIONS)
   const mode = o.mode ?? 'direct'
-  if (mode !== 'direct' && mode !== 'inject') throw new TypeError(`${PKG}: mode must be "direct" or "inject"`)
+  if (mode !== 'direct' && mode !== 'inject') throw SETUP.TRV_TCP_MODE()
   const host = o.host ?? '127.0.0.1'
-  if (typeof host !== 'string') throw new TypeError(`${PKG}: host must be a string`)
+  if (typeof host !== 'string') throw SETUP.TRV_TCP_HOST()
   if (o.tls !== undefined && (typeof o.tls !== 'object' || o.tls === null)) {
-    throw new TypeError(`${PKG}: tls must be an object of node:tls server options`)
+    throw SETUP.TRV_TCP_TLS()
   }
   const int = integerOption(PKG)
   const port = int('port', o.port, 0, 0)
-  if (port > 65535) throw new TypeError(`${PKG}: port must be at most 65535`)
+  if (port > 65535) throw SETUP.TRV_TCP_PORT()
   return {
     ...resolveFrameSessionOptions(PKG, o, pluginTimeout),
     port,

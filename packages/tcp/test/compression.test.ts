@@ -118,8 +118,10 @@ test('options: compression is validated at registration', async (t) => {
   await t.rejects(buildApp({ compression: { threshold: -1 } }), {
     message:
       '@trivium/tcp: compression must be true, false or { threshold: <bytes, an integer of at least 0> } (got {"threshold":-1})',
+    code: 'TRV_FRAME_SESSION_COMPRESSION',
   })
   await t.rejects(buildApp({ compression: 'gzip' as never }), {
     message: /^@trivium\/tcp: compression must be true, false or \{ threshold/,
+    code: 'TRV_FRAME_SESSION_COMPRESSION',
   })
 })

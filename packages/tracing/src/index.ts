@@ -5,6 +5,7 @@ import { optionNames, refuseUnknownOptions } from '@trivium/core/internal'
 import type { FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { tracingMiddleware } from './middleware.js'
+import { SETUP } from './setup-errors.js'
 
 export { ATTR } from './middleware.js'
 export { formatTraceparent, parseTraceparent } from './traceparent.js'
@@ -21,12 +22,10 @@ export interface TriviumTracingOptions {
 const TRACING_OPTIONS = optionNames<TriviumTracingOptions>()('tracer')
 
 const tracing: FastifyPluginAsync<TriviumTracingOptions> = async (fastify, options = {}) => {
-  if (typeof options !== 'object' || options === null)
-    throw new TypeError('@trivium/tracing: options must be an object')
+  if (typeof options !== 'object' || options === null) throw SETUP.TRV_TRACING_OPTIONS()
   refuseUnknownOptions('@trivium/tracing', options, TRACING_OPTIONS)
   const tracer = options.tracer ?? trace.getTracer(TRACER_NAME)
-  if (typeof tracer?.startSpan !== 'function')
-    throw new TypeError('@trivium/tracing: tracer must be an OpenTelemetry Tracer (trace.getTracer(name))')
+  if (typeof tracer?.startSpan !== 'function') throw SETUP.TRV_TRACING_TRACER()
   fastify.trivium.use(tracingMiddleware(tracer), { name: TRACING_MIDDLEWARE_NAME, first: true })
 }
 

@@ -4,6 +4,7 @@ import { optionNames, refuseUnknownOptions } from '@trivium/core/internal'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { checkDeclaration, validationMiddleware } from './middleware.js'
+import { SETUP } from './setup-errors.js'
 
 export {
   ALLOWED_FILE_EXTENSIONS,
@@ -62,7 +63,7 @@ const plugin: FastifyPluginAsync<TriviumValidationOptions> = async (fastify: Fas
   refuseUnknownOptions('@trivium/validation', options, VALIDATION_OPTIONS)
   const after = options.after ?? []
   if (!Array.isArray(after) || after.some((name) => typeof name !== 'string')) {
-    throw new TypeError('@trivium/validation: after must be a list of middleware names')
+    throw SETUP.TRV_VALIDATION_AFTER()
   }
   fastify.trivium.use(validationMiddleware(), { name: 'validation', after })
   fastify.addHook('onReady', async () => {

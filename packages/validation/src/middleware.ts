@@ -16,6 +16,7 @@ import {
 } from '@trivium/core'
 import { enforcesSettings, isThenable } from '@trivium/core/internal'
 import { REQUIRED_MESSAGE } from './messages.js'
+import { SETUP } from './setup-errors.js'
 import {
   sanitize,
   validateEmail,
@@ -161,9 +162,7 @@ export function checkDeclaration(name: string, config: { validate?: unknown; san
   const { validate, sanitize: fields } = config
   if (validate !== undefined) {
     if (typeof validate !== 'object' || validate === null || Array.isArray(validate)) {
-      throw new TypeError(
-        `@trivium/validation: endpoint "${name}": validate must be an object of field rules`,
-      )
+      throw SETUP.TRV_VALIDATION_VALIDATE(name)
     }
     const names: readonly string[] = [
       'email',
@@ -176,18 +175,14 @@ export function checkDeclaration(name: string, config: { validate?: unknown; san
     for (const [field, rule] of Object.entries(validate)) {
       const spec = toSpec(rule as FieldRule)
       if (typeof spec.rule !== 'function' && !names.includes(spec.rule as string)) {
-        throw new TypeError(
-          `@trivium/validation: endpoint "${name}": unknown rule "${String(spec.rule)}" for field "${field}"`,
-        )
+        throw SETUP.TRV_VALIDATION_RULE(name, spec.rule, field)
       }
       if (spec.minLength !== undefined && (!Number.isInteger(spec.minLength) || spec.minLength < 1)) {
-        throw new TypeError(
-          `@trivium/validation: endpoint "${name}": minLength of "${field}" must be a positive integer`,
-        )
+        throw SETUP.TRV_VALIDATION_MIN_LENGTH(name, field)
       }
     }
   }
   if (fields !== undefined && (!Array.isArray(fields) || fields.some((f) => typeof f !== 'string'))) {
-    throw new TypeError(`@trivium/validation: endpoint "${name}": sanitize must be a list of field names`)
+    throw SETUP.TRV_VALIDATION_SANITIZE(name)
   }
 }

@@ -231,6 +231,7 @@ t.test('a bad declaration fails at ready()', async (t) => {
   )
   await t.rejects(async () => fastify.ready(), {
     message: '@trivium/validation: endpoint "typo": unknown rule "emial" for field "email"',
+    code: 'TRV_VALIDATION_RULE',
   })
 })
 

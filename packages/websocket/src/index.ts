@@ -11,6 +11,7 @@ import fp from 'fastify-plugin'
 import { type WebSocket, WebSocketServer } from 'ws'
 import { WebSocketCarrier } from './carrier.js'
 import { resolveOptions, type TriviumWebSocketOptions } from './options.js'
+import { SETUP } from './setup-errors.js'
 import { sendUpgradeError, UPGRADE_REQUIRED, type Upgrades, upgradeCheck } from './upgrade.js'
 import { upgradeRouter } from './upgrade-router.js'
 
@@ -80,9 +81,7 @@ const triviumWebSocket: FastifyPluginAsync<TriviumWebSocketOptions> = async (
   // An application's @fastify/websocket registered before (here or in an ancestor context) wraps this
   // plugin's route like any `wsHandler` route of its own, and upgrades with its own ws server and options.
   if (fastify.hasDecorator('websocketServer') && options.perMessageDeflate !== false) {
-    throw new TypeError(
-      '@trivium/websocket: perMessageDeflate cannot be applied to the @fastify/websocket the application registered: pass { options: { perMessageDeflate, maxPayload } } to it instead',
-    )
+    throw SETUP.TRV_WEBSOCKET_APP_DEFLATE()
   }
   const server = new FrameServer(fastify, 'websocket', options)
   const upgrades: Upgrades = new WeakMap()

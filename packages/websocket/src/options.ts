@@ -9,6 +9,7 @@ import {
 } from '@trivium/frame-session'
 import { DEFAULT_COMPRESSION_THRESHOLD } from '@trivium/wire'
 import type { FastifyRequest } from 'fastify'
+import { SETUP } from './setup-errors.js'
 
 export type { ConnectionIdentity }
 
@@ -76,17 +77,15 @@ export function resolveOptions(
   refuseUnknownOptions(PKG, options, WEBSOCKET_OPTIONS)
   const path = options.path ?? '/ws'
   if (typeof path !== 'string' || !path.startsWith('/')) {
-    throw new TypeError(`${PKG}: path must be a string starting with "/"`)
+    throw SETUP.TRV_WEBSOCKET_PATH()
   }
   for (const fn of ['identify', 'allowOrigin'] as const) {
     if (options[fn] !== undefined && typeof options[fn] !== 'function') {
-      throw new TypeError(`${PKG}: ${fn} must be a function`)
+      throw SETUP.TRV_WEBSOCKET_FUNCTION(fn)
     }
   }
   if (options.compression !== undefined) {
-    throw new TypeError(
-      `${PKG}: compression is the TCP frame flag; on WebSocket use perMessageDeflate: true (PROTOCOL.md "Compression")`,
-    )
+    throw SETUP.TRV_WEBSOCKET_COMPRESSION()
   }
   const int = integerOption(PKG)
   const deflate = options.perMessageDeflate ?? false
@@ -96,8 +95,7 @@ export function resolveOptions(
     perMessageDeflate = {
       threshold: int('perMessageDeflate.threshold', deflate.threshold, DEFAULT_COMPRESSION_THRESHOLD, 0),
     }
-  else if (deflate !== false)
-    throw new TypeError(`${PKG}: perMessageDeflate must be true, false or { threshold: <bytes> }`)
+  else if (deflate !== false) throw SETUP.TRV_WEBSOCKET_PER_MESSAGE_DEFLATE()
   return {
     ...resolveFrameSessionOptions(PKG, options, pluginTimeout),
     path,

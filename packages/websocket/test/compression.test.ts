@@ -68,13 +68,16 @@ test('hostile: a deflate bomb (16 MiB inflated, ~16 KiB sent) closes with 1009; 
 test('options: perMessageDeflate validated; the frame flag is not a WebSocket option', async (t) => {
   await t.rejects(buildApp({ perMessageDeflate: 'yes' as never }), {
     message: '@trivium/websocket: perMessageDeflate must be true, false or { threshold: <bytes> }',
+    code: 'TRV_WEBSOCKET_PER_MESSAGE_DEFLATE',
   })
   await t.rejects(buildApp({ perMessageDeflate: { threshold: -1 } }), {
     message: '@trivium/websocket: perMessageDeflate.threshold must be an integer of at least 0 (got -1)',
+    code: 'TRV_FRAME_SESSION_INTEGER',
   })
   // @ts-expect-error: WebSocket's options type takes no frame compression (a JavaScript caller is refused here)
   await t.rejects(buildApp({ compression: true }), {
     message:
       '@trivium/websocket: compression is the TCP frame flag; on WebSocket use perMessageDeflate: true (PROTOCOL.md "Compression")',
+    code: 'TRV_WEBSOCKET_COMPRESSION',
   })
 })

@@ -113,3 +113,11 @@ export function refuseUnknownOptions(
     )
   }
 }
+
+/** @trivium/wire's own refusals at setup (README "Setup errors"); its messages name no package (as before). */
+export const SETUP = setupErrors('', {
+  TRV_WIRE_MAX_FRAME_BYTES: {
+    when: "`TcpFrameReader`'s `maxFrameBytes` is not an integer of at least the smallest frame",
+    message: (min: number) => `maxFrameBytes must be an integer of at least ${min}`,
+  },
+})

@@ -8,6 +8,7 @@ import {
   isKnownFrameType,
   parseFrameAt,
 } from './frame.js'
+import { SETUP } from './setup-errors.js'
 
 /** Bytes of the TCP length field. */
 export const TCP_LENGTH_BYTES = 4
@@ -65,7 +66,7 @@ export class TcpFrameReader {
   constructor(opts?: { maxFrameBytes?: number }) {
     const max = opts?.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES
     if (!Number.isInteger(max) || max < TCP_MIN_LENGTH) {
-      throw new TypeError(`maxFrameBytes must be an integer of at least ${TCP_MIN_LENGTH}`)
+      throw SETUP.TRV_WIRE_MAX_FRAME_BYTES(TCP_MIN_LENGTH)
     }
     this.maxFrameBytes = max
   }

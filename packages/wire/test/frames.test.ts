@@ -509,6 +509,10 @@ t.test('TCP reader: malformed input, without allocating the claimed length', asy
   t.same(r3.push(bytes('00 10 00 00 00 00 00 01 02 aa')), [])
   t.equal(r3.bufferedBytes, 10)
   t.throws(() => new TcpFrameReader({ maxFrameBytes: 4 }), TypeError)
+  t.throws(() => new TcpFrameReader({ maxFrameBytes: 4 }), {
+    message: 'maxFrameBytes must be an integer of at least 5',
+    code: 'TRV_WIRE_MAX_FRAME_BYTES',
+  })
   const e = (() => {
     try {
       new TcpFrameReader().push(bytes('00 00 00 05 00 00 00 2a 42'))

@@ -8,7 +8,16 @@
 // ~1–2 s of CPU per demo test file and ~2 s per demo instance started, about a sixth of the suite's CPU time.
 // `npx tap <file>` still runs a file under tap's runner (.taprc).
 import { spawn } from 'node:child_process'
-import { accessSync, constants, existsSync, mkdirSync, readdirSync, readFileSync, statfsSync } from 'node:fs'
+import {
+  accessSync,
+  chmodSync,
+  constants,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statfsSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { coverageWanted, finishCoverage, startCoverage } from './coverage.mjs'
@@ -38,7 +47,9 @@ function memoryScratch() {
     if (statfsSync('/dev/shm').type !== TMPFS_MAGIC) return tmpdir()
     accessSync('/dev/shm', constants.W_OK)
     const dir = join('/dev/shm', `trivium-tests-${process.getuid?.() ?? 'user'}`)
-    mkdirSync(dir, { recursive: true, mode: 0o700 })
+    mkdirSync(dir, { recursive: true })
+    // As /tmp: tests run servers as other users (a private PostgreSQL runs as `postgres`) in folders here.
+    chmodSync(dir, 0o1777)
     return dir
   } catch {
     return tmpdir()

@@ -2,6 +2,9 @@
 // or core's jsonSchemaModel), a Standard Schema v1 (Zod 4, Valibot, ArkType …) or a TypeBox 1.x schema.
 // Nothing here loads a schema library. TypeBox's `Static` is imported as a type from the
 // optional peer `typebox` (a service that writes TypeBox schemas has it installed).
+// Without typebox installed this import cannot resolve: the build (scripts/optional-peer-types.mjs) puts a
+// `@ts-ignore` above it in dist/schema-types.d.ts, so a consumer's type check (skipLibCheck off) stays clean;
+// the two names are then `any`, and a service without TypeBox has no TypeBox schema to type.
 import type { Static, TSchema } from 'typebox'
 
 /** A Trivium model, structurally (core's `Model`, the client's `ClientModel`, generated classes). */

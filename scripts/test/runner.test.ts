@@ -16,8 +16,9 @@ t.test('each file is named with its result; failures and files without a result 
       ['scripts/test.mjs', ...files],
       {
         cwd: root,
-        // (hangs.ts sets its own 2 s limit; the runner's stays 900 s.) No browser install from a test.
-        env: { ...process.env, TRIVIUM_SKIP_BROWSER: '1' },
+        // (hangs.ts sets its own 2 s limit; the runner's stays 900 s.) No browser install from a test, and no
+        // coverage run of its own: it would start by clearing coverage/, where the enclosing CI run collects.
+        env: { ...process.env, TRIVIUM_SKIP_BROWSER: '1', CI: 'false', TRIVIUM_COVERAGE: '0' },
         maxBuffer: 16 * 1024 * 1024,
       },
       (err, stdout) => resolve({ code: err ? (err.code as number) : 0, stdout }),

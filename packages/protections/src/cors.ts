@@ -4,7 +4,8 @@
 // Access-Control-Expose-Headers when `exposedHeaders` lists some). Which requests: with `routes: 'trivium'`
 // (the default, a guest's) those to Trivium's routes only — a preflight when its path and requested method
 // match one of them (found with Fastify's own router, find-my-way, over the routes Trivium owns) — so the
-// host's routes, its OPTIONS routes and its @fastify/cors stay as they were; with `routes: 'all'` every one.
+// host's routes, its OPTIONS routes and its @fastify/cors stay as they were; with `routes: 'all'` every one, but
+// an OPTIONS route registered before the plugin still answers its own requests (refuseLaterOptionsRoutes).
 import { optionNames, refuseUnknownOptions } from '@trivium/core/internal'
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
@@ -36,7 +37,8 @@ export interface CorsOptions {
    * Which requests it answers. `'trivium'` (the default): those to Trivium's endpoints and to routes that
    * opt in with `config.triviumRoute`, and the preflights for them; the application's other routes (and
    * its own OPTIONS routes or @fastify/cors) are left as they were. `'all'`: every request of this context,
-   * every OPTIONS request a preflight (an application OPTIONS route is then refused at start).
+   * every OPTIONS request a preflight, except one that an application OPTIONS route registered before the
+   * plugin answers; such a route added after it, and @fastify/cors's `OPTIONS *`, are refused at start.
    */
   routes?: 'trivium' | 'all'
 }
@@ -163,33 +165,26 @@ const corsPlugin: FastifyPluginAsync<CorsOptions> = async (fastify, options) => 
   const actualCount = actualNames.length
 
   const everyRoute = config.routes === 'all'
-  const late: string[] = []
   const owned = everyRoute ? undefined : triviumRoutes(fastify)
-  if (everyRoute) {
-    // Every OPTIONS request is a preflight (spec "CORS" 2), answered here: an application's OPTIONS route,
-    // registered before or after this plugin, would never run, so start-up is refused with the way out named.
-    const early = optionsRoutes(fastify)
-    if (early.length > 0) throw refuseOptionsRoutes(early)
-    // A route added later is refused at ready(): thrown from onRoute, the error would escape the plugin that
-    // adds the route (@fastify/cors adds `OPTIONS *` outside its own promise) as an uncaught exception.
-    fastify.addHook('onRoute', (route) => {
-      const methods = Array.isArray(route.method) ? route.method : [route.method]
-      if (methods.includes('OPTIONS')) late.push(route.url)
-    })
-    fastify.addHook('onReady', async () => {
-      if (late.length > 0) throw refuseOptionsRoutes(late)
-    })
-  }
+  if (everyRoute) refuseLaterOptionsRoutes(fastify)
 
   fastify.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done) => {
     const origin = request.headers.origin
-    if (request.method === 'OPTIONS' && (owned === undefined || owned.preflightFor(request))) {
-      if (origin === undefined || !isAllowed(origin)) {
-        reply.code(403).type('text/plain; charset=utf-8').send(ORIGIN_NOT_ALLOWED)
+    if (request.method === 'OPTIONS') {
+      // With routes: 'all', an OPTIONS request that found a route found one registered before this plugin (a
+      // later one refuses start-up): that route answers, as it did before; any other is a preflight.
+      if (owned === undefined ? request.is404 : owned.preflightFor(request)) {
+        if (origin === undefined || !isAllowed(origin)) {
+          reply.code(403).type('text/plain; charset=utf-8').send(ORIGIN_NOT_ALLOWED)
+          return
+        }
+        reply.header('access-control-allow-origin', origin).headers(preflight).code(200).send()
         return
       }
-      reply.header('access-control-allow-origin', origin).headers(preflight).code(200).send()
-      return
+      if (everyRoute) {
+        done()
+        return
+      }
     }
     if (origin !== undefined && (everyRoute || isTriviumRoute(request)) && isAllowed(origin)) {
       reply.header('access-control-allow-origin', origin)
@@ -235,37 +230,29 @@ function triviumRoutes(fastify: FastifyInstance): { preflightFor(request: Fastif
   }
 }
 
+/**
+ * With routes: 'all', an application OPTIONS route would be taken over by the preflight answer. Those added after
+ * the plugin are seen by `onRoute` and refused at ready(): thrown from onRoute, the error would escape the plugin
+ * that adds the route (@fastify/cors adds `OPTIONS *` outside its own promise) as an uncaught exception. Those
+ * registered before cannot be listed (Fastify has no public listing), so the onRequest hook, which Fastify gives
+ * them too, lets each keep answering (`request.is404` is false there). Except a catch-all `OPTIONS *`
+ * (@fastify/cors's): found before with `hasRoute`, it is refused at once, since it would take every preflight.
+ */
+function refuseLaterOptionsRoutes(fastify: FastifyInstance): void {
+  if (fastify.hasRoute({ method: 'OPTIONS', url: '/*' })) throw refuseOptionsRoutes(['*'])
+  const late: string[] = []
+  fastify.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method]
+    if (methods.includes('OPTIONS')) late.push(route.url)
+  })
+  fastify.addHook('onReady', async () => {
+    if (late.length > 0) throw refuseOptionsRoutes(late)
+  })
+}
+
 function refuseOptionsRoutes(urls: string[]): TypeError {
   const named = urls.map((u) => (u === '*' ? 'OPTIONS * (the one @fastify/cors adds)' : `OPTIONS ${u}`))
   return SETUP.TRV_PROTECTIONS_CORS_OPTIONS_ROUTE(named.join(', '), urls.length > 1)
-}
-
-/**
- * The OPTIONS routes already registered: onRoute never saw them, and `printRoutes` is Fastify's only listing
- * of them. Its tree (`└── /v1 (OPTIONS)` with children indented by four) is drawing, not an API, so what it
- * gives is checked with the public `hasRoute`, and a tree this cannot read fails start-up instead of letting
- * an application's OPTIONS route be taken over silently. (`*`, @fastify/cors's, is listed as `*`, found as `/*`.)
- */
-function optionsRoutes(fastify: FastifyInstance): string[] {
-  const tree = fastify.printRoutes({ method: 'OPTIONS', commonPrefix: false })
-  if (tree === '(empty tree)') return []
-  const urls: string[] = []
-  const path: string[] = []
-  let marked = 0
-  for (const line of tree.split('\n')) {
-    if (line.includes('OPTIONS')) marked++
-    const match = /^([│ ]*)[├└]── (.*?)( \(OPTIONS\))?$/.exec(line)
-    if (!match) continue
-    const depth = (match[1] ?? '').length / 4
-    path.length = depth
-    path.push(match[2] ?? '')
-    if (match[3]) urls.push(path.join(''))
-  }
-  const read =
-    urls.length === marked &&
-    urls.every((url) => fastify.hasRoute({ method: 'OPTIONS', url: url.startsWith('/') ? url : `/${url}` }))
-  if (urls.length === 0 || !read) throw SETUP.TRV_PROTECTIONS_ROUTE_LISTING()
-  return urls
 }
 
 /** CORS exactly as the README documents; HTTP only (WebSocket messages and TCP frames never see it). */

@@ -45,14 +45,9 @@ export const SETUP = setupErrors('@trivium/protections', {
       'cors is registered twice (this context or a parent already has it, from triviumProtections or cors); register it once, with all its options there',
   },
   TRV_PROTECTIONS_CORS_OPTIONS_ROUTE: {
-    when: "with `routes: 'all'`, an application OPTIONS route (or @fastify/cors's `OPTIONS *`) exists",
+    when: "with `routes: 'all'`, an application OPTIONS route is added after cors, or @fastify/cors's `OPTIONS *` exists",
     message: (routes: string, many: boolean) =>
       `cors answers every OPTIONS request as a CORS preflight, so the route${many ? 's' : ''} ${routes} would never run; remove ${many ? 'them' : 'it'}, or register @trivium/protections with { cors: false } (and keep @fastify/cors)`,
-  },
-  TRV_PROTECTIONS_ROUTE_LISTING: {
-    when: "with `routes: 'all'`, Fastify's listing of earlier routes cannot be read",
-    message: () =>
-      "cors with routes: 'all' could not read Fastify's listing of the routes registered before it (printRoutes draws them differently in this Fastify release), so it cannot tell whether it would take over an OPTIONS route: register @trivium/protections before the application's routes, or with { cors: false }",
   },
   TRV_PROTECTIONS_SECURITY_HEADERS: {
     when: '`securityHeaders.routes` or `securityHeaders.headers` has a wrong type or value, or a header name or value is invalid',

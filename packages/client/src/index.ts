@@ -8,35 +8,7 @@ import type { TriviumClient } from './types.js'
 import { WebSocketClient, type WebSocketClientOptions } from './websocket.js'
 
 export { type ContractClient, contractEndpoints } from './contract.js'
-export {
-  type CodedErrorClass,
-  ConflictException,
-  codedError,
-  ERROR_KINDS,
-  type ErrorBody,
-  type ErrorKind,
-  type FieldError,
-  ForbiddenException,
-  fromErrorBody,
-  INTERNAL_ERROR_MESSAGE,
-  InternalErrorException,
-  isTriviumError,
-  NetworkException,
-  NotFoundException,
-  PayloadTooLargeException,
-  RateLimitExceededException,
-  ServiceUnavailableException,
-  TimeoutException,
-  TokenExpiredException,
-  TriviumError,
-  type TriviumErrorOptions,
-  toClientError,
-  toErrorBody,
-  UnauthorizedException,
-  UnprocessableContentException,
-  UnsupportedMediaTypeException,
-  ValidationException,
-} from './errors.js'
+export * from './errors.js'
 export type { FrameCodec, FrameCompressionOptions } from './frame-compression.js'
 export {
   BINARY_CONTENT_TYPE,

@@ -12,34 +12,7 @@ import {
   ValidationException,
 } from '@trivium/wire/errors'
 
-export {
-  type CodedErrorClass,
-  ConflictException,
-  codedError,
-  ERROR_KINDS,
-  type ErrorBody,
-  type ErrorKind,
-  type FieldError,
-  ForbiddenException,
-  fromErrorBody,
-  INTERNAL_ERROR_MESSAGE,
-  InternalErrorException,
-  isTriviumError,
-  NetworkException,
-  NotFoundException,
-  PayloadTooLargeException,
-  RateLimitExceededException,
-  ServiceUnavailableException,
-  TimeoutException,
-  TokenExpiredException,
-  TriviumError,
-  type TriviumErrorOptions,
-  toErrorBody,
-  UnauthorizedException,
-  UnprocessableContentException,
-  UnsupportedMediaTypeException,
-  ValidationException,
-} from '@trivium/wire/errors'
+export * from '@trivium/wire/errors'
 
 // Fastify's own errors that are the client's fault, mapped onto our kinds so the body shape never varies.
 function fromFastifyError(err: object): TriviumError | null {

@@ -46,6 +46,8 @@ import {
 import type { EarlyRouteGuard } from './route-guard.js'
 import { resolveShutdownGrace } from './shutdown-grace.js'
 
+// The error classes, as @trivium/wire keeps them (one list for every package's entry).
+export * from '@trivium/wire/error-classes'
 export { type Protocol, TriviumCall, type TriviumIdentity } from './call.js'
 export { type FrameRejectReason, TRIVIUM_CHANNELS } from './channels.js'
 export type {
@@ -62,29 +64,7 @@ export {
   websocketCredential,
 } from './credential.js'
 export { EndpointSettingsError } from './endpoint-settings.js'
-export {
-  ConflictException,
-  type ErrorBody,
-  type FieldError,
-  ForbiddenException,
-  InternalErrorException,
-  isTriviumError,
-  NetworkException,
-  NotFoundException,
-  normalizeError,
-  PayloadTooLargeException,
-  RateLimitExceededException,
-  ServiceUnavailableException,
-  TimeoutException,
-  TokenExpiredException,
-  TriviumError,
-  type TriviumErrorOptions,
-  toErrorBody,
-  UnauthorizedException,
-  UnprocessableContentException,
-  UnsupportedMediaTypeException,
-  ValidationException,
-} from './errors.js'
+export { normalizeError } from './errors.js'
 export type { WireFormat } from './formats.js'
 export type { HttpCompressionOptions } from './http/compression.js'
 export { type TriviumFactoryOptions, triviumFactoryOptions } from './http/framework-errors.js'

@@ -22,34 +22,7 @@ export {
   STREAM_CONTENT_TYPE_PREFIX,
 } from './envelope.js'
 export { FrameError, FrameErrorCode, type FrameErrorCodeValue } from './errors.js'
-export {
-  type CodedErrorClass,
-  ConflictException,
-  codedError,
-  ERROR_KINDS,
-  type ErrorBody,
-  type ErrorKind,
-  type FieldError,
-  ForbiddenException,
-  fromErrorBody,
-  INTERNAL_ERROR_MESSAGE,
-  InternalErrorException,
-  isTriviumError,
-  NetworkException,
-  NotFoundException,
-  PayloadTooLargeException,
-  RateLimitExceededException,
-  ServiceUnavailableException,
-  TimeoutException,
-  TokenExpiredException,
-  TriviumError,
-  type TriviumErrorOptions,
-  toErrorBody,
-  UnauthorizedException,
-  UnprocessableContentException,
-  UnsupportedMediaTypeException,
-  ValidationException,
-} from './errors-vocabulary.js'
+export * from './errors-vocabulary.js'
 export {
   CREDIT_BYTES,
   DEFAULT_MAX_FRAME_BYTES,

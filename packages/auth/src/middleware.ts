@@ -11,7 +11,7 @@ import {
   type TriviumIdentity,
   UnauthorizedException,
 } from '@trivium/core'
-import { enforcesSettings } from '@trivium/core/internal'
+import { enforcesSettings, TOKEN_EXPIRED_MESSAGE } from '@trivium/core/internal'
 import type { TokenClaims } from './claims.js'
 import { publishFailure } from './diagnostics.js'
 import { MemoryRevocationStore, type RevocationStore } from './revocation.js'
@@ -32,7 +32,7 @@ declare module '@trivium/core' {
 
 export const AUTHENTICATION_REQUIRED = 'Authentication required'
 export const TOKEN_REVOKED = 'Token has been revoked'
-export const TOKEN_EXPIRED_MESSAGE = 'Token has expired'
+export { TOKEN_EXPIRED_MESSAGE }
 
 export interface AuthMiddlewareOptions {
   tokens: TokenService

@@ -2,6 +2,7 @@
 // the configured issuer, the audience `platform-api` and the required registered claims. Time checks
 // (exp, nbf) are done by hand with the injectable clock, in the order of the README's "Tokens" table.
 import { randomInt } from 'node:crypto'
+import { TOKEN_EXPIRED_MESSAGE } from '@trivium/core/internal'
 import { createSigner, createVerifier } from 'fast-jwt'
 import {
   ClaimError,
@@ -23,7 +24,8 @@ export const MAX_TOKEN_LENGTH = 8192
 export const MIN_SECRET_BYTES = 32
 export const DEFAULT_VERIFIED_CACHE_SIZE = 10_000
 
-export const TOKEN_EXPIRED = 'Token has expired'
+/** The spec's text, core's constant (its SSE and frame sessions end an expired call with it too). */
+export const TOKEN_EXPIRED = TOKEN_EXPIRED_MESSAGE
 export const MISSING_TOKEN_TYPE = 'Missing token type'
 export const TOKEN_NOT_YET_VALID = 'Token not yet valid'
 

@@ -1,6 +1,13 @@
 // The calls in flight on one client connection, by request id, and the answers the server sends them
 // (RESPONSE, ERROR, STREAM_ITEM, STREAM_END, and a client stream's CREDIT and STOP_SENDING).
-import { type Frame, FrameType, MAX_JSON_DEPTH, nestsDeeperThan, readCredit } from '@trivium/wire'
+import {
+  ERROR_KINDS,
+  type Frame,
+  FrameType,
+  MAX_JSON_DEPTH,
+  nestsDeeperThan,
+  readCredit,
+} from '@trivium/wire'
 import type { RequestStreamCall } from './client-streams.js'
 import { type ErrorBody, fromErrorBody, NetworkException, type TriviumError } from './errors.js'
 import type { FrameLink } from './frame-connection.js'
@@ -114,7 +121,11 @@ export function answerFrame(conn: Conn, frame: Frame, hooks: AnswerHooks): boole
       conn.pending.delete(id)
       if (entry.kind === 'requests') entry.call.finish(error)
       else if (entry.kind !== 'stream') entry.reject(error)
-      else if (conn.draining && error.code === 'TRV_SERVICE_UNAVAILABLE' && entry.spec.resume) {
+      else if (
+        conn.draining &&
+        error.code === ERROR_KINDS.ServiceUnavailableException.code &&
+        entry.spec.resume
+      ) {
         entry.queue.put({ kind: 'lost' }) // the server is going away: resume on the new connection
       } else entry.queue.put({ kind: 'error', error })
       break

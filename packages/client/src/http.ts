@@ -1,6 +1,14 @@
 // The HTTP transport: fetch (global in browsers and Node; undici's in the Node entry), one request per
 // call, Server-Sent Events for streams (PROTOCOL.md "HTTP", "HTTP mapping", "HTTP streaming").
-import { DEFAULT_COMPRESSION_THRESHOLD, MAX_JSON_DEPTH, nestsDeeperThan, TIMEOUT_HEADER } from '@trivium/wire'
+import {
+  BINARY_CONTENT_TYPE,
+  DEFAULT_COMPRESSION_THRESHOLD,
+  IDEMPOTENCY_KEY_HEADER,
+  JSON_CONTENT_TYPE,
+  MAX_JSON_DEPTH,
+  nestsDeeperThan,
+  TIMEOUT_HEADER,
+} from '@trivium/wire'
 import { BaseClient, optionError, timeoutToSend, usageError } from './base.js'
 import {
   type ErrorBody,
@@ -26,8 +34,7 @@ import type {
 
 const TIMEOUT_HEADER_LOWER = TIMEOUT_HEADER.toLowerCase()
 
-export const BINARY_CONTENT_TYPE = 'application/x-platform-binary'
-export const JSON_CONTENT_TYPE = 'application/json'
+export { BINARY_CONTENT_TYPE, JSON_CONTENT_TYPE }
 
 export type FetchLike = (input: string, init: RequestInit & Record<string, unknown>) => Promise<Response>
 
@@ -139,7 +146,7 @@ export class HttpClient extends BaseClient {
     if (token) headers.authorization = `Bearer ${token}`
     const traceparent = this.currentTraceparent()
     if (traceparent) headers.traceparent = traceparent
-    if (idempotencyKey !== undefined) headers['idempotency-key'] = idempotencyKey
+    if (idempotencyKey !== undefined) headers[IDEMPOTENCY_KEY_HEADER] = idempotencyKey
     const timeout = timeoutToSend(deadlineAt)
     if (timeout !== undefined) headers[TIMEOUT_HEADER_LOWER] = timeout
     let body: RequestInit['body']

@@ -8,6 +8,7 @@ import http2, {
   type SecureClientSessionOptions,
 } from 'node:http2'
 import {
+  BINARY_CONTENT_TYPE,
   ENVELOPE_END,
   ENVELOPE_ITEM,
   EnvelopeReader,
@@ -212,7 +213,7 @@ function decodeItem(spec: EndpointSpec, contentType: string | null, payload: Uin
   if (contentType?.startsWith(`${STREAM_CONTENT_TYPE_PREFIX}json`)) {
     return decodeJsonItem(spec, new TextDecoder('utf-8', { fatal: true }).decode(payload))
   }
-  return decodeResponse(spec, 'application/x-platform-binary', payload)
+  return decodeResponse(spec, BINARY_CONTENT_TYPE, payload)
 }
 
 /** The end envelope: `{}` ends the stream, `{"error": <error body>}` fails it. */

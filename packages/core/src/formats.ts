@@ -1,12 +1,17 @@
 // Serializer step of the lifecycle: the wire formats a payload can be in, and how one is chosen.
 // JSON is built in; @trivium/codec adds `application/x-platform-binary` with `addFormat`.
-import { JSON_TOO_DEEP_MESSAGE, MAX_JSON_DEPTH, shortAscii } from '@trivium/wire'
+import {
+  BINARY_CONTENT_TYPE,
+  JSON_CONTENT_TYPE,
+  JSON_TOO_DEEP_MESSAGE,
+  MAX_JSON_DEPTH,
+  shortAscii,
+} from '@trivium/wire'
 import { UnsupportedMediaTypeException, ValidationException } from './errors.js'
 import type { Model } from './model.js'
 import { isSchemaModel } from './models/resolve.js'
 
-export const JSON_CONTENT_TYPE = 'application/json'
-export const BINARY_CONTENT_TYPE = 'application/x-platform-binary'
+export { BINARY_CONTENT_TYPE, JSON_CONTENT_TYPE }
 
 export interface WireFormat {
   /** Short name used on WS/TCP connections and in docs: `json`, `binary`. */

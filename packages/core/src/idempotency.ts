@@ -4,7 +4,7 @@
 // the `Idempotency-Key` header (HTTP) or the `idempotency_key` frame metadata (WebSocket, TCP).
 // Records are kept per caller + endpoint + key in a store shared by every instance (SQL), for a window.
 import { createHash } from 'node:crypto'
-import { IDEMPOTENCY_KEY_METADATA } from '@trivium/wire'
+import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENCY_KEY_METADATA } from '@trivium/wire'
 import type { TriviumCall } from './call.js'
 import { enforcesSettings } from './endpoint-settings.js'
 import { ConflictException, UnprocessableContentException, ValidationException } from './errors.js'
@@ -12,8 +12,7 @@ import { directMiddleware, type Middleware } from './middleware.js'
 import { isEndpointCall } from './registry.js'
 import { SETUP } from './setup-errors.js'
 
-export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key'
-export { IDEMPOTENCY_KEY_METADATA }
+export { IDEMPOTENCY_KEY_HEADER, IDEMPOTENCY_KEY_METADATA }
 /** How long a completed answer is replayed (24 h). */
 export const DEFAULT_IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000
 /** How long a claim whose call never finished (its instance died) blocks the key (60 s). */

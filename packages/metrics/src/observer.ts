@@ -3,6 +3,7 @@
 // counts, made into series at scrape time; only the latency histogram is updated per call.
 
 import type { CallTarget, Middleware, TriviumCall } from '@trivium/core'
+import { ERROR_KINDS } from '@trivium/core/internal'
 import type { Gauge, Histogram } from 'prom-client'
 import { TRANSPORTS } from './channels.js'
 import type { Instruments } from './instruments.js'
@@ -26,10 +27,13 @@ export interface CallSeries {
   readonly byCode: Map<string, number>
 }
 
+const INTERNAL_CODE = ERROR_KINDS.InternalErrorException.code
+const RATE_LIMITED_CODE = ERROR_KINDS.RateLimitExceededException.code
+
 /** `OK`, a Trivium error code (`TRV_*`), or `TRV_INTERNAL` for anything else (bounded). */
 export function codeOf(err: unknown): string {
   const code = typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined
-  return typeof code === 'string' && /^TRV_[A-Z_]{1,40}$/.test(code) ? code : 'TRV_INTERNAL'
+  return typeof code === 'string' && /^TRV_[A-Z_]{1,40}$/.test(code) ? code : INTERNAL_CODE
 }
 
 export function callObserver(m: Instruments, known: (endpoint: string) => boolean): Middleware {
@@ -69,7 +73,7 @@ export function callObserver(m: Instruments, known: (endpoint: string) => boolea
       (err: unknown) => {
         const code = codeOf(err)
         finish(s, start, code)
-        if (code === 'TRV_RATE_LIMITED') m.rateLimitDenials.labels(s.endpoint, s.transport).inc()
+        if (code === RATE_LIMITED_CODE) m.rateLimitDenials.labels(s.endpoint, s.transport).inc()
         throw err
       },
     )

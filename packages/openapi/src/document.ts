@@ -1,7 +1,14 @@
 // The OpenAPI 3.1 document of an endpoint registry. Pure: the plugin calls it at ready time, a build
 // script can call it with the same registry to write the file.
 import type { EndpointDefinition, Model } from '@trivium/core'
-import { HTTP_CODINGS } from '@trivium/core/internal'
+import {
+  BINARY_CONTENT_TYPE,
+  ERROR_KINDS,
+  type ErrorKind,
+  HTTP_CODINGS,
+  INTERNAL_ERROR_MESSAGE,
+  JSON_CONTENT_TYPE,
+} from '@trivium/core/internal'
 import { COMPONENT_PREFIX, type Schema, SchemaComponents } from './schemas.js'
 import { SETUP } from './setup-errors.js'
 
@@ -12,8 +19,8 @@ declare module '@trivium/core' {
   }
 }
 
-export const JSON_MEDIA_TYPE = 'application/json'
-export const BINARY_MEDIA_TYPE = 'application/x-platform-binary'
+export const JSON_MEDIA_TYPE = JSON_CONTENT_TYPE
+export const BINARY_MEDIA_TYPE = BINARY_CONTENT_TYPE
 export const SSE_MEDIA_TYPE = 'text/event-stream'
 
 export interface OpenApiInfo {
@@ -110,70 +117,70 @@ export const ERROR_BODY_SCHEMA: Schema = {
 const ERROR_REF = { $ref: `${COMPONENT_PREFIX}ErrorBody` }
 const errorContent = { [JSON_MEDIA_TYPE]: { schema: ERROR_REF } }
 
+/** `Kind (CODE)`, the code from the one table of kinds (@trivium/wire's ERROR_KINDS). */
+function described(kind: ErrorKind): string {
+  return `${kind} (${ERROR_KINDS[kind].code})`
+}
+
 /** Shared error responses, by status. */
 export const ERROR_RESPONSES: Readonly<Record<string, { name: string; response: Schema }>> = {
   '400': {
     name: 'BadRequest',
     response: {
-      description: 'ValidationException (TRV_VALIDATION): the input fails a check or is malformed',
+      description: `${described('ValidationException')}: the input fails a check or is malformed`,
       content: errorContent,
     },
   },
   '401': {
     name: 'Unauthorized',
     response: {
-      description:
-        'UnauthorizedException (TRV_UNAUTHORIZED): no token, or an invalid or revoked one; TokenExpiredException (TRV_TOKEN_EXPIRED)',
+      description: `${described('UnauthorizedException')}: no token, or an invalid or revoked one; ${described('TokenExpiredException')}`,
       content: errorContent,
     },
   },
   '403': {
     name: 'Forbidden',
     response: {
-      description: 'ForbiddenException (TRV_FORBIDDEN): a required permission or role is missing',
+      description: `${described('ForbiddenException')}: a required permission or role is missing`,
       content: errorContent,
     },
   },
   '404': {
     name: 'NotFound',
-    response: { description: 'NotFoundException (TRV_NOT_FOUND)', content: errorContent },
+    response: { description: described('NotFoundException'), content: errorContent },
   },
   '409': {
     name: 'Conflict',
     response: {
-      description:
-        'ConflictException (TRV_CONFLICT): the request contradicts what is stored (a name that already exists), or a call with the same Idempotency-Key is still being processed',
+      description: `${described('ConflictException')}: the request contradicts what is stored (a name that already exists), or a call with the same Idempotency-Key is still being processed`,
       content: errorContent,
     },
   },
   '413': {
     name: 'PayloadTooLarge',
     response: {
-      description: 'PayloadTooLargeException (TRV_PAYLOAD_TOO_LARGE): the body is over the limit',
+      description: `${described('PayloadTooLargeException')}: the body is over the limit`,
       content: errorContent,
     },
   },
   '415': {
     name: 'UnsupportedMediaType',
     response: {
-      description:
-        'UnsupportedMediaTypeException (TRV_UNSUPPORTED_MEDIA_TYPE): a Content-Type the endpoint cannot decode',
+      description: `${described('UnsupportedMediaTypeException')}: a Content-Type the endpoint cannot decode`,
       content: errorContent,
     },
   },
   '422': {
     name: 'UnprocessableContent',
     response: {
-      description:
-        'UnprocessableContentException (TRV_UNPROCESSABLE_CONTENT): the Idempotency-Key was already used with another request body',
+      description: `${described('UnprocessableContentException')}: the Idempotency-Key was already used with another request body`,
       content: errorContent,
     },
   },
   '429': {
     name: 'RateLimited',
     response: {
-      description:
-        'RateLimitExceededException (TRV_RATE_LIMITED): over the limit; retry after `retryAfter` seconds',
+      description: `${described('RateLimitExceededException')}: over the limit; retry after \`retryAfter\` seconds`,
       headers: {
         'Retry-After': {
           description: 'Seconds until the window ends (equals `retryAfter` in the body)',
@@ -186,23 +193,21 @@ export const ERROR_RESPONSES: Readonly<Record<string, { name: string; response: 
   '500': {
     name: 'InternalError',
     response: {
-      description: 'InternalErrorException (TRV_INTERNAL): message is always `Internal server error`',
+      description: `${described('InternalErrorException')}: message is always \`${INTERNAL_ERROR_MESSAGE}\``,
       content: errorContent,
     },
   },
   '503': {
     name: 'ServiceUnavailable',
     response: {
-      description:
-        'ServiceUnavailableException (TRV_SERVICE_UNAVAILABLE): a store the request needs (database, Redis) is unreachable',
+      description: `${described('ServiceUnavailableException')}: a store the request needs (database, Redis) is unreachable`,
       content: errorContent,
     },
   },
   '504': {
     name: 'Timeout',
     response: {
-      description:
-        'TimeoutException (TRV_TIMEOUT): the call\'s deadline (`Trivium-Timeout-Ms`, or the endpoint\'s own) passed, message `Deadline of <ms> ms exceeded`; the client may not assume the call did not run (PROTOCOL.md "Deadlines")',
+      description: `${described('TimeoutException')}: the call's deadline (\`Trivium-Timeout-Ms\`, or the endpoint's own) passed, message \`Deadline of <ms> ms exceeded\`; the client may not assume the call did not run (PROTOCOL.md "Deadlines")`,
       content: errorContent,
     },
   },

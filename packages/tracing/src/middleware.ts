@@ -4,6 +4,7 @@
 // the endpoint, transport, result and user id; never the token, headers or payloads.
 import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api'
 import type { CallTarget, Middleware, TriviumCall } from '@trivium/core'
+import { ERROR_KINDS } from '@trivium/core/internal'
 import { parseTraceparent } from './traceparent.js'
 
 export const ATTR = Object.freeze({
@@ -84,7 +85,9 @@ export function tracingMiddleware(tracer: Tracer): Middleware {
         const errorCode = fieldOf(err, 'code')
         const errorStatus = fieldOf(err, 'statusCode')
         const code =
-          typeof errorCode === 'string' && errorCode.startsWith('TRV_') ? errorCode : 'TRV_INTERNAL'
+          typeof errorCode === 'string' && errorCode.startsWith('TRV_')
+            ? errorCode
+            : ERROR_KINDS.InternalErrorException.code
         const status = typeof errorStatus === 'number' ? errorStatus : 500
         finish(code, status)
         // The error's name and code only: a message could quote input.

@@ -4,6 +4,7 @@
 export { SHORT_ASCII_BYTES, shortAscii } from './ascii.js'
 export { Cancellation } from './cancellation.js'
 export { compressBody, DEFAULT_COMPRESSION_THRESHOLD, inflateReceived } from './compression.js'
+export { BINARY_CONTENT_TYPE, JSON_CONTENT_TYPE } from './content-types.js'
 export {
   deadlineExceededMessage,
   invalidTimeoutMessage,
@@ -54,6 +55,7 @@ export {
   decodeMetadata,
   encodeMetadata,
   FORMAT_METADATA_KEY,
+  IDEMPOTENCY_KEY_HEADER,
   IDEMPOTENCY_KEY_METADATA,
   MAX_METADATA_ENTRIES,
   TRACEPARENT_METADATA_KEY,

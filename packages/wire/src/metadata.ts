@@ -7,6 +7,8 @@ const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
 /** The metadata key of a frame's credential (TCP). */
 export const CREDENTIAL_METADATA_KEY = 'auth_token'
+/** The header of a call's idempotency key on HTTP (`Idempotency-Key`, lower case as Node gives it). */
+export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key'
 /** The metadata key of a call's idempotency key (TCP and WebSocket with `metadata=1`). */
 export const IDEMPOTENCY_KEY_METADATA = 'idempotency_key'
 /** The metadata key of a TCP REQUEST's payload format (`json`, `binary`). */

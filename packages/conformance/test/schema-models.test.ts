@@ -20,6 +20,8 @@ const AddResponse = Type.Object({ sum: Type.Integer({ minimum: 0, maximum: 2000 
 const TagRequest = z.object({ name: z.string().min(2), tags: z.array(z.string()) })
 const CheckRequest = z.object({ code: z.string().refine(async (code) => code === 'ok', 'is not ok') })
 const Unbounded = Type.Object({ n: Type.Integer() }, { title: 'Unbounded' })
+/** A response with no binary layout (the binary format has no "any value"). */
+const Loose = Type.Object({ value: Type.Unknown() })
 
 /** A Standard Schema whose validator throws: a bug in the schema, not a bad request. */
 const throwing: StandardSchemaV1 = {
@@ -55,12 +57,23 @@ async function start(mode: 'direct' | 'inject', logs: string[]) {
   app.trivium.endpoint('zod.tag', { ...post('/tag'), request: TagRequest }, (r) => ({ tags: r.tags.length }))
   app.trivium.endpoint('zod.check', { ...post('/check'), request: CheckRequest }, (r) => ({ code: r.code }))
   app.trivium.endpoint('json.only', { ...post('/unbounded'), request: Unbounded }, (r) => ({ n: r.n }))
+  let looseRuns = 0
+  app.trivium.endpoint('tb.loose', { ...post('/loose'), request: AddRequest, response: Loose }, (r) => {
+    looseRuns++
+    return { value: [r.a, r.b] }
+  })
   app.trivium.endpoint('throws', { ...post('/throws'), request: throwing }, () => ({}))
   app.trivium.endpoint('pathless', { ...post('/pathless'), request: pathless }, () => ({}))
   await app.listen({ port: 0, host: '127.0.0.1' })
   const port = (app.server.address() as { port: number }).port
   const tcpPort = app.triviumTcp.address()?.port as number
-  return { app, httpUrl: `http://127.0.0.1:${port}`, wsUrl: `ws://127.0.0.1:${port}/ws`, tcpPort }
+  return {
+    app,
+    httpUrl: `http://127.0.0.1:${port}`,
+    wsUrl: `ws://127.0.0.1:${port}/ws`,
+    tcpPort,
+    looseRuns: () => looseRuns,
+  }
 }
 
 const directLogs: string[] = []
@@ -73,10 +86,16 @@ t.teardown(async () => {
 })
 
 const TARGETS = ['http', 'websocket', 'tcp-direct', 'tcp-inject'] as const
-async function targetOf(name: (typeof TARGETS)[number]): Promise<{ target: RawTarget; logs: string[] }> {
+async function targetOf(
+  name: (typeof TARGETS)[number],
+): Promise<{ target: RawTarget; logs: string[]; looseRuns: () => number }> {
   const server = await (name === 'tcp-inject' ? inject : direct)
   const transport = name === 'tcp-direct' || name === 'tcp-inject' ? 'tcp' : name
-  return { target: { ...server, transport }, logs: name === 'tcp-inject' ? injectLogs : directLogs }
+  return {
+    target: { ...server, transport },
+    logs: name === 'tcp-inject' ? injectLogs : directLogs,
+    looseRuns: server.looseRuns,
+  }
 }
 
 const addForm = deriveBinaryForm(AddRequest)
@@ -170,4 +189,40 @@ for (const name of TARGETS) {
       message: 'Endpoint json.only has no binary request format',
     })
   })
+}
+
+for (const name of TARGETS) {
+  t.test(
+    `binary over ${name}: a response model without a binary form is 406, before the handler`,
+    async (t) => {
+      const { target, looseRuns } = await targetOf(name)
+      const before = looseRuns()
+      const bytes = addForm?.encode({ a: 1, b: 2 }) ?? ''
+      const asked = { format: 'binary' as const, accept: 'application/x-platform-binary' }
+      const refused = await rawCall(target, 'tb.loose', 'POST', '/loose', bytes, asked)
+      t.equal(refused.status, 406)
+      t.match(refused.body, {
+        statusCode: 406,
+        code: 'TRV_UNSUPPORTED_MEDIA_TYPE',
+        error: 'UnsupportedMediaTypeException',
+        message: 'Endpoint tb.loose has no binary response format',
+      })
+      t.equal(looseRuns(), before, 'the handler did not run')
+      if (name === 'http') {
+        t.equal(refused.contentType, 'application/json; charset=utf-8')
+        // JSON acceptable too, or no Accept at all: the JSON answer is what was asked for.
+        for (const accept of ['application/x-platform-binary, application/json;q=0.5', undefined]) {
+          const meta = { format: 'binary' as const, ...(accept === undefined ? {} : { accept }) }
+          const answer = await rawCall(target, 'tb.loose', 'POST', '/loose', bytes, meta)
+          t.same([answer.status, answer.body], [200, { value: [1, 2] }], String(accept))
+        }
+        const json = await rawCall(target, 'tb.loose', 'POST', '/loose', '{"a":1,"b":2}', {
+          accept: 'application/x-platform-binary',
+        })
+        t.equal(json.status, 406, 'a JSON request asking for a binary answer')
+      }
+      const fine = await rawCall(target, 'tb.loose', 'POST', '/loose', '{"a":3,"b":4}')
+      t.same([fine.status, fine.body], [name === 'http' ? 200 : 'ok', { value: [3, 4] }], 'JSON is answered')
+    },
+  )
 }

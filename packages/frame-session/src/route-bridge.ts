@@ -230,7 +230,7 @@ export function httpFormOf(
   format: WireFormat,
   payload: Uint8Array,
 ): HttpForm | PromiseLike<HttpForm> {
-  const value = decodeRequest(definition.name, format, definition.request, payload)
+  const value = decodeRequest(definition.name, format, definition.request, payload, definition.response)
   // An asynchronous model: the form is built once its checks have settled.
   if (isThenable(value)) return value.then((settled) => formOf(definition, payload, format, settled))
   return formOf(definition, payload, format, value)

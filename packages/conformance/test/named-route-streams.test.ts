@@ -13,7 +13,7 @@ import triviumTcp from '@trivium/tcp'
 import triviumWebSocket from '@trivium/websocket'
 import { encodeMetadata, encodeTcpFrame, type Frame, FrameType, TcpFrameReader } from '@trivium/wire'
 import Fastify, { type FastifyInstance, type RouteShorthandOptions } from 'fastify'
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { type MemoryWebSocket, registerMemoryTransport } from './memory-transport.ts'
 import { CARRIAGES, dec, RawClient, request, until } from './raw-frames.ts'
 
@@ -338,64 +338,6 @@ t.test('HTTP answers exactly as without the name', async (t) => {
   const res = await fetch(`${named.http}/ticks?count=2`)
   t.equal(res.headers.get('content-type'), 'application/x-ndjson')
   t.equal(await res.text(), '{"n":1}\n{"n":2}\n')
-})
-
-async function refusal(t: Test, add: (app: FastifyInstance) => void, message: string): Promise<void> {
-  const app = Fastify({ logger: false })
-  await app.register(triviumCore)
-  await app.register(triviumAuth, { secret: SECRET, issuer: 'named-streams' })
-  t.teardown(() => app.close())
-  let error: unknown
-  try {
-    add(app)
-    await app.ready()
-  } catch (err) {
-    error = err
-  }
-  t.match(error, { name: 'NamedRouteError', code: 'TRV_NAMED_ROUTE', message })
-}
-
-const route = (name: string, response: unknown): RouteShorthandOptions => ({
-  schema: { response },
-  config: { triviumRoute: { name, auth: 'public' } },
-})
-const none = async () => ''
-
-t.test('what a frame cannot carry is refused at start, with the fix', async (t) => {
-  await refusal(
-    t,
-    (app) =>
-      app.get(
-        '/file',
-        route('files.get', {
-          200: { content: { 'application/octet-stream': { schema: { type: 'string' } } } },
-        }),
-        none,
-      ),
-    "@trivium/core: route GET /file (config.triviumRoute.name \"files.get\"): it answers application/octet-stream: frames carry a JSON body or a stream of JSON items (text, files and binary bodies cannot be mapped); declare content['application/json'] or content['application/x-ndjson'] with a schema, or leave the route unnamed",
-  )
-  await refusal(
-    t,
-    (app) => app.get('/feed', route('feed.list', { 200: { content: { 'application/x-ndjson': {} } } }), none),
-    '@trivium/core: route GET /feed (config.triviumRoute.name "feed.list"): its application/x-ndjson response has no item schema: declare content[\'application/x-ndjson\'].schema (the schema of one item) so that frames carry its items as a stream, or leave the route unnamed',
-  )
-  await refusal(
-    t,
-    (app) =>
-      app.get(
-        '/feed',
-        route('feed.list', {
-          200: { content: { 'application/json': { schema: item }, 'text/event-stream': { schema: item } } },
-        }),
-        none,
-      ),
-    '@trivium/core: route GET /feed (config.triviumRoute.name "feed.list"): its 200 response declares application/json and text/event-stream: a frame call has one answer form (a JSON body, or a stream of JSON items); declare one of them, or leave the route unnamed',
-  )
-  await refusal(
-    t,
-    (app) => app.put('/feed', route('feed.put', ndjson), none),
-    '@trivium/core: route PUT /feed (config.triviumRoute.name "feed.put"): a streaming route (application/x-ndjson) is called with GET or POST, as a stream endpoint is: change its method, or leave the route unnamed',
-  )
 })
 
 t.test('the registry describes a streaming named route as a stream of its items', async (t) => {

@@ -3,6 +3,7 @@
 // produced them, an async validator, a validator that throws (500, logged once, the server goes on),
 // issues with no path, the derived binary form, and a binary request for a JSON-only model (415).
 import { Writable } from 'node:stream'
+import { createClient, type WebSocketConstructor } from '@trivium/client/node'
 import { triviumCodec } from '@trivium/codec'
 import { deriveBinaryForm } from '@trivium/codec/runtime'
 import triviumCore, { type StandardSchemaV1 } from '@trivium/core'
@@ -12,6 +13,7 @@ import Fastify from 'fastify'
 import t from 'tap'
 import Type from 'typebox'
 import * as z from 'zod'
+import { registerMemoryTransport } from './memory-transport.ts'
 import { type RawTarget, rawCall } from './raw-call.ts'
 
 const Count = { minimum: 0, maximum: 1000 }
@@ -50,6 +52,7 @@ async function start(mode: 'direct' | 'inject', logs: string[]) {
   await app.register(triviumCodec)
   await app.register(triviumWebSocket)
   await app.register(triviumTcp, { port: 0, mode })
+  const memory = registerMemoryTransport(app)
   const post = (url: string) => ({ method: 'POST' as const, url })
   app.trivium.endpoint('tb.add', { ...post('/add'), request: AddRequest, response: AddResponse }, (r) => ({
     sum: r.a + r.b,
@@ -73,6 +76,7 @@ async function start(mode: 'direct' | 'inject', logs: string[]) {
     wsUrl: `ws://127.0.0.1:${port}/ws`,
     tcpPort,
     looseRuns: () => looseRuns,
+    memory,
   }
 }
 
@@ -226,3 +230,43 @@ for (const name of TARGETS) {
     },
   )
 }
+
+t.test(
+  'in memory, through @trivium/client: a binary call to a JSON-only response model is 406',
+  async (t) => {
+    const server = await direct
+    const loose = {
+      name: 'tb.loose',
+      method: 'POST' as const,
+      url: '/loose',
+      request: { fromJSON: (v: unknown) => v, toJSON: (v: unknown) => v, ...addForm },
+      response: { fromJSON: (v: unknown) => v, toJSON: (v: unknown) => v },
+      streaming: false,
+    }
+    const connect = (format: 'binary' | undefined) =>
+      createClient({
+        transport: 'websocket',
+        url: 'ws://memory/',
+        WebSocket: server.memory as unknown as WebSocketConstructor,
+        endpoints: { loose },
+        reconnectAttempts: 0,
+        ...(format === undefined ? {} : { format }),
+      })
+    const binary = connect('binary')
+    t.teardown(() => binary.close())
+    const before = server.looseRuns()
+    await t.rejects(binary.call(loose, { a: 1, b: 2 }), {
+      name: 'UnsupportedMediaTypeException',
+      code: 'TRV_UNSUPPORTED_MEDIA_TYPE',
+      message: 'Endpoint tb.loose has no binary response format',
+    })
+    t.equal(server.looseRuns(), before, 'the handler did not run')
+    const chosen = connect(undefined)
+    t.teardown(() => chosen.close())
+    t.same(
+      await chosen.call(loose, { a: 1, b: 2 }),
+      { value: [1, 2] },
+      'the client picks JSON for it by default',
+    )
+  },
+)

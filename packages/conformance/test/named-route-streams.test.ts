@@ -312,6 +312,19 @@ t.test(
   },
 )
 
+t.test("shutdown mid-stream: 503 in the error body, and the route's stream destroyed", async (t) => {
+  const server = await streamApp('direct')
+  const client = await RawClient.open('tcp-direct', server)
+  t.teardown(() => client.close())
+  client.write(request(1, 'ticks.forever', {}))
+  await client.until((fs) => fs.some((f) => f.type === FrameType.STREAM_ITEM))
+  await server.app.close()
+  const ended = await streamOf(client, 1)
+  t.match(ended.end, { statusCode: 503, code: 'TRV_SERVICE_UNAVAILABLE', message: 'Server is shutting down' })
+  await until(() => server.stopped() === 1, 'the route stream stopped at shutdown')
+  t.equal(server.stopped(), 1)
+})
+
 t.test('HTTP answers exactly as without the name', async (t) => {
   const named = await appFor('direct')
   const plain = await streamApp('direct', false)

@@ -260,7 +260,8 @@ export async function runNamedStream(
       // Not streamed: the route's error (or a 2xx that is not its stream, the route's fault).
       // named-route-answer.ts made a 2xx that is not the stream the route's fault (500).
       const out = await route
-      if (out.statusCode === 0 || entry.aborted || !host.carrier.open) return
+      if (entry.aborted) throw entry.reason // answered only for the shutdown (failed())
+      if (out.statusCode === 0 || !host.carrier.open) return
       host.compression.send(out.ok ? FrameType.STREAM_END : FrameType.ERROR, id, out.body)
       return
     }

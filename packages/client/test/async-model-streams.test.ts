@@ -2,13 +2,14 @@
 // Schema: Zod 4 with an async refine, and a hand-written one), over WebSocket, TCP and HTTP/2. Each item
 // is settled before the handler reads it; an item the async check refuses ends the call with the
 // ValidationException of that item (its field and message), and the connection serves on.
-import { createClient, type EndpointSpec, type TriviumClient } from '@trivium/client/node'
+import { createClient, type TriviumClient } from '@trivium/client/node'
 import triviumCore, { type StandardSchemaV1, triviumHttp2Options } from '@trivium/core'
 import triviumTcp from '@trivium/tcp'
 import triviumWebSocket from '@trivium/websocket'
 import Fastify, { type FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import { z } from 'zod'
+import { requestStreamSpec } from './fixture.js'
 
 const settle = () => new Promise((resolve) => setImmediate(resolve))
 
@@ -40,16 +41,7 @@ const AsyncWord: StandardSchemaV1<Word, Word> = {
   },
 }
 
-const json = { fromJSON: (v: unknown) => v, toJSON: (v: unknown) => v }
-const spec = (name: string, streaming: boolean): EndpointSpec => ({
-  name,
-  method: 'POST',
-  url: `/${name}`,
-  request: json,
-  response: json,
-  streaming,
-  requestStream: true,
-})
+const spec = requestStreamSpec
 
 function endpoints(app: FastifyInstance): void {
   app.trivium.clientStream(

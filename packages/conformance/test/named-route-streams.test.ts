@@ -184,16 +184,9 @@ for (const carriage of CARRIAGES) {
           requestId: /:6$/,
         })
         client.write(request(7, 'ticks.wrong', {}))
-        t.same(await streamOf(client, 7), {
-          items: [],
-          end: {
-            statusCode: 500,
-            code: 'TRV_INTERNAL',
-            error: 'InternalErrorException',
-            message: 'Internal server error',
-            requestId: (await streamOf(client, 7)).end.requestId,
-          },
-        })
+        const wrong = await streamOf(client, 7)
+        t.same(wrong.items, [], 'an item its schema refuses is not sent')
+        t.match(wrong.end, { statusCode: 500, error: 'InternalErrorException', requestId: /:7$/ })
         client.write(request(8, 'ticks.json', {}))
         t.match((await streamOf(client, 8)).end, { statusCode: 500, code: 'TRV_INTERNAL' })
         client.write(request(9, 'ticks.list', { count: 1 }))

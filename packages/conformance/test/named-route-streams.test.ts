@@ -5,7 +5,7 @@
 // not JSON or not an item ends the stream with the 500 error body and leaves the process serving. HTTP
 // answers exactly as without the name. What cannot be mapped is refused at start (PROTOCOL.md "Named routes").
 import { connect } from 'node:net'
-import { Readable } from 'node:stream'
+import { Readable, Writable } from 'node:stream'
 import triviumAuth from '@trivium/auth'
 import { createClient, type EndpointSpec, type WebSocketConstructor } from '@trivium/client/node'
 import triviumCore from '@trivium/core'
@@ -31,6 +31,8 @@ interface StreamApp {
   memory: typeof MemoryWebSocket
   /** Streams of `ticks.forever` whose generator's `finally` ran. */
   stopped: () => number
+  /** Error-level log lines. */
+  logs: string[]
 }
 
 const lines = (items: unknown[]) => items.map((i) => (typeof i === 'string' ? i : `${JSON.stringify(i)}\n`))
@@ -88,7 +90,14 @@ function routes(app: FastifyInstance, named: boolean, state: { stopped: number }
 }
 
 async function streamApp(mode: 'direct' | 'inject', named = true): Promise<StreamApp> {
-  const app = Fastify({ logger: false })
+  const logs: string[] = []
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      logs.push(String(chunk))
+      done()
+    },
+  })
+  const app = Fastify({ logger: { level: 'error', stream } })
   await app.register(triviumCore)
   await app.register(triviumAuth, { secret: SECRET, issuer: 'named-streams' })
   await app.register(triviumWebSocket)
@@ -105,6 +114,7 @@ async function streamApp(mode: 'direct' | 'inject', named = true): Promise<Strea
     http: `http://127.0.0.1:${port}`,
     memory,
     stopped: () => state.stopped,
+    logs,
   }
 }
 
@@ -184,9 +194,13 @@ for (const carriage of CARRIAGES) {
           requestId: /:6$/,
         })
         client.write(request(7, 'ticks.wrong', {}))
+        const logged = (reason: string) =>
+          server.logs.filter((l) => l.includes(`streamed an item frames cannot carry (${reason})`)).length
+        t.ok(logged('not JSON') >= 1, 'the route fault is logged with its reason')
         const wrong = await streamOf(client, 7)
         t.same(wrong.items, [], 'an item its schema refuses is not sent')
         t.match(wrong.end, { statusCode: 500, error: 'InternalErrorException', requestId: /:7$/ })
+        t.ok(logged('Invalid TicksWrongResponse: n must be integer') >= 1, 'with the schema message')
         client.write(request(8, 'ticks.json', {}))
         t.match((await streamOf(client, 8)).end, { statusCode: 500, code: 'TRV_INTERNAL' })
         client.write(request(9, 'ticks.list', { count: 1 }))

@@ -3,7 +3,7 @@
 
 import type { Contract } from '@trivium/contract'
 import { MAX_TIMEOUT_MS } from '@trivium/wire'
-import { contractEndpoints } from './contract.js'
+import { contractEndpoints, type DeriveBinaryForm } from './contract.js'
 import {
   ConflictException,
   NetworkException,
@@ -84,8 +84,11 @@ export function hasBinary(spec: EndpointSpec): boolean {
 }
 
 /** The table with a contract's endpoints added; a name in both is refused (which one would be meant?). */
-function withContract(table: EndpointTable, contract: Contract): EndpointTable {
-  const endpoints = contractEndpoints(contract) // a malformed contract: ContractError (TRV_CONTRACT)
+function withContract(table: EndpointTable, contract: Contract, derive: unknown): EndpointTable {
+  if (derive !== undefined && typeof derive !== 'function') {
+    throw optionError("deriveBinary must be @trivium/codec's deriveBinaryForm (a function)")
+  }
+  const endpoints = contractEndpoints(contract, derive as DeriveBinaryForm | undefined) // a malformed contract: ContractError (TRV_CONTRACT)
   for (const name of Object.keys(endpoints)) {
     if (Object.hasOwn(table, name)) throw optionError(`endpoint ${name} is both in endpoints and in contract`)
   }
@@ -124,7 +127,10 @@ export abstract class BaseClient implements TriviumClient {
     this.endpoints = new Map()
     const given: EndpointTable = options.endpoints ?? {}
     if (typeof given !== 'object' || given === null) throw optionError('endpoints must be an object')
-    const table = options.contract === undefined ? given : withContract(given, options.contract)
+    if (options.contract === undefined && options.deriveBinary !== undefined)
+      throw optionError('deriveBinary derives the binary forms of a contract: give contract too')
+    const table =
+      options.contract === undefined ? given : withContract(given, options.contract, options.deriveBinary)
     for (const [key, spec] of Object.entries(table)) {
       if (!spec || typeof spec.name !== 'string' || !spec.request || !spec.response) {
         throw optionError(`endpoints.${key} must have a name, a request model and a response model`)

@@ -16,7 +16,7 @@ import {
   TIMEOUT_METADATA_KEY,
   TRACEPARENT_METADATA_KEY,
 } from '@trivium/wire'
-import { checkNonNegative, optionError } from './base.js'
+import { checkNonNegative, hasBinary, optionError } from './base.js'
 import { NetworkException } from './errors.js'
 import { type FrameCodec, FrameCompression, type FrameCompressionOptions } from './frame-compression.js'
 import { FrameClient, type FrameClientOptions, type FrameLink, type LinkHandlers } from './frames.js'
@@ -97,10 +97,13 @@ export class TcpClient extends FrameClient {
     if (options.eager) void this.connect().catch(() => {})
   }
 
-  /** Per call: binary when the request model has a binary form (and `format` is not 'json'). */
+  /**
+   * Per call: binary when the request and response models have a binary form (and `format` is not
+   * 'json'); a binary call to a JSON-only response model is the server's 406.
+   */
   protected formatFor(spec: EndpointSpec): PayloadFormat {
     if (this.format === 'json') return 'json'
-    return typeof spec.request.encode === 'function' ? 'binary' : 'json'
+    return hasBinary(spec) ? 'binary' : 'json'
   }
 
   protected async requestPayload(

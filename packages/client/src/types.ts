@@ -1,5 +1,6 @@
 // Public types shared by every transport.
 import type { Contract } from '@trivium/contract'
+import type { DeriveBinaryForm } from './contract.js'
 import type { TriviumError } from './errors.js'
 
 /**
@@ -130,6 +131,12 @@ export interface CommonClientOptions {
    * join the table, and `createClient` returns a client typed by it (README "Contracts").
    */
   contract?: Contract
+  /**
+   * @trivium/codec's `deriveBinaryForm` (`import { deriveBinaryForm } from '@trivium/codec/runtime'`): a
+   * contract's TypeBox, JSON Schema or Standard JSON Schema model whose layout is derivable is then sent
+   * and read in binary, the bytes the server derives with @trivium/codec registered (README "Contracts").
+   */
+  deriveBinary?: DeriveBinaryForm
   /** Token (or provider called before each call / connection). */
   token?: TokenProvider
   /** Called once when a call fails with TokenExpiredException; its token replaces `token`. */

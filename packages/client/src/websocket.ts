@@ -10,7 +10,7 @@ import {
   IDEMPOTENCY_KEY_METADATA,
   TIMEOUT_METADATA_KEY,
 } from '@trivium/wire'
-import { checkNonNegative, optionError } from './base.js'
+import { checkNonNegative, hasBinary, optionError } from './base.js'
 import { NetworkException } from './errors.js'
 import { FrameCompression, type FrameCompressionOptions } from './frame-compression.js'
 import { FrameClient, type FrameClientOptions, type FrameLink, type LinkHandlers } from './frames.js'
@@ -87,10 +87,10 @@ export class WebSocketClient extends FrameClient {
     )
     FrameCompression.check('frameCompression', options.frameCompression)
     this.frameCompression = options.frameCompression
-    // One format per connection: binary unless asked otherwise or some request model has no binary form.
+    // One format per connection: binary unless asked otherwise or some model has no binary form (a binary
+    // call to a JSON-only request model is 415, to a JSON-only response model 406).
     const specs = [...new Set(this.endpoints.values())]
-    this.connFormat =
-      options.format ?? (specs.every((s) => typeof s.request.encode === 'function') ? 'binary' : 'json')
+    this.connFormat = options.format ?? (specs.every(hasBinary) ? 'binary' : 'json')
     if (options.eager) void this.connect().catch(() => {})
   }
 

@@ -18,6 +18,20 @@ import { triviumTcpPlugin } from '@trivium/tcp'
 import { triviumWebSocketPlugin } from '@trivium/websocket'
 import Fastify, { type FastifyInstance } from 'fastify'
 
+/** A stream-of-requests spec (`POST /<name>`) whose models pass JSON through: the server's models check. */
+export function requestStreamSpec(name: string, streaming: boolean): EndpointSpec {
+  const json = { fromJSON: (v: unknown) => v, toJSON: (v: unknown) => v }
+  return {
+    name,
+    method: 'POST',
+    url: `/${name}`,
+    request: json,
+    response: json,
+    streaming,
+    requestStream: true,
+  }
+}
+
 const MAGIC = 0xb1
 /** A model with a binary form: a marker byte then the JSON text (stands in for @trivium/codec). */
 export function binModel<T>(name: string, schema: Record<string, unknown>): Model<T> {

@@ -2,27 +2,19 @@
 // HTTP/2"), h2c and TLS, with the frame transports' handle: send/end/sendAll, the response or the items,
 // the server's typed error, and cancel() resetting the stream (the handler's signal aborts).
 
-import { createClient, type EndpointSpec } from '@trivium/client/node'
+import { createClient } from '@trivium/client/node'
 import triviumCore, { triviumHttp2Options } from '@trivium/core'
 import Fastify, { type FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import { selfSigned } from '../../../scripts/test/self-signed.js'
 import { registerTickStreams, Tick } from '../../../scripts/test/tick-streams.js'
 import { waitBound } from '../../../scripts/test/waits.js'
+import { requestStreamSpec } from './fixture.js'
 
 const certificate = selfSigned()
 t.teardown(() => certificate.remove())
 
-const json = { fromJSON: (v: unknown) => v, toJSON: (v: unknown) => v }
-const spec = (name: string, streaming: boolean): EndpointSpec => ({
-  name,
-  method: 'POST',
-  url: `/${name}`,
-  request: json,
-  response: json,
-  streaming,
-  requestStream: true,
-})
+const spec = requestStreamSpec
 
 async function until(cond: () => boolean, what: string): Promise<void> {
   const end = Date.now() + waitBound(5000)

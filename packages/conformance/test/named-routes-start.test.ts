@@ -101,6 +101,8 @@ async function refusal(t: Test, add: (app: FastifyInstance) => void, message: st
     error = err
   }
   t.equal((error as Error | undefined)?.message, message)
+  if (message.includes('config.triviumRoute.name'))
+    t.match(error, { name: 'NamedRouteError', code: 'TRV_NAMED_ROUTE' })
 }
 
 const named = (name: string, rest: Partial<RouteShorthandOptions> = {}): RouteShorthandOptions => ({
@@ -158,5 +160,40 @@ t.test('a GET route and the HEAD route Fastify adds for it are one endpoint', as
   t.same(
     app.trivium.registry.list().map((d) => [d.name, d.method, d.url]),
     [['orders.list', 'GET', '/orders']],
+  )
+})
+
+const item = { type: 'object', properties: { n: { type: 'integer' } } }
+const answering = (name: string, response: unknown): RouteShorthandOptions => ({
+  schema: { response } as FastifySchema,
+  config: { triviumRoute: { name, auth: 'public' } },
+})
+
+t.test('a response a frame cannot carry, or a stream it cannot map, is refused at start', async (t) => {
+  const file = { 200: { content: { 'application/octet-stream': { schema: { type: 'string' } } } } }
+  await refusal(
+    t,
+    (app) => app.get('/file', answering('files.get', file), ok),
+    "@trivium/core: route GET /file (config.triviumRoute.name \"files.get\"): it answers application/octet-stream: frames carry a JSON body or a stream of JSON items (text, files and binary bodies cannot be mapped); declare content['application/json'] or content['application/x-ndjson'] with a schema, or leave the route unnamed",
+  )
+  const noItem = { 200: { content: { 'application/x-ndjson': {} } } }
+  await refusal(
+    t,
+    (app) => app.get('/feed', answering('feed.list', noItem), ok),
+    '@trivium/core: route GET /feed (config.triviumRoute.name "feed.list"): its application/x-ndjson response has no item schema: declare content[\'application/x-ndjson\'].schema (the schema of one item) so that frames carry its items as a stream, or leave the route unnamed',
+  )
+  const both = {
+    200: { content: { 'application/json': { schema: item }, 'text/event-stream': { schema: item } } },
+  }
+  await refusal(
+    t,
+    (app) => app.get('/feed', answering('feed.list', both), ok),
+    '@trivium/core: route GET /feed (config.triviumRoute.name "feed.list"): its 200 response declares application/json and text/event-stream: a frame call has one answer form (a JSON body, or a stream of JSON items); declare one of them, or leave the route unnamed',
+  )
+  const ndjson = { 200: { content: { 'application/x-ndjson': { schema: item } } } }
+  await refusal(
+    t,
+    (app) => app.put('/feed', answering('feed.put', ndjson), ok),
+    '@trivium/core: route PUT /feed (config.triviumRoute.name "feed.put"): a streaming route (application/x-ndjson) is called with GET or POST, as a stream endpoint is: change its method, or leave the route unnamed',
   )
 })

@@ -45,6 +45,8 @@ export interface RawMeta {
   timeout?: string
   key?: string
   token?: string
+  /** HTTP only: the Accept header (frames answer in the request's format). */
+  accept?: string
 }
 
 /** `body` is the JSON text of the request, or its bytes in `meta.format` (sent as is: hostile bodies too). */
@@ -63,6 +65,7 @@ export async function rawCall(
     if (meta.timeout) headers['trivium-timeout-ms'] = meta.timeout
     if (meta.key) headers['idempotency-key'] = meta.key
     if (meta.token) headers.authorization = `Bearer ${meta.token}`
+    if (meta.accept) headers.accept = meta.accept
     const res = await fetch(`${target.httpUrl}${path}`, { method, headers, body: body as BodyInit })
     const bytes = new Uint8Array(await res.arrayBuffer())
     const contentType = res.headers.get('content-type')

@@ -3,6 +3,7 @@
 // produced them, an async validator, a validator that throws (500, logged once, the server goes on),
 // issues with no path, the derived binary form, and a binary request for a JSON-only model (415).
 import { Writable } from 'node:stream'
+import { createClient, type WebSocketConstructor } from '@trivium/client/node'
 import { triviumCodec } from '@trivium/codec'
 import { deriveBinaryForm } from '@trivium/codec/runtime'
 import triviumCore, { type StandardSchemaV1 } from '@trivium/core'
@@ -12,6 +13,7 @@ import Fastify from 'fastify'
 import t from 'tap'
 import Type from 'typebox'
 import * as z from 'zod'
+import { registerMemoryTransport } from './memory-transport.ts'
 import { type RawTarget, rawCall } from './raw-call.ts'
 
 const Count = { minimum: 0, maximum: 1000 }
@@ -20,6 +22,8 @@ const AddResponse = Type.Object({ sum: Type.Integer({ minimum: 0, maximum: 2000 
 const TagRequest = z.object({ name: z.string().min(2), tags: z.array(z.string()) })
 const CheckRequest = z.object({ code: z.string().refine(async (code) => code === 'ok', 'is not ok') })
 const Unbounded = Type.Object({ n: Type.Integer() }, { title: 'Unbounded' })
+/** A response with no binary layout (the binary format has no "any value"). */
+const Loose = Type.Object({ value: Type.Unknown() })
 
 /** A Standard Schema whose validator throws: a bug in the schema, not a bad request. */
 const throwing: StandardSchemaV1 = {
@@ -48,6 +52,7 @@ async function start(mode: 'direct' | 'inject', logs: string[]) {
   await app.register(triviumCodec)
   await app.register(triviumWebSocket)
   await app.register(triviumTcp, { port: 0, mode })
+  const memory = registerMemoryTransport(app)
   const post = (url: string) => ({ method: 'POST' as const, url })
   app.trivium.endpoint('tb.add', { ...post('/add'), request: AddRequest, response: AddResponse }, (r) => ({
     sum: r.a + r.b,
@@ -55,12 +60,24 @@ async function start(mode: 'direct' | 'inject', logs: string[]) {
   app.trivium.endpoint('zod.tag', { ...post('/tag'), request: TagRequest }, (r) => ({ tags: r.tags.length }))
   app.trivium.endpoint('zod.check', { ...post('/check'), request: CheckRequest }, (r) => ({ code: r.code }))
   app.trivium.endpoint('json.only', { ...post('/unbounded'), request: Unbounded }, (r) => ({ n: r.n }))
+  let looseRuns = 0
+  app.trivium.endpoint('tb.loose', { ...post('/loose'), request: AddRequest, response: Loose }, (r) => {
+    looseRuns++
+    return { value: [r.a, r.b] }
+  })
   app.trivium.endpoint('throws', { ...post('/throws'), request: throwing }, () => ({}))
   app.trivium.endpoint('pathless', { ...post('/pathless'), request: pathless }, () => ({}))
   await app.listen({ port: 0, host: '127.0.0.1' })
   const port = (app.server.address() as { port: number }).port
   const tcpPort = app.triviumTcp.address()?.port as number
-  return { app, httpUrl: `http://127.0.0.1:${port}`, wsUrl: `ws://127.0.0.1:${port}/ws`, tcpPort }
+  return {
+    app,
+    httpUrl: `http://127.0.0.1:${port}`,
+    wsUrl: `ws://127.0.0.1:${port}/ws`,
+    tcpPort,
+    looseRuns: () => looseRuns,
+    memory,
+  }
 }
 
 const directLogs: string[] = []
@@ -73,10 +90,16 @@ t.teardown(async () => {
 })
 
 const TARGETS = ['http', 'websocket', 'tcp-direct', 'tcp-inject'] as const
-async function targetOf(name: (typeof TARGETS)[number]): Promise<{ target: RawTarget; logs: string[] }> {
+async function targetOf(
+  name: (typeof TARGETS)[number],
+): Promise<{ target: RawTarget; logs: string[]; looseRuns: () => number }> {
   const server = await (name === 'tcp-inject' ? inject : direct)
   const transport = name === 'tcp-direct' || name === 'tcp-inject' ? 'tcp' : name
-  return { target: { ...server, transport }, logs: name === 'tcp-inject' ? injectLogs : directLogs }
+  return {
+    target: { ...server, transport },
+    logs: name === 'tcp-inject' ? injectLogs : directLogs,
+    looseRuns: server.looseRuns,
+  }
 }
 
 const addForm = deriveBinaryForm(AddRequest)
@@ -171,3 +194,79 @@ for (const name of TARGETS) {
     })
   })
 }
+
+for (const name of TARGETS) {
+  t.test(
+    `binary over ${name}: a response model without a binary form is 406, before the handler`,
+    async (t) => {
+      const { target, looseRuns } = await targetOf(name)
+      const before = looseRuns()
+      const bytes = addForm?.encode({ a: 1, b: 2 }) ?? ''
+      const asked = { format: 'binary' as const, accept: 'application/x-platform-binary' }
+      const refused = await rawCall(target, 'tb.loose', 'POST', '/loose', bytes, asked)
+      t.equal(refused.status, 406)
+      t.match(refused.body, {
+        statusCode: 406,
+        code: 'TRV_UNSUPPORTED_MEDIA_TYPE',
+        error: 'UnsupportedMediaTypeException',
+        message: 'Endpoint tb.loose has no binary response format',
+      })
+      t.equal(looseRuns(), before, 'the handler did not run')
+      if (name === 'http') {
+        t.equal(refused.contentType, 'application/json; charset=utf-8')
+        // JSON acceptable too, or no Accept at all: the JSON answer is what was asked for.
+        for (const accept of ['application/x-platform-binary, application/json;q=0.5', undefined]) {
+          const meta = { format: 'binary' as const, ...(accept === undefined ? {} : { accept }) }
+          const answer = await rawCall(target, 'tb.loose', 'POST', '/loose', bytes, meta)
+          t.same([answer.status, answer.body], [200, { value: [1, 2] }], String(accept))
+        }
+        const json = await rawCall(target, 'tb.loose', 'POST', '/loose', '{"a":1,"b":2}', {
+          accept: 'application/x-platform-binary',
+        })
+        t.equal(json.status, 406, 'a JSON request asking for a binary answer')
+      }
+      const fine = await rawCall(target, 'tb.loose', 'POST', '/loose', '{"a":3,"b":4}')
+      t.same([fine.status, fine.body], [name === 'http' ? 200 : 'ok', { value: [3, 4] }], 'JSON is answered')
+    },
+  )
+}
+
+t.test(
+  'in memory, through @trivium/client: a binary call to a JSON-only response model is 406',
+  async (t) => {
+    const server = await direct
+    const loose = {
+      name: 'tb.loose',
+      method: 'POST' as const,
+      url: '/loose',
+      request: { fromJSON: (v: unknown) => v, toJSON: (v: unknown) => v, ...addForm },
+      response: { fromJSON: (v: unknown) => v, toJSON: (v: unknown) => v },
+      streaming: false,
+    }
+    const connect = (format: 'binary' | undefined) =>
+      createClient({
+        transport: 'websocket',
+        url: 'ws://memory/',
+        WebSocket: server.memory as unknown as WebSocketConstructor,
+        endpoints: { loose },
+        reconnectAttempts: 0,
+        ...(format === undefined ? {} : { format }),
+      })
+    const binary = connect('binary')
+    t.teardown(() => binary.close())
+    const before = server.looseRuns()
+    await t.rejects(binary.call(loose, { a: 1, b: 2 }), {
+      name: 'UnsupportedMediaTypeException',
+      code: 'TRV_UNSUPPORTED_MEDIA_TYPE',
+      message: 'Endpoint tb.loose has no binary response format',
+    })
+    t.equal(server.looseRuns(), before, 'the handler did not run')
+    const chosen = connect(undefined)
+    t.teardown(() => chosen.close())
+    t.same(
+      await chosen.call(loose, { a: 1, b: 2 }),
+      { value: [1, 2] },
+      'the client picks JSON for it by default',
+    )
+  },
+)

@@ -186,11 +186,28 @@ export function decodeRequest(
   format: WireFormat,
   model: Model,
   bytes: Uint8Array,
+  /** The response model of a call answered in `format` (a frame's): no form in it is 406, after the 415. */
+  response?: Model,
 ): unknown {
   if (bytes.length > 0 && format.name !== 'json' && !model.decode) {
     throw new UnsupportedMediaTypeException(`Endpoint ${endpoint} has no ${format.name} request format`)
   }
+  if (response !== undefined) refuseAnswerFormat(endpoint, response, format)
   return decodePayload(format, model, bytes)
+}
+
+/**
+ * A call that asks for its answer in a format the response model has no form in (a binary frame; HTTP
+ * `Accept` naming only binary) is 406 before the handler runs, never answered in JSON instead. The kind
+ * is UnsupportedMediaTypeException; the status keeps its precise meaning (PROTOCOL.md "Errors").
+ */
+export function refuseAnswerFormat(endpoint: string, response: Model, format: WireFormat): void {
+  if (format.name === 'json' || response.encode !== undefined) return
+  const error = new UnsupportedMediaTypeException(
+    `Endpoint ${endpoint} has no ${format.name} response format`,
+  )
+  error.statusCode = 406
+  throw error
 }
 
 export const jsonFormat: WireFormat = {
@@ -266,6 +283,15 @@ export class FormatRegistry {
    * Response format for HTTP: a registered type named in Accept wins (binary is preferred when the
    * client lists it); with no usable Accept, answer in the request's format; JSON is the fallback.
    */
+  /** The format an Accept header demands: binary when it names binary and no JSON (`*\/*`, `application/*`). */
+  demandedBy(accept: string | undefined): WireFormat | undefined {
+    if (accept === undefined || !accept.includes(BINARY_CONTENT_TYPE)) return undefined
+    if (accept.includes(JSON_CONTENT_TYPE) || accept.includes('*/*') || accept.includes('application/*')) {
+      return undefined
+    }
+    return this.byType.get(BINARY_CONTENT_TYPE)
+  }
+
   forAccept(accept: string | undefined, requestFormat: WireFormat | undefined): WireFormat {
     if (accept && accept !== '*/*') {
       const binary = this.byType.get(BINARY_CONTENT_TYPE)

@@ -74,7 +74,7 @@ export {
   standardSchemaModel,
 } from './models/standard-schema.js'
 export type { StandardJSONSchemaConverter } from './models/standard-schema-spec.js'
-export { isNamedRoute, NamedRouteError } from './named-route.js'
+export { isNamedRoute, NamedRouteError, namedRouteStream } from './named-route.js'
 export {
   ENDPOINT_NAME_PATTERN,
   EndpointRegistry,

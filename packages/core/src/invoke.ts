@@ -4,7 +4,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import { type HeaderMap, type Protocol, TriviumCall, type TriviumIdentity } from './call.js'
 import { type CallDeadline, callDeadline } from './deadline.js'
 import { NotFoundException } from './errors.js'
-import { decodeRequest, type WireFormat } from './formats.js'
+import { decodeRequest, refuseAnswerFormat, type WireFormat } from './formats.js'
 import type { Pipeline } from './middleware.js'
 import type { EndpointDefinition, EndpointRegistry } from './registry.js'
 import { routeToHandler } from './router.js'
@@ -85,8 +85,11 @@ export class Invoker {
       onIdentity: init.onIdentity,
       decodeBody: () => {
         // A stream of requests has no request model in its REQUEST: the items carry them.
-        if (definition.requestStream) return undefined
-        return decodeRequest(definition.name, format, definition.request, payload)
+        if (definition.requestStream) {
+          refuseAnswerFormat(definition.name, definition.response, format)
+          return undefined
+        }
+        return decodeRequest(definition.name, format, definition.request, payload, definition.response)
       },
     })
   }

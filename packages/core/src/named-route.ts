@@ -8,7 +8,7 @@
 import type { RouteOptions } from 'fastify'
 import { InternalErrorException } from './errors.js'
 import { type JsonSchema, jsonSchemaModel, type Model } from './model.js'
-import { type EndpointRegistry, HTTP_METHODS, type HttpMethod, type UnaryDefinition } from './registry.js'
+import { type EndpointDefinition, type EndpointRegistry, HTTP_METHODS, type HttpMethod } from './registry.js'
 
 /** Thrown at start for a named route a frame cannot reach; the message is the one line with the fix. */
 export class NamedRouteError extends Error {
@@ -71,20 +71,67 @@ function mergedRequestSchema(label: string, parts: (JsonSchema | undefined)[]): 
   return schema
 }
 
+/** The answer forms a frame can carry besides one JSON value: a stream of JSON items. */
+const STREAM_TYPES = new Set(['application/x-ndjson', 'text/event-stream'])
+
+interface SuccessAnswer {
+  status: number
+  /** The JSON body's schema, or one item's for a stream. */
+  schema: JsonSchema | undefined
+  /** The stream's content type (`application/x-ndjson`, `text/event-stream`); undefined: one JSON body. */
+  stream: string | undefined
+}
+
 /** The route's 2xx answer: its status and schema (Fastify's `response` keys: `200`, `2xx`, …, or `content`). */
-function successResponse(response: unknown): { status: number; schema: JsonSchema | undefined } {
+function successResponse(label: string, response: unknown): SuccessAnswer {
   const table = objectSchema(response)
-  if (table === undefined) return { status: 200, schema: undefined }
+  if (table === undefined) return { status: 200, schema: undefined, stream: undefined }
   for (const [key, value] of Object.entries(table)) {
     if (!/^2(\d\d|xx)$/i.test(key)) continue
     const status = /^\d+$/.test(key) ? Number(key) : 200
-    let schema = objectSchema(value)
-    const content = schema?.content as Record<string, { schema?: unknown }> | undefined
-    if (content !== undefined && typeof content === 'object')
-      schema = objectSchema(content['application/json']?.schema)
-    return { status, schema }
+    const schema = objectSchema(value)
+    const content = schema?.content
+    if (typeof content === 'object' && content !== null)
+      return contentAnswer(label, status, content as Record<string, { schema?: unknown }>)
+    return { status, schema, stream: undefined }
   }
-  return { status: 200, schema: undefined }
+  return { status: 200, schema: undefined, stream: undefined }
+}
+
+/** A 2xx answer declared per content type: one JSON body, or one stream of JSON items; nothing else. */
+function contentAnswer(
+  label: string,
+  status: number,
+  content: Record<string, { schema?: unknown }>,
+): SuccessAnswer {
+  const types = Object.keys(content)
+  if (types.length === 0) return { status, schema: undefined, stream: undefined }
+  const streams = types.filter((type) => STREAM_TYPES.has(type.toLowerCase()))
+  const json = types.find((type) => JSON_TYPES.has(type.toLowerCase()))
+  if (streams.length + (json === undefined ? 0 : 1) > 1) {
+    throw new NamedRouteError(
+      label,
+      `its ${status} response declares ${[...(json === undefined ? [] : [json]), ...streams].join(' and ')}: a frame call has one answer form (a JSON body, or a stream of JSON items); declare one of them, or leave the route unnamed`,
+    )
+  }
+  const stream = streams[0]
+  if (stream !== undefined) {
+    const item = objectSchema(content[stream]?.schema)
+    if (item === undefined) {
+      throw new NamedRouteError(
+        label,
+        `its ${stream} response has no item schema: declare content['${stream}'].schema (the schema of one item) so that frames carry its items as a stream, or leave the route unnamed`,
+      )
+    }
+    return { status, schema: item, stream: stream.toLowerCase() }
+  }
+  if (json === undefined) {
+    throw new NamedRouteError(
+      label,
+      `it answers ${types.join(', ')}: frames carry a JSON body or a stream of JSON items (text, files and binary bodies cannot be mapped); declare content['application/json'] or content['application/x-ndjson'] with a schema, or leave the route unnamed`,
+    )
+  }
+  return { status, schema: objectSchema(content[json]?.schema), stream: undefined }
 }
 
 /** A response model that only describes (the route's own serializer already shaped the bytes). */
@@ -97,14 +144,19 @@ function describingModel(name: string, schema: JsonSchema | undefined): Model {
   }
 }
 
-function requestModel(label: string, name: string, schema: JsonSchema | undefined): Model | undefined {
+function compiledModel(
+  label: string,
+  part: 'request' | 'item',
+  name: string,
+  schema: JsonSchema | undefined,
+): Model | undefined {
   if (schema === undefined) return undefined
   try {
     return jsonSchemaModel(name, schema)
   } catch (err) {
     throw new NamedRouteError(
       label,
-      `its request schema does not compile on its own (${(err as Error).message}): a shared schema ($ref to app.addSchema) cannot be resolved for frames; inline it, or leave the route unnamed`,
+      `its ${part} schema does not compile on its own (${(err as Error).message}): a shared schema ($ref to app.addSchema) cannot be resolved for frames; inline it, or leave the route unnamed`,
     )
   }
 }
@@ -142,7 +194,7 @@ export function addNamedRoute(
   route: RouteOptions,
   name: string,
   rules: object,
-): UnaryDefinition {
+): EndpointDefinition {
   const methods = Array.isArray(route.method) ? route.method : [route.method]
   const label = `route ${methods.join(',')} ${route.url} (config.triviumRoute.name "${name}")`
   if (methods.length !== 1) {
@@ -166,30 +218,51 @@ export function addNamedRoute(
     querystring,
     objectSchema(schema.body),
   ])
-  const { status, schema: responseSchema } = successResponse(schema.response)
-  const request = requestModel(label, `${base}Request`, merged)
+  const answer = successResponse(label, schema.response)
+  if (answer.stream !== undefined && method !== 'GET' && method !== 'POST') {
+    throw new NamedRouteError(
+      label,
+      `a streaming route (${answer.stream}) is called with GET or POST, as a stream endpoint is: change its method, or leave the route unnamed`,
+    )
+  }
+  const request = compiledModel(label, 'request', `${base}Request`, merged)
+  // A stream's items are checked one by one as the route writes them (the route's serializer never sees them).
+  const response =
+    answer.stream === undefined
+      ? describingModel(`${base}Response`, answer.schema)
+      : (compiledModel(label, 'item', `${base}Response`, answer.schema) as Model)
   const definition = registry.add(
     name,
     {
       ...(rules as object),
       method,
       url: route.url,
-      status,
+      status: answer.status,
       ...(request === undefined ? {} : { request }),
-      response: describingModel(`${base}Response`, responseSchema),
+      response,
       ...(typeof schema.summary === 'string' ? { summary: schema.summary } : {}),
     },
     () => {
       // Never reached: frame transports hand a named route's calls to the route itself.
       throw new InternalErrorException(`Endpoint ${name} is served by its Fastify route`)
     },
-    { streaming: false, requestStream: false },
+    // The handler is never called either way; the shape tells frame transports how to answer.
+    { streaming: answer.stream !== undefined, requestStream: false } as {
+      streaming: false
+      requestStream: false
+    },
   )
-  NAMED_ROUTES.add(definition)
-  return definition
+  NAMED_ROUTES.set(definition, answer.stream)
+  return definition as EndpointDefinition
 }
 
-const NAMED_ROUTES = new WeakSet<object>()
+/** Every named route's endpoint, with its stream's content type (undefined: one JSON answer). */
+const NAMED_ROUTES = new WeakMap<object, string | undefined>()
+
+/** The content type a streaming named route answers (`application/x-ndjson`, `text/event-stream`). */
+export function namedRouteStream(definition: object): string | undefined {
+  return NAMED_ROUTES.get(definition)
+}
 
 /** True for the endpoint of a named Fastify route: its calls go through the route (`fastify.routing`). */
 export function isNamedRoute(definition: object): boolean {

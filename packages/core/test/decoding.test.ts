@@ -38,6 +38,9 @@ const withBinary = <T>(m: Model<T>): Model<T> => ({
   encode: () => new Uint8Array([1]),
 })
 
+/** The answers of the zero-bytes endpoints, with a binary form so that a binary call is answered. */
+const Got = withBinary(jsonSchemaModel('Got', { type: 'object' }))
+
 async function app() {
   const fastify = Fastify()
   await fastify.register(trivium)
@@ -45,12 +48,16 @@ async function app() {
   const stored: unknown[] = []
   fastify.trivium.endpoint(
     'auth.logout',
-    { method: 'POST', url: '/auth/logout', request: withBinary(Logout) },
+    { method: 'POST', url: '/auth/logout', request: withBinary(Logout), response: Got },
     (req) => ({ got: req }),
   )
-  fastify.trivium.endpoint('health', { method: 'POST', url: '/health', request: emptyModel }, (req) => ({
-    got: req,
-  }))
+  fastify.trivium.endpoint(
+    'health',
+    { method: 'POST', url: '/health', request: emptyModel, response: Got },
+    (req) => ({
+      got: req,
+    }),
+  )
   fastify.trivium.endpoint('tasks.create', { method: 'POST', url: '/tasks', request: Create }, (req) => {
     stored.push(req)
     return req
@@ -91,6 +98,12 @@ t.test('frames: zero payload bytes are the empty model in JSON and in binary', a
       t.same(result, { got: {} }, `${endpoint} ${format.name}`)
     }
   }
+  // tasks.create's response model has no binary form: a binary call is 406 (PROTOCOL.md "HTTP").
+  await t.rejects(fastify.trivium.invoke({ ...base, format: binary, endpoint: 'tasks.create' }), {
+    statusCode: 406,
+    code: 'TRV_UNSUPPORTED_MEDIA_TYPE',
+    message: 'Endpoint tasks.create has no binary response format',
+  })
   await t.rejects(fastify.trivium.invoke({ ...base, format: jsonFormat, endpoint: 'tasks.create' }), {
     code: 'TRV_VALIDATION',
     message: 'Invalid CreateTask: title is required',

@@ -9,7 +9,7 @@ import {
   type TriviumError,
   toErrorBody,
 } from '@trivium/core'
-import { errorOfStatus, INTERNAL_ERROR_MESSAGE } from '@trivium/core/internal'
+import { errorOfStatus, INTERNAL_ERROR_MESSAGE, namedRouteStream } from '@trivium/core/internal'
 import type { FastifyBaseLogger } from 'fastify'
 import type { RouteAnswer } from './route-bridge.js'
 
@@ -17,9 +17,17 @@ import type { RouteAnswer } from './route-bridge.js'
 const logged = new WeakSet<EndpointDefinition>()
 const NO_HEADERS = { getHeader: () => undefined }
 
+function typeOf(contentType: string | undefined): string | undefined {
+  return contentType?.split(';', 1)[0]?.trim().toLowerCase()
+}
+
+function isType(contentType: string | undefined, expected: string | undefined): boolean {
+  return expected !== undefined && typeOf(contentType) === expected
+}
+
 function isJson(contentType: string | undefined): boolean {
-  if (contentType === undefined) return false
-  const type = contentType.split(';', 1)[0]?.trim().toLowerCase()
+  const type = typeOf(contentType)
+  if (type === undefined) return false
   return type === 'application/json' || (type?.startsWith('application/') === true && type.endsWith('+json'))
 }
 
@@ -47,7 +55,37 @@ export function namedRouteOutcome(
 ): RouteAnswer {
   if (out.statusCode === 0) return out // cancelled or the connection went away: nothing is sent
   if (!out.ok) return isErrorBody(out.body) ? out : failed(out, errorOfStatus(out.statusCode, NO_HEADERS))
+  // A streamed answer was read as it came (named-route-stream.ts); any other 2xx is not the stream.
+  if (definition.streaming)
+    return out.statusCode < 300 && isType(out.contentType, namedRouteStream(definition))
+      ? out
+      : notStreamed(log, definition, out)
   if (out.body.length === 0 || isJson(out.contentType)) return out
+  return routeFault(
+    log,
+    definition,
+    out,
+    `named route ${definition.name} answered ${out.contentType ?? 'no Content-Type'}: frames carry JSON (PROTOCOL.md "Named routes"); answer JSON, or leave the route unnamed`,
+  )
+}
+
+/** A streaming named route that answered 2xx without its stream: a fault of the route, 500. */
+function notStreamed(log: FastifyBaseLogger, definition: EndpointDefinition, out: RouteAnswer): RouteAnswer {
+  return routeFault(
+    log,
+    definition,
+    out,
+    `named route ${definition.name} answered ${out.contentType ?? 'no Content-Type'} without a stream: its response declares ${namedRouteStream(definition)} (PROTOCOL.md "Named routes"); send a stream of that type`,
+  )
+}
+
+/** The route's own fault (its answer's form, not the call's): 500, logged once per route. */
+function routeFault(
+  log: FastifyBaseLogger,
+  definition: EndpointDefinition,
+  out: RouteAnswer,
+  message: string,
+): RouteAnswer {
   if (!logged.has(definition)) {
     logged.add(definition)
     log.error(
@@ -56,7 +94,7 @@ export function namedRouteOutcome(
         route: `${definition.method} ${definition.url}`,
         contentType: out.contentType,
       },
-      `named route ${definition.name} answered ${out.contentType ?? 'no Content-Type'}: frames carry JSON (PROTOCOL.md "Named routes"); answer JSON, or leave the route unnamed`,
+      message,
     )
   }
   return failed(out, new InternalErrorException(INTERNAL_ERROR_MESSAGE))

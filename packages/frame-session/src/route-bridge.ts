@@ -44,7 +44,8 @@ import type {
   LightMyRequestResponse,
 } from 'fastify'
 import { namedRouteOutcome } from './named-route-answer.js'
-import type { BridgedCall, BridgedOutcome, UnaryBridge } from './unary.js'
+import { runNamedStream, type StreamSink } from './named-route-stream.js'
+import type { BridgedCall, BridgedOutcome, CallHost, CallStart, UnaryBridge } from './unary.js'
 
 const CALL = Symbol.for('trivium.call')
 const EMPTY = new Uint8Array(0)
@@ -99,12 +100,26 @@ class FrameResponse extends ServerResponse {
   #chunks: Buffer[] = []
   /** The answer's Content-Type: Fastify gives its headers to `writeHead`, which `getHeader` does not see. */
   contentType: string | undefined = undefined
+  /** A streaming named route's reader; `#streaming` once the answer turned out to be its stream. */
+  sink: StreamSink | undefined = undefined
+  #streaming = false
 
   override writeHead(...args: any[]): this {
     const headers = typeof args[1] === 'object' ? args[1] : args[2]
     this.contentType =
       contentTypeOf(headers) ?? contentTypeOf({ 'content-type': this.getHeader('content-type') })
+    if (this.sink !== undefined && !this.headersSent)
+      this.#streaming = this.sink.open(Number(args[0]), this.contentType)
     return (super.writeHead as (...a: any[]) => this)(...args)
+  }
+
+  /** A chunk of a streamed answer goes to the reader, not to Node (whose formatted bytes are dropped anyway). */
+  #stream(chunk: unknown, encoding: unknown, callback: unknown): boolean {
+    const bytes = toBuffer(chunk, encoding)
+    const done = typeof encoding === 'function' ? encoding : callback
+    if (typeof done === 'function') process.nextTick(done as () => void)
+    if (bytes === undefined || bytes.length === 0 || this.destroyed) return true
+    return (this.sink as StreamSink).write(bytes, () => this.emit('drain'))
   }
 
   #record(chunk: unknown, encoding: unknown): void {
@@ -114,13 +129,20 @@ class FrameResponse extends ServerResponse {
   }
 
   override write(chunk: any, encoding?: any, callback?: any): boolean {
+    if (!this.headersSent && this.sink !== undefined) this.writeHead(this.statusCode)
+    if (this.#streaming) return this.#stream(chunk, encoding, callback)
     this.#record(chunk, encoding)
     return super.write(chunk, encoding, callback)
   }
 
   override end(chunk?: any, encoding?: any, callback?: any): this {
     if (this.writableEnded) return super.end(chunk, encoding, callback)
-    if (typeof chunk !== 'function') this.#record(chunk, encoding)
+    if (!this.headersSent && this.sink !== undefined) this.writeHead(this.statusCode)
+    if (this.#streaming) {
+      if (typeof chunk !== 'function' && chunk != null) this.#stream(chunk, encoding, undefined)
+      ;(this.sink as StreamSink).end()
+      chunk = typeof chunk === 'function' ? chunk : undefined
+    } else if (typeof chunk !== 'function') this.#record(chunk, encoding)
     const socket = this.socket ?? this.req.socket
     const chunks = this.#chunks
     this.#chunks = []
@@ -208,7 +230,7 @@ export function httpFormOf(
   format: WireFormat,
   payload: Uint8Array,
 ): HttpForm | PromiseLike<HttpForm> {
-  const value = decodeRequest(definition.name, format, definition.request, payload)
+  const value = decodeRequest(definition.name, format, definition.request, payload, definition.response)
   // An asynchronous model: the form is built once its checks have settled.
   if (isThenable(value)) return value.then((settled) => formOf(definition, payload, format, settled))
   return formOf(definition, payload, format, value)
@@ -276,10 +298,7 @@ export class InjectBridge implements UnaryBridge {
   readonly #marker: AsyncLocalStorage<InjectMarker> | undefined
 
   /**
-   * `options.lean: false` serves every frame through `app.inject()`: for the equivalence tests and for
-   * comparing the two paths.
-   */
-  /**
+   * `options.lean: false` serves every frame through `app.inject()` (equivalence tests, comparing paths).
    * `options.markRequests: false` (the frame transports' bridge of named routes) adds no onRequest hook:
    * the route reads the transport from the socket (core's `transportOf`), and the call is not reported.
    */
@@ -315,12 +334,18 @@ export class InjectBridge implements UnaryBridge {
     })
   }
 
+  /** A streaming named route's call: its items sent as the route writes them (named-route-stream.ts). */
+  stream(host: CallHost, start: CallStart, requestId: string, credential: string | undefined): Promise<void> {
+    return runNamedStream(host, start, requestId, this, credential)
+  }
+
   /** Whether frames are served by `app.inject()` rather than by Node's objects built in memory. */
   usesFallback(_definition?: EndpointDefinition): boolean {
     return this.#marker !== undefined
   }
 
-  call(bridged: BridgedCall, settled?: HttpForm): Promise<InjectOutcome> {
+  /** `sink`: a streaming named route's reader (its calls always take the lean path). */
+  call(bridged: BridgedCall, settled?: HttpForm, sink?: StreamSink): Promise<InjectOutcome> {
     const { definition, requestId } = bridged
     let form: HttpForm | PromiseLike<HttpForm>
     try {
@@ -329,9 +354,11 @@ export class InjectBridge implements UnaryBridge {
       return Promise.reject(err) // a promise either way: the frame session awaits or chains it
     }
     // An asynchronous request model: the HTTP request is built once its checks have settled.
-    if (isThenable(form)) return Promise.resolve(form).then((ready) => this.call(bridged, ready))
+    if (isThenable(form)) return Promise.resolve(form).then((ready) => this.call(bridged, ready, sink))
     const out =
-      this.#marker !== undefined ? this.#inject(this.#marker, bridged, form) : this.#lean(bridged, form)
+      this.#marker !== undefined && sink === undefined
+        ? this.#inject(this.#marker, bridged, form)
+        : this.#lean(bridged, form, sink)
     const named = isNamedRoute(definition)
     return out.then((answer) => {
       const final = named ? namedRouteOutcome(this.fastify.log, definition, answer) : answer
@@ -339,7 +366,7 @@ export class InjectBridge implements UnaryBridge {
     })
   }
 
-  #lean(bridged: BridgedCall, form: HttpForm): Promise<RouteAnswer> {
+  #lean(bridged: BridgedCall, form: HttpForm, sink: StreamSink | undefined): Promise<RouteAnswer> {
     const { definition, accept, override, entry } = bridged
     return new Promise((resolve) => {
       if (entry.aborted) {
@@ -361,12 +388,14 @@ export class InjectBridge implements UnaryBridge {
       req.httpVersionMajor = 1
       req.httpVersionMinor = 1
       const headers = requestHeaders(form, accept, override)
+      if (sink !== undefined) headers.accept = sink.accept
       req.headers = headers
       req.rawHeaders = Object.entries(headers).flat()
       if (form.body !== undefined && form.body.length > 0) req.push(form.body)
       req.push(null)
       req.complete = true
       const res = new FrameResponse(req)
+      res.sink = sink
       res.assignSocket(socket as unknown as Socket)
       entry.onAbort = (reason) => {
         // As for an HTTP client gone away: the request is aborted and the connection closes (core's

@@ -45,6 +45,8 @@ export interface BridgedOutcome {
 /** Runs unary calls another way than core's pipeline (TCP's inject bridge, in @trivium/tcp). */
 export interface UnaryBridge {
   call(call: BridgedCall): Promise<BridgedOutcome>
+  /** The bridge of named routes: runs a streaming named route's call (named-route-stream.ts). */
+  stream?(host: CallHost, start: CallStart, requestId: string, credential: string | undefined): Promise<void>
 }
 
 /** One admitted call, as the session hands it to the runner. */
@@ -98,7 +100,9 @@ export function runCall(host: CallHost, start: CallStart): void {
     if (definition !== undefined && isNamedRoute(definition)) {
       // A named Fastify route runs through the route itself; its hooks read the credential as a header.
       const token = typeof credential === 'function' ? credential() : credential
-      void runBridged(host, start, requestId, ctx.routes, token)
+      if (definition.streaming && ctx.routes.stream !== undefined)
+        void ctx.routes.stream(host, start, requestId, token)
+      else void runBridged(host, start, requestId, ctx.routes, token)
       return
     }
     if (
@@ -181,17 +185,13 @@ async function complete(
   }
 }
 
-/** A unary call through the bridge: the answer is the route's own response, already encoded. */
-async function runBridged(
+/** What the route sees of the frame's connection (core's `transportOf`, the route guard). */
+export function bridgedOverride(
   host: CallHost,
   start: CallStart,
-  requestId: string,
-  bridge: UnaryBridge,
-  credential?: string,
-): Promise<void> {
+  credential: string | undefined,
+): TransportOverride {
   const { session } = host
-  const { id, entry, format } = start
-  const definition = start.definition as EndpointDefinition
   const override: TransportOverride = {
     protocol: session.protocol,
     clientIp: session.clientIp,
@@ -200,6 +200,20 @@ async function runBridged(
   }
   if (start.metadata !== undefined) override.metadata = start.metadata
   if (credential !== undefined) override.credential = credential
+  return override
+}
+
+/** A unary call through the bridge: the answer is the route's own response, already encoded. */
+async function runBridged(
+  host: CallHost,
+  start: CallStart,
+  requestId: string,
+  bridge: UnaryBridge,
+  credential?: string,
+): Promise<void> {
+  const { id, entry, format } = start
+  const definition = start.definition as EndpointDefinition
+  const override = bridgedOverride(host, start, credential)
   let answered: TriviumCall | undefined
   try {
     const out = await bridge.call({
@@ -241,7 +255,7 @@ function respond(
   )
 }
 
-function failed(host: CallHost, id: number, err: unknown, entry: Cancellation): void {
+export function failed(host: CallHost, id: number, err: unknown, entry: Cancellation): void {
   if (!entry.aborted) host.session.sendError(id, err)
   else if (entry.reason === host.ctx.shutdownError) host.session.sendError(id, entry.reason as TriviumError)
 }

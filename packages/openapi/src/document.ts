@@ -8,6 +8,7 @@ import {
   HTTP_CODINGS,
   INTERNAL_ERROR_MESSAGE,
   JSON_CONTENT_TYPE,
+  namedRouteStream,
 } from '@trivium/core/internal'
 import { COMPONENT_PREFIX, type Schema, SchemaComponents } from './schemas.js'
 import { SETUP } from './setup-errors.js'
@@ -228,6 +229,10 @@ export const SECURITY_SCHEMES: Readonly<Record<string, Schema>> = {
   },
 }
 
+const ROUTE_STREAM_DESCRIPTION =
+  "Each NDJSON line (or each event's `data`, for Server-Sent Events) is one item as JSON (schema " +
+  '`x-trivium-item-schema`); the stream ends when the route ends it.'
+
 const SSE_DESCRIPTION =
   'Server-Sent Events. Each item is an event `item` whose data is the item as JSON (schema ' +
   '`x-trivium-item-schema`) and whose `id` counts from 0; a normal end is an event `end` with data `{}`; ' +
@@ -435,7 +440,19 @@ export function buildOpenApi(
     }
 
     operation.responses = {}
-    if (endpoint.streaming) {
+    const routeStream = namedRouteStream(endpoint)
+    if (routeStream !== undefined) {
+      // A streaming named route answers HTTP in its own stream type: one item per line or event.
+      operation.responses[String(endpoint.status)] = {
+        description: `A stream of response items (${routeStream}, written by the route)`,
+        content: {
+          [routeStream]: {
+            schema: { type: 'string', description: ROUTE_STREAM_DESCRIPTION },
+            'x-trivium-item-schema': response.ref,
+          },
+        },
+      }
+    } else if (endpoint.streaming) {
       operation.responses['200'] = {
         description: 'A stream of response items (Server-Sent Events)',
         content: {
@@ -528,7 +545,12 @@ function describe(endpoint: EndpointDefinition): string {
       `to \`${endpoint.name}\` with the same models (request \`${endpoint.request.name}\`, ` +
       `${endpoint.streaming ? 'items' : 'response'} \`${endpoint.response.name}\`).`,
   ]
-  if (endpoint.streaming) {
+  if (namedRouteStream(endpoint) !== undefined) {
+    lines.push(
+      `Streaming: over HTTP the route answers \`${namedRouteStream(endpoint)}\` (one item per line or ` +
+        'event); over WebSocket and TCP, STREAM_ITEM frames then STREAM_END.',
+    )
+  } else if (endpoint.streaming) {
     lines.push(
       'Streaming: over HTTP the answer is `text/event-stream` (events `item`, `end`, `error`); over ' +
         'WebSocket and TCP, STREAM_ITEM frames then STREAM_END.',

@@ -44,3 +44,32 @@ t.test('a named route appears once, its name as operationId', async (t) => {
   t.ok(document.components.schemas?.OrdersCreateRequest, 'the request model')
   t.same(await problemsOf(document), [])
 })
+
+t.test('a streaming named route is documented in its own stream type, with its item schema', async (t) => {
+  const fastify = Fastify()
+  await fastify.register(trivium)
+  t.teardown(() => fastify.close())
+  const item = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] }
+  fastify.get(
+    '/ticks',
+    {
+      schema: { response: { 200: { content: { 'application/x-ndjson': { schema: item } } } } },
+      config: { triviumRoute: { name: 'ticks.list', auth: 'public' } },
+    },
+    async () => '',
+  )
+  const document = buildOpenApi(
+    fastify.trivium.registry,
+    { title: 'Ticks', version: '1.0.0' },
+    { auth: false },
+  )
+  const get = (document.paths['/ticks'] as unknown as Record<string, Record<string, any>>).get
+  t.same(Object.keys(get?.responses['200'].content), ['application/x-ndjson'])
+  t.equal(
+    get?.responses['200'].content['application/x-ndjson']['x-trivium-item-schema'].$ref,
+    '#/components/schemas/TicksListResponse',
+  )
+  t.match(get?.description, /over HTTP the route answers `application\/x-ndjson`/)
+  t.notMatch(JSON.stringify(get), /text\/event-stream/)
+  t.same(await problemsOf(document), [])
+})

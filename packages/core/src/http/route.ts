@@ -9,6 +9,7 @@ import {
   decodeRequest,
   type FormatRegistry,
   jsonFormat,
+  refuseAnswerFormat,
   type WireFormat,
 } from '../formats.js'
 import type { Pipeline } from '../middleware.js'
@@ -160,6 +161,8 @@ export function registerHttpRoute(
       // Fastify parses text/plain too; an endpoint only takes the formats it can decode.
       if (!requestFormat) throw new UnsupportedMediaTypeException('Unsupported Content-Type')
     }
+    const demanded = definition.streaming ? undefined : formats.demandedBy(request.headers.accept)
+    if (demanded !== undefined) refuseAnswerFormat(definition.name, definition.response, demanded)
     const transport = transportOf(request)
     // A call that arrived while the app shuts down (Fastify routes it with `Connection: close` once
     // closing, when its `return503OnClosing` is off) gets our 503 body; one routed before is answered.

@@ -2,9 +2,10 @@
 // bench/fanout: on SIGUSR2 it runs full collections, then prints its heap after GC, RSS, external and
 // ArrayBuffer bytes as one `BENCH_MEMORY {json}` line on stdout. With BENCH_HEAP_SNAPSHOT_DIR set it
 // also writes a heap snapshot there after the collections (bench/lib/heap-summary.mjs compares two).
+
+import { join } from 'node:path'
 import { setFlagsFromString, writeHeapSnapshot } from 'node:v8'
 import { runInNewContext } from 'node:vm'
-import { join } from 'node:path'
 
 setFlagsFromString('--expose-gc')
 const gc = runInNewContext('gc')

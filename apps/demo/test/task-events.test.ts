@@ -2,8 +2,9 @@
 // its first `next()`, in order, queued while it is busy; an abort or `return()` ends its iteration at
 // once and leaves the bus; every subscriber receives the same frozen event object (encoded once per
 // format by the frame transports).
-import t from 'tap'
+
 import { ServiceUnavailableException } from '@trivium/core'
+import t from 'tap'
 import { LocalTaskEventBus, type TaskEventRecord } from '../src/tasks/events.js'
 
 function event(id: number, kind: TaskEventRecord['kind'] = 'created'): TaskEventRecord {

@@ -37,7 +37,9 @@ t.test('a burst of lookups on a pool of 2: few queries, every answer right, no p
   const ids = Array.from({ length: 2000 }, (_, i) => (i === 1999 ? 'expired' : `jti-${i % 100}`))
   const answers = await Promise.all(ids.map((id) => store.contains(id)))
   const sent = queries() - before
-  const wrong = ids.filter((id, i) => answers[i] !== (id !== 'expired' && Number(id.slice(4)) % 2 === 0 && Number(id.slice(4)) < 50))
+  const wrong = ids.filter(
+    (id, i) => answers[i] !== (id !== 'expired' && Number(id.slice(4)) % 2 === 0 && Number(id.slice(4)) < 50),
+  )
   t.same(wrong, [], 'each lookup answers for its own id (revoked, not revoked, expired)')
   t.ok(sent <= 3, `2,000 lookups sent ${sent} queries (one each before)`)
 })
@@ -64,18 +66,21 @@ t.test('a revocation committed before a lookup began is seen, even while a query
   }
 })
 
-t.test('a failed query fails every lookup of its batch (fail closed), and the next lookups run', async (t) => {
-  const schema = `auth_lookups_${randomBytes(5).toString('hex')}`
-  const sql = await connectPostgres({ connectionString: PG_URL, schema, max: 2 })
-  t.teardown(async () => {
-    await sql.exec(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
-    await sql.close()
-  })
-  // No migration: the table does not exist, so every query fails.
-  const store = new SqlRevocationStore({ client: sql })
-  const results = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => store.contains(`x${i}`)))
-  t.equal(results.filter((r) => r.status === 'rejected').length, 20, 'no lookup answers "not revoked"')
-  await migrateAuth(sql)
-  await store.add('x1', 3600)
-  t.same(await Promise.all([store.contains('x1'), store.contains('x2')]), [true, false])
-})
+t.test(
+  'a failed query fails every lookup of its batch (fail closed), and the next lookups run',
+  async (t) => {
+    const schema = `auth_lookups_${randomBytes(5).toString('hex')}`
+    const sql = await connectPostgres({ connectionString: PG_URL, schema, max: 2 })
+    t.teardown(async () => {
+      await sql.exec(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+      await sql.close()
+    })
+    // No migration: the table does not exist, so every query fails.
+    const store = new SqlRevocationStore({ client: sql })
+    const results = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => store.contains(`x${i}`)))
+    t.equal(results.filter((r) => r.status === 'rejected').length, 20, 'no lookup answers "not revoked"')
+    await migrateAuth(sql)
+    await store.add('x1', 3600)
+    t.same(await Promise.all([store.contains('x1'), store.contains('x2')]), [true, false])
+  },
+)

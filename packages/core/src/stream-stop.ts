@@ -68,7 +68,10 @@ export class StreamStop<R = unknown> {
 
   #add(wake: () => void): void {
     if (this.#wake === undefined) this.#wake = wake
-    else (this.#more ??= new Set()).add(wake)
+    else {
+      this.#more ??= new Set()
+      this.#more.add(wake)
+    }
   }
 
   #remove(wake: () => void): void {

@@ -121,7 +121,8 @@ export class ClientStreams {
   }
 
   #rememberEnded(id: number): void {
-    const ended = (this.#endedEarly ??= new Set())
+    this.#endedEarly ??= new Set()
+    const ended = this.#endedEarly
     if (ended.size >= REMEMBERED_ENDED_STREAMS) {
       const oldest = ended.values().next().value as number
       ended.delete(oldest)

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto'
 import { migrateAuth, SqlRevocationStore } from '@trivium/auth/sql'
 import { connectPostgres, type SqlClient } from '@trivium/sql'
-import t from 'tap'
+import t, { type Test } from 'tap'
 
 const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 
@@ -20,13 +20,19 @@ function counting(sql: SqlClient): { client: SqlClient; queries: () => number } 
   return { client, queries: () => queries }
 }
 
-t.test('a burst of lookups on a pool of 2: few queries, every answer right, no pool timeout', async (t) => {
+/** A client on a schema of its own (dropped at the end) with a pool of `max` connections. */
+async function database(t: Test, max: number): Promise<SqlClient> {
   const schema = `auth_lookups_${randomBytes(5).toString('hex')}`
-  const sql = await connectPostgres({ connectionString: PG_URL, schema, max: 2 })
+  const sql = await connectPostgres({ connectionString: PG_URL, schema, max })
   t.teardown(async () => {
     await sql.exec(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
     await sql.close()
   })
+  return sql
+}
+
+t.test('a burst of lookups on a pool of 2: few queries, every answer right, no pool timeout', async (t) => {
+  const sql = await database(t, 2)
   await migrateAuth(sql)
   const { client, queries } = counting(sql)
   const store = new SqlRevocationStore({ client })
@@ -45,12 +51,7 @@ t.test('a burst of lookups on a pool of 2: few queries, every answer right, no p
 })
 
 t.test('a revocation committed before a lookup began is seen, even while a query is running', async (t) => {
-  const schema = `auth_lookups_${randomBytes(5).toString('hex')}`
-  const sql = await connectPostgres({ connectionString: PG_URL, schema, max: 4 })
-  t.teardown(async () => {
-    await sql.exec(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
-    await sql.close()
-  })
+  const sql = await database(t, 4)
   await migrateAuth(sql)
   const store = new SqlRevocationStore({ client: sql })
   const other = new SqlRevocationStore({ client: sql }) // another instance writing the same table
@@ -69,12 +70,7 @@ t.test('a revocation committed before a lookup began is seen, even while a query
 t.test(
   'a failed query fails every lookup of its batch (fail closed), and the next lookups run',
   async (t) => {
-    const schema = `auth_lookups_${randomBytes(5).toString('hex')}`
-    const sql = await connectPostgres({ connectionString: PG_URL, schema, max: 2 })
-    t.teardown(async () => {
-      await sql.exec(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
-      await sql.close()
-    })
+    const sql = await database(t, 2)
     // No migration: the table does not exist, so every query fails.
     const store = new SqlRevocationStore({ client: sql })
     const results = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => store.contains(`x${i}`)))

@@ -4,8 +4,9 @@
 // stream delivered one show that every stream is live, then FANOUT_EVENTS creates one after another, each
 // once the previous event reached every subscriber. For each: the time from the create's 201 to each
 // delivery (a delivery before the 201 reads negative); p50/p99/max over all deliveries and the
-// median over events of the last delivery. Memory: the server's heap after GC and RSS with the N
-// sessions open and idle, then with the N streams open; per subscriber = the difference / N.
+// median over events of the last delivery; the server's CPU time per event (/proc, user + system).
+// Memory: the server's heap after GC and RSS with the N sessions open and idle, then with the N streams
+// open; per subscriber = the difference / N.
 //
 //   npx pnpm build && node bench/fanout/run.mjs
 //   env: FANOUT_COUNTS=2000,10000  FANOUT_TRANSPORTS=websocket,tcp  FANOUT_EVENTS=10
@@ -63,6 +64,7 @@ async function measure(tree, transport, count) {
     const deliveries = []
     const lasts = []
     const before = Uint32Array.from(items)
+    const cpuBefore = demo.cpuMs()
     for (let e = 1; e <= EVENTS; e++) {
       await create(demo, token, e)
       const created = performance.now()
@@ -74,6 +76,9 @@ async function measure(tree, transport, count) {
       }
       lasts.push(last)
     }
+    // Server CPU per event: the create over HTTP, its outbox relay and the delivery to every stream
+    // (what the wall-clock figures cost without the other processes' share of the CPU).
+    const cpuPerEvent = (demo.cpuMs() - cpuBefore) / EVENTS
     const subscribed = await demo.memory()
     if (unexpected > 0) process.exitCode = 1
     deliveries.sort((a, b) => a - b)
@@ -86,6 +91,7 @@ async function measure(tree, transport, count) {
       'p99 ms': pick(deliveries, 0.99).toFixed(1),
       'max ms': deliveries.at(-1).toFixed(1),
       'last (median) ms': pick(lasts, 0.5).toFixed(1),
+      'server CPU ms/event': cpuPerEvent.toFixed(1),
       'session KiB heap/RSS': `${kib((plain.heap - base.heap) / count)} / ${kib((plain.rss - base.rss) / count)}`,
       'subscription KiB heap/RSS': `${kib((subscribed.heap - plain.heap) / count)} / ${kib((subscribed.rss - plain.rss) / count)}`,
       unexpected,

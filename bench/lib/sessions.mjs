@@ -6,7 +6,7 @@
 // figures read the server. `BENCH_BEFORE=<another checkout, built>` names the tree measured beside this one.
 import { spawn, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -92,6 +92,11 @@ export async function startDemo(dir, env = {}) {
     http: ports.http,
     tcp: ports.tcp,
     base,
+    /** CPU time (user + system, ms) the server has used so far (Linux /proc; 10 ms resolution). */
+    cpuMs() {
+      const fields = readFileSync(`/proc/${proc.pid}/stat`, 'utf8').split(') ')[1].split(' ')
+      return (Number(fields[11]) + Number(fields[12])) * 10
+    },
     /** Heap after GC, RSS, external and ArrayBuffer bytes of the server. */
     async memory() {
       const seen = until(/BENCH_MEMORY (\{.*\})/, 60_000, 'memory sample')

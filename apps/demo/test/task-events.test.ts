@@ -2,6 +2,8 @@
 // its first `next()`, in order, queued while it is busy; an abort or `return()` ends its iteration at
 // once and leaves the bus; every subscriber receives the same frozen event object (encoded once per
 // format by the frame transports).
+
+import { ServiceUnavailableException } from '@trivium/core'
 import t from 'tap'
 import { LocalTaskEventBus, type TaskEventRecord } from '../src/tasks/events.js'
 
@@ -97,4 +99,50 @@ t.test('every subscriber receives the same frozen event; close() ends them all',
   await bus.close()
   t.same(await pending, { done: true, value: undefined })
   t.same(await b.next(), { done: true, value: undefined })
+})
+
+t.test('a subscriber that falls maxPending events behind ends with a 503 and leaves the bus', async (t) => {
+  const bus = new LocalTaskEventBus(3)
+  const slow = new AbortController()
+  const fast = new AbortController()
+  const it = bus.subscribe(slow.signal)[Symbol.asyncIterator]()
+  const other = bus.subscribe(fast.signal)[Symbol.asyncIterator]()
+  const first = it.next() // subscribed, and taken at once: not counted as waiting
+  const otherSeen: number[] = []
+  let otherNext = other.next()
+  for (let id = 1; id <= 5; id++) {
+    await bus.publish(event(id))
+    otherSeen.push((await otherNext).value.task.id)
+    otherNext = other.next()
+  }
+  t.equal((await first).value.task.id, 1)
+  // 2, 3, 4 waited (3 = maxPending); 5 found the queue full: the queue is dropped, the stream ends.
+  const err = await it.next().then(
+    () => undefined,
+    (e: unknown) => e,
+  )
+  t.ok(err instanceof ServiceUnavailableException, 'a typed error')
+  t.equal((err as ServiceUnavailableException).statusCode, 503)
+  t.equal(
+    (err as Error).message,
+    'Event stream fell more than 3 events behind: watch again and reload what you show',
+  )
+  t.same(await it.next(), { done: true, value: undefined }, 'then the iteration is over')
+  await bus.publish(event(6))
+  t.same(await it.next(), { done: true, value: undefined }, 'and it receives nothing more')
+  t.same(otherSeen, [1, 2, 3, 4, 5], 'a subscriber that keeps up is not affected')
+  t.equal((await otherNext).value.task.id, 6)
+  fast.abort()
+  slow.abort()
+})
+
+t.test('a subscriber exactly maxPending behind keeps every event', async (t) => {
+  const bus = new LocalTaskEventBus(3)
+  const stop = new AbortController()
+  const it = bus.subscribe(stop.signal)[Symbol.asyncIterator]()
+  const first = it.next()
+  for (let id = 1; id <= 4; id++) await bus.publish(event(id))
+  const seen = [await first, await it.next(), await it.next(), await it.next()].map((r) => r.value.task.id)
+  t.same(seen, [1, 2, 3, 4])
+  stop.abort()
 })

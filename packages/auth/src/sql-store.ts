@@ -9,6 +9,7 @@ import {
   MemoryRevocationStore,
   type MemoryRevocationStoreOptions,
 } from './revocation.js'
+import { RevocationLookups } from './revocation-lookups.js'
 import { SETUP } from './setup-errors.js'
 import type { Clock } from './tokens.js'
 
@@ -109,14 +110,27 @@ export class SqlRevocationStore implements DurableRevocationStore {
     )
   }
 
-  /** True only when the row exists and expires_at is null or later than now. */
-  async contains(jti: string): Promise<boolean> {
-    const { rows } = await this.client.query(
-      'SELECT 1 AS x FROM revoked_tokens WHERE jti = $1 AND (expires_at IS NULL OR expires_at > $2)',
-      [jti, this.now()],
-    )
-    return rows.length > 0
+  /**
+   * True only when the row exists and expires_at is null or later than now. Lookups made while this
+   * store's queries run go together in the next query (revocation-lookups.ts): never an older answer.
+   */
+  contains(jti: string): Promise<boolean> {
+    return this.lookups.contains(jti)
   }
+
+  private readonly lookups = new RevocationLookups(async (jtis) => {
+    const { rows } =
+      jtis.length === 1
+        ? await this.client.query<{ jti: string }>(
+            'SELECT jti FROM revoked_tokens WHERE jti = $1 AND (expires_at IS NULL OR expires_at > $2)',
+            [jtis[0], this.now()],
+          )
+        : await this.client.query<{ jti: string }>(
+            'SELECT jti FROM revoked_tokens WHERE jti = ANY($1::text[]) AND (expires_at IS NULL OR expires_at > $2)',
+            [jtis, this.now()],
+          )
+    return new Set(rows.map((r) => r.jti))
+  })
 
   /** Every row not expired now (what a copy of the list is rebuilt from); or only those created since. */
   async entries(addedSinceMs?: number): Promise<[string, number | null][]> {

@@ -6,24 +6,87 @@ export const TOKEN_EXPIRED_MESSAGE = 'Token has expired'
 
 /** setTimeout's largest delay; a later expiry re-arms the timer when it fires. */
 const MAX_TIMER_MS = 2 ** 31 - 1
+/** Expiries are grouped in slots this long (ms), each ended at the slot's end: never before `expiresAt`. */
+const SLOT_MS = 100
+
+interface Expiry {
+  readonly at: number
+  readonly expired: () => void
+}
 
 /**
- * Calls `expired` once the wall clock has reached `expiresAt` (ms since the epoch); returns the function
- * that cancels it. The timer does not keep the process alive.
+ * Every pending expiry of the process, by slot, with ONE timer for the earliest slot: ten thousand open
+ * sessions hold ten thousand small entries, not ten thousand Node timers (bench/density). Tokens expire
+ * on whole seconds, so sessions of the same second share a slot.
+ */
+const slots = new Map<number, Set<Expiry>>()
+/** Slot keys in ascending order (a slot emptied by cancels stays until its time: skipped then). */
+const order: number[] = []
+let timer: NodeJS.Timeout | undefined
+let timerSlot = Number.POSITIVE_INFINITY
+
+/**
+ * Calls `expired` once the wall clock has reached `expiresAt` (ms since the epoch), at most SLOT_MS
+ * later; returns the function that cancels it. The timer does not keep the process alive.
  */
 export function atExpiry(expiresAt: number, expired: () => void): () => void {
-  let timer: NodeJS.Timeout
-  const arm = (): void => {
-    timer = setTimeout(
-      () => {
-        // Timers may fire a little early against the wall clock: check, and re-arm if so.
-        if (Date.now() < expiresAt) arm()
-        else expired()
-      },
-      Math.min(Math.max(0, expiresAt - Date.now()), MAX_TIMER_MS),
-    )
-    timer.unref()
+  const entry: Expiry = { at: expiresAt, expired }
+  const slot = Math.ceil(expiresAt / SLOT_MS) * SLOT_MS
+  let set = slots.get(slot)
+  if (set === undefined) {
+    set = new Set()
+    slots.set(slot, set)
+    const at = insertionPoint(slot)
+    if (order[at] !== slot) order.splice(at, 0, slot)
   }
-  arm()
-  return () => clearTimeout(timer)
+  set.add(entry)
+  if (slot < timerSlot) arm(slot)
+  return () => {
+    const current = slots.get(slot)
+    if (current?.delete(entry) && current.size === 0) slots.delete(slot)
+  }
+}
+
+function insertionPoint(slot: number): number {
+  let low = 0
+  let high = order.length
+  while (low < high) {
+    const mid = (low + high) >>> 1
+    if ((order[mid] as number) < slot) low = mid + 1
+    else high = mid
+  }
+  return low
+}
+
+function arm(slot: number): void {
+  if (timer !== undefined) clearTimeout(timer)
+  timerSlot = slot
+  timer = setTimeout(fire, Math.min(Math.max(0, slot - Date.now()), MAX_TIMER_MS))
+  timer.unref()
+}
+
+function fire(): void {
+  timer = undefined
+  timerSlot = Number.POSITIVE_INFINITY
+  // Timers may fire a little early against the wall clock: only slots whose time has come are ended.
+  const now = Date.now()
+  let done = 0
+  while (done < order.length && (order[done] as number) <= now) done++
+  const due = order.splice(0, done)
+  for (const slot of due) {
+    const set = slots.get(slot)
+    slots.delete(slot)
+    if (set !== undefined) for (const entry of set) runExpired(entry)
+  }
+  // The earliest slot still waiting (emptied ones are dropped here rather than woken for).
+  while (order.length > 0 && !slots.has(order[0] as number)) order.shift()
+  if (order.length > 0) arm(order[0] as number)
+}
+
+function runExpired(entry: Expiry): void {
+  try {
+    entry.expired()
+  } catch {
+    // An expiry's own failure must not stop the others of its slot (each caller handles its errors).
+  }
 }

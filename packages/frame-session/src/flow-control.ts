@@ -5,9 +5,68 @@ import type { TriviumCall } from '@trivium/core'
 import { handlerSettled } from '@trivium/core/internal'
 import type { Cancellation } from '@trivium/wire'
 
+/**
+ * Calls by request id. Most connections have none or one call in flight: that one is kept in two fields,
+ * and a Map is made only while two or more are (an idle connection holds no table: bench/density).
+ */
+export class CallIds {
+  #id = 0
+  #entry: Cancellation | undefined = undefined
+  #more: Map<number, Cancellation> | undefined = undefined
+
+  get size(): number {
+    return this.#more !== undefined ? this.#more.size : this.#entry === undefined ? 0 : 1
+  }
+
+  get(id: number): Cancellation | undefined {
+    if (this.#more !== undefined) return this.#more.get(id)
+    return this.#id === id ? this.#entry : undefined
+  }
+
+  has(id: number): boolean {
+    return this.get(id) !== undefined
+  }
+
+  set(id: number, entry: Cancellation): void {
+    if (this.#more === undefined) {
+      if (this.#entry === undefined || this.#id === id) {
+        this.#id = id
+        this.#entry = entry
+        return
+      }
+      this.#more = new Map([[this.#id, this.#entry]])
+      this.#entry = undefined
+    }
+    this.#more.set(id, entry)
+  }
+
+  delete(id: number): boolean {
+    const more = this.#more
+    if (more !== undefined) {
+      const deleted = more.delete(id)
+      if (more.size === 0) this.#more = undefined
+      return deleted
+    }
+    if (this.#entry === undefined || this.#id !== id) return false
+    this.#entry = undefined
+    return true
+  }
+
+  /** The calls in flight (a copy: aborting one may take it out of the table). */
+  values(): Cancellation[] {
+    if (this.#more !== undefined) return [...this.#more.values()]
+    return this.#entry === undefined ? [] : [this.#entry]
+  }
+
+  clear(): void {
+    this.#more = undefined
+    this.#entry = undefined
+  }
+}
+
 export class CallTable {
   /** Calls by request id; an id leaves at its answer or the moment its CANCEL is read. */
-  readonly inFlight = new Map<number, Cancellation>()
+  readonly inFlight = new CallIds()
   /** Handlers still running, cancelled ones included: `maxInFlight` bounds this. */
   running = 0
   /** Told when `running` comes back to 0 (a close or shutdown waiting for the calls in flight). */

@@ -33,7 +33,7 @@ import { admissionRefusal, clientStreamRefusal, readRequest } from './admission.
 import type { CloseKind, FrameCarrier, RequestParts } from './carrier.js'
 import { ClientStreams } from './client-streams.js'
 import { SessionCompression } from './compression.js'
-import { CallTable } from './flow-control.js'
+import { type CallIds, CallTable } from './flow-control.js'
 import type { ResolvedFrameSessionOptions } from './options.js'
 import type { RequestInbox } from './request-stream.js'
 import { type CallHost, runCall, type UnaryBridge } from './unary.js'
@@ -88,7 +88,8 @@ export class FrameSession implements Session {
   readonly protocol: 'websocket' | 'tcp'
   userId: string | undefined = undefined
   tokenId: string | undefined = undefined
-  readonly topics = new Set<string>()
+  /** The push topics subscribed to, made at the first SUBSCRIBE (an idle connection holds no set). */
+  #topics: Set<string> | undefined = undefined
   readonly clientIp: string | undefined
   readonly log: FastifyBaseLogger
   /** Per-connection state shared by every call (`call.connection`). */
@@ -161,8 +162,13 @@ export class FrameSession implements Session {
     }
   }
 
+  get topics(): Set<string> {
+    this.#topics ??= new Set()
+    return this.#topics
+  }
+
   /** Calls by request id; an id leaves at its answer or the moment its CANCEL is read. */
-  get inFlight(): Map<number, Cancellation> {
+  get inFlight(): CallIds {
     return this.#calls.inFlight
   }
 

@@ -13,6 +13,19 @@ import { CloseCode } from './close-codes.js'
 
 const OPEN = 1
 
+/**
+ * The carriers corked this turn, uncorked together by one `setImmediate` (an event fanned out to
+ * thousands of connections schedules one callback, not one per connection; and no carrier holds a
+ * closure of its own for it: bench/density, bench/fanout).
+ */
+let corkedThisTurn: WebSocketCarrier[] = []
+
+function uncorkAll(): void {
+  const corked = corkedThisTurn
+  corkedThisTurn = []
+  for (let i = 0; i < corked.length; i++) (corked[i] as WebSocketCarrier).uncork()
+}
+
 const CLOSE_CODES: Record<CloseKind, number> = {
   shutdown: CloseCode.GOING_AWAY,
   idle: CloseCode.IDLE_TIMEOUT,
@@ -33,11 +46,6 @@ export class WebSocketCarrier implements FrameCarrier {
   #corked = false
   #alive = true
   #lastPingAt = Date.now()
-  readonly #uncork = (): void => {
-    if (!this.#corked) return
-    this.#corked = false
-    this.#raw.uncork()
-  }
 
   constructor(socket: WebSocket, raw: Duplex, options: { maxPayload: number; pingIntervalMs: number }) {
     this.#socket = socket
@@ -84,12 +92,12 @@ export class WebSocketCarrier implements FrameCarrier {
   }
 
   drain(signal: AbortSignal): Promise<void> {
-    this.#uncork()
+    this.uncork()
     return waitForDrain(this.#raw, signal)
   }
 
   close(kind: CloseKind, message: string): void {
-    this.#uncork() // what was sent this turn goes before the close frame
+    this.uncork() // what was sent this turn goes before the close frame
     try {
       this.#socket.close(CLOSE_CODES[kind], message.slice(0, 120))
     } catch {
@@ -115,11 +123,18 @@ export class WebSocketCarrier implements FrameCarrier {
     }
   }
 
+  /** Sends what was written this turn (at the end of the turn, or before a drain or a close). */
+  uncork(): void {
+    if (!this.#corked) return
+    this.#corked = false
+    this.#raw.uncork()
+  }
+
   #send(bytes: Uint8Array): void {
     if (!this.#corked) {
       this.#corked = true
       this.#raw.cork()
-      setImmediate(this.#uncork)
+      if (corkedThisTurn.push(this) === 1) setImmediate(uncorkAll)
     }
     this.#socket.send(bytes) // a Buffer: binary, compressed only if permessage-deflate was negotiated
   }
@@ -150,7 +165,7 @@ export class WebSocketCarrier implements FrameCarrier {
 
   #closeNow(code: number, reason: string): void {
     this.session.connectionClosed()
-    this.#uncork()
+    this.uncork()
     this.#socket.close(code, reason)
   }
 }

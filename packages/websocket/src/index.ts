@@ -94,9 +94,18 @@ const triviumWebSocket: FastifyPluginAsync<TriviumWebSocketOptions> = async (
     perMessageDeflate: options.perMessageDeflate,
   })
   const logClientError = boundedErrorLog(fastify)
+  // Listeners shared by every connection (`this` is the socket): a closure made in the upgrade handler
+  // would keep that handler's request, with Fastify's Request and Node's IncomingMessage, for the
+  // connection's life (bench/density).
+  const onSocketError = function (this: WebSocket, error: Error): void {
+    logClientError(error, this)
+  }
 
   /** Every connection of this plugin, whichever ws server upgraded it. */
   const sockets = new Set<WebSocket>()
+  const forgetSocket = function (this: WebSocket): void {
+    sockets.delete(this)
+  }
   fastify.addHook('preClose', async () => {
     await server.shutdownAll()
     wss.close()
@@ -155,7 +164,7 @@ const triviumWebSocket: FastifyPluginAsync<TriviumWebSocketOptions> = async (
 
   const openSession = (socket: WebSocket, raw: Duplex, request: FastifyRequest): void => {
     sockets.add(socket)
-    socket.once('close', () => sockets.delete(socket))
+    socket.once('close', forgetSocket)
     try {
       const upgrade = upgrades.get(request) ?? { format: jsonFormat }
       const carrier = new WebSocketCarrier(socket, raw, options)
@@ -205,7 +214,7 @@ const triviumWebSocket: FastifyPluginAsync<TriviumWebSocketOptions> = async (
       reply.hijack()
       router.accept(upgrade.socket)
       wss.handleUpgrade(request.raw, upgrade.socket, upgrade.head, (socket) => {
-        socket.on('error', (error) => logClientError(error, socket))
+        socket.on('error', onSocketError)
         openSession(socket, upgrade.socket, request)
       })
       return reply

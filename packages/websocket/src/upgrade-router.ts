@@ -5,8 +5,8 @@
 // when no other 'upgrade' listener is on the server at that moment, and never registers
 // @fastify/websocket (an application may register it before or after Trivium).
 // Documented surfaces only: Node's 'upgrade' event and `prependListener`, `new ServerResponse(req)` with
-// `assignSocket` (as Node's server, @fastify/websocket and @trivium/tcp's inject mode bind theirs), and
-// `fastify.routing(req, res)`.
+// `assignSocket`/`detachSocket` (as Node's server, @fastify/websocket and @trivium/tcp's inject mode bind
+// theirs), and `fastify.routing(req, res)`.
 import { type IncomingMessage, ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
@@ -26,6 +26,12 @@ export class UpgradeRouter {
   readonly #upgrades = new WeakMap<IncomingMessage, Upgrade>()
   /** Sockets handed to a WebSocket (ws completed the handshake): no longer closed here. */
   readonly #accepted = new WeakSet<Duplex>()
+  /**
+   * What binds a routed upgrade's socket to its HTTP exchange until it is accepted: the response (and
+   * through it the request, Fastify's request and reply) and the early-end guard. Released at accept,
+   * so an open WebSocket holds none of them (bench/density).
+   */
+  readonly #routing = new WeakMap<Duplex, { response: ServerResponse; onEnd: () => void }>()
   readonly #listener = (request: IncomingMessage, socket: Duplex, head: Buffer): void =>
     this.#onUpgrade(request, socket, head)
 
@@ -43,6 +49,12 @@ export class UpgradeRouter {
   accept(socket: Duplex): void {
     this.#accepted.add(socket)
     socket.removeListener('error', destroyOnError)
+    const routing = this.#routing.get(socket)
+    if (routing === undefined) return
+    this.#routing.delete(socket)
+    socket.removeListener('end', routing.onEnd)
+    // The response was hijacked and never answers: unbound, it is garbage with the request.
+    if (routing.response.socket === socket) routing.response.detachSocket(socket as never)
   }
 
   #onUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void {
@@ -52,11 +64,13 @@ export class UpgradeRouter {
     // Node removed its own error listener before the event: a reset while the hooks run ends this socket only.
     socket.on('error', destroyOnError)
     // A client that ends its side before an upgrade is accepted gets its socket closed.
-    socket.once('end', () => {
+    const onEnd = (): void => {
       if (!this.#accepted.has(socket)) socket.destroy()
-    })
+    }
+    socket.once('end', onEnd)
     const response = new ServerResponse(request)
     response.assignSocket(socket as never)
+    this.#routing.set(socket, { response, onEnd })
     // Answered over HTTP (a refusal, an earlier hook's answer, Fastify's own 400/503 below the routes):
     // Node no longer manages this socket, so close it once the answer is out.
     response.once('finish', () => {

@@ -1,7 +1,20 @@
 // One subscriber of an in-process event source, as an async iterator: what it holds is this object, its
-// queued events and one abort listener (PROTOCOL.md "Streams hold constant memory").
+// queued events and one abort listener (PROTOCOL.md "Streams hold constant memory"). A subscriber that
+// falls `maxPending` events behind (its client reads slower than events come) is ended with a typed
+// error instead of queueing without bound (demo README "Writes, events and retries").
+import { ServiceUnavailableException } from '@trivium/core'
 
 const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined })
+
+/** Events one subscriber may have waiting before its stream is ended (demo README). */
+export const MAX_PENDING_EVENTS = 1000
+
+/** The error that ends a subscriber `max` events behind. */
+export function fellBehindError(max: number): ServiceUnavailableException {
+  return new ServiceUnavailableException(
+    `Event stream fell more than ${max} events behind: watch again and reload what you show`,
+  )
+}
 
 export class EventQueue<T> implements AsyncIterableIterator<T> {
   readonly #subscribers: Set<EventQueue<T>>
@@ -11,33 +24,50 @@ export class EventQueue<T> implements AsyncIterableIterator<T> {
   #waiting: ((result: IteratorResult<T>) => void) | undefined
   #started = false
   #ended = false
+  /** Set when the subscriber fell too far behind: the next `next()` rejects with it, once. */
+  #failure: Error | undefined
+  readonly #maxPending: number
   readonly #onAbort = (): void => this.end()
 
-  constructor(subscribers: Set<EventQueue<T>>, signal: AbortSignal) {
+  constructor(subscribers: Set<EventQueue<T>>, signal: AbortSignal, maxPending = MAX_PENDING_EVENTS) {
     this.#subscribers = subscribers
     this.#signal = signal
+    this.#maxPending = maxPending
   }
 
   [Symbol.asyncIterator](): this {
     return this
   }
 
-  /** Delivers `value` to the waiting `next()`, or queues it. */
+  /**
+   * Delivers `value` to the waiting `next()`, or queues it; past `maxPending` waiting events the
+   * subscription ends (queue dropped) and the next `next()` rejects with `fellBehindError`.
+   */
   push(value: T): void {
     const waiting = this.#waiting
     if (waiting !== undefined) {
       this.#waiting = undefined
       waiting({ done: false, value })
     } else if (this.#queue === undefined) this.#queue = [value]
-    else this.#queue.push(value)
+    else if (this.#queue.length < this.#maxPending) this.#queue.push(value)
+    else {
+      this.end()
+      this.#failure = fellBehindError(this.#maxPending)
+    }
   }
 
   next(): Promise<IteratorResult<T>> {
     // Subscribed on the first `next()`, as a generator's body would start: nothing is held before.
     if (!this.#started) this.#start()
+    const failure = this.#failure
+    if (failure !== undefined) {
+      this.#failure = undefined
+      return Promise.reject(failure)
+    }
     const queue = this.#queue
     if (queue !== undefined && queue.length > 0) {
       const value = queue.shift() as T
+      if (queue.length === 0) this.#queue = undefined // a subscriber that caught up holds no array
       return Promise.resolve({ done: false, value })
     }
     if (this.#ended) return Promise.resolve(DONE)
@@ -47,6 +77,7 @@ export class EventQueue<T> implements AsyncIterableIterator<T> {
   }
 
   return(): Promise<IteratorResult<T>> {
+    this.#failure = undefined
     this.end()
     return Promise.resolve(DONE)
   }

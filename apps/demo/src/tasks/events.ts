@@ -1,7 +1,7 @@
 // Task change events for `tasks.watch`. In one process a set of subscribers carries them; with several
 // instances the same interface is backed by Redis pub/sub (see scale-out).
 
-import { EventQueue } from './event-queue.js'
+import { EventQueue, MAX_PENDING_EVENTS } from './event-queue.js'
 import type { TaskRecord } from './repository.js'
 
 export type TaskEventKind = 'created' | 'updated' | 'deleted'
@@ -29,13 +29,16 @@ export class LocalTaskEventBus implements TaskEventBus {
    */
   private readonly subscribers = new Set<EventQueue<TaskEventRecord>>()
 
+  /** `maxPending`: events a subscriber may have waiting before its stream ends (event-queue.ts). */
+  constructor(private readonly maxPending = MAX_PENDING_EVENTS) {}
+
   async publish(event: TaskEventRecord): Promise<void> {
     const shared = freezeEvent(event)
     for (const subscriber of this.subscribers) subscriber.push(shared)
   }
 
   subscribe(signal: AbortSignal): AsyncIterable<TaskEventRecord> {
-    return new EventQueue<TaskEventRecord>(this.subscribers, signal)
+    return new EventQueue<TaskEventRecord>(this.subscribers, signal, this.maxPending)
   }
 
   async close(): Promise<void> {

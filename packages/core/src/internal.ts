@@ -83,7 +83,7 @@ export {
   MAX_TIMEOUT_MS,
 } from './registry.js'
 export { type InboxFlow, itemCost, RequestInbox } from './request-inbox.js'
-export type { EarlyRouteGuard } from './route-guard/guard.js'
+export { type EarlyRouteGuard, guardPlainRoutes, type RouteGuardOwner } from './route-guard/guard.js'
 export { SETUP as CORE_SETUP, SHARED_SETUP } from './setup-errors.js'
 export { defaultShutdownGrace, resolveShutdownGrace } from './shutdown-grace.js'
 export { STOPPED, StreamStop } from './stream-stop.js'

@@ -60,17 +60,16 @@ export type { WireFormat } from './formats.js'
 export type { HttpCompressionOptions } from './http/compression.js'
 export { type TriviumFactoryOptions, triviumFactoryOptions } from './http/framework-errors.js'
 export { type Http2TlsSetting, type TriviumHttp2Options, triviumHttp2Options } from './http/http2.js'
+export { type IdempotencyOptions, idempotency } from './idempotency/middleware.js'
 export {
   IDEMPOTENCY_TABLE_SQL,
-  type IdempotencyOptions,
   type IdempotencyRecord,
   type IdempotencyScope,
   type IdempotencySqlClient,
   type IdempotencyStore,
-  idempotency,
   MemoryIdempotencyStore,
   SqlIdempotencyStore,
-} from './idempotency.js'
+} from './idempotency/store.js'
 export { redactingRequestSerializer } from './log-redaction.js'
 export {
   directMiddleware,

@@ -61,7 +61,7 @@ export {
   IDEMPOTENCY_KEY_HEADER,
   IDEMPOTENCY_KEY_METADATA,
   idempotencyKeyOf,
-} from './idempotency.js'
+} from './idempotency/middleware.js'
 export { encodePayload, type InvokeInit, type InvokeResult, type StartedCall } from './invoke.js'
 export { REDACTED, redactUrl, SECRET_QUERY_PARAMETERS, type SerializedRequest } from './log-redaction.js'
 export { Pipeline } from './middleware.js'

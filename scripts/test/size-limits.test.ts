@@ -51,7 +51,7 @@ const LONG_FUNCTIONS: Record<string, string> = {
     'one instrument per metric, declared in order; not split yet',
   'packages/openapi/src/document.ts:buildOpenApi':
     'the document in one pass over the registry; not split yet',
-  'packages/protections/src/rate-limit.ts:rateLimitPlugin': 'the rate-limit plugin body; not split yet',
+  'packages/protections/src/rate-limit/plugin.ts:rateLimitPlugin': 'the rate-limit plugin body; not split yet',
   'packages/redis-bus/src/pubsub.ts:RedisPubSub.constructor':
     "the subscriber's event handlers; not split yet",
   'packages/sql/src/pglite-wire.ts:ResponseReader.read': 'one case per PostgreSQL message type',

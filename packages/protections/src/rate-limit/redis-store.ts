@@ -5,8 +5,8 @@
 // command for many requests); the script takes them in arrival order, so each verdict is exactly the one
 // a call of its own would get.
 import { createHash } from 'node:crypto'
+import { SETUP } from '../setup-errors.js'
 import type { RateLimitStore } from './memory-store.js'
-import { SETUP } from './setup-errors.js'
 import { allowedResult, deniedResult, type RateLimit, type RateLimitResult } from './window.js'
 
 /** The part of an ioredis client this store uses (ioredis `Redis` and `Cluster` fit). */

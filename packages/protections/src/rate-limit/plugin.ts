@@ -16,10 +16,10 @@ import {
 } from '@trivium/core/internal'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
+import { SETUP } from '../setup-errors.js'
 import { RateLimiter, type WhenStoreDown } from './limiter.js'
 import { DEFAULT_SWEEP_INTERVAL_MS, MemoryStore, type RateLimitStore } from './memory-store.js'
 import { type RedisClientLike, RedisStore, type RedisStoreOptions } from './redis-store.js'
-import { SETUP } from './setup-errors.js'
 import { assertRateLimit, DEFAULT_LIMIT, type RateLimit, type RateLimitResult } from './window.js'
 
 declare module '@trivium/core' {

@@ -164,50 +164,27 @@ function validate(options: RateLimitPluginOptions) {
   return { defaultLimit: { ...defaultLimit }, limits, afterAuth, sweepIntervalMs }
 }
 
-const rateLimitPlugin: FastifyPluginAsync<RateLimitPluginOptions> = async (
-  fastify: FastifyInstance,
-  options,
-) => {
-  const { defaultLimit, limits, afterAuth, sweepIntervalMs } = validate(options)
-  let store: RateLimitStore
+/** The store the options choose: the one given, Redis when a client is given, else in memory. */
+function storeOf(options: RateLimitPluginOptions, sweepIntervalMs: number): RateLimitStore {
   if (options.store !== undefined) {
     if (typeof options.store?.hit !== 'function') throw SETUP.TRV_PROTECTIONS_STORE()
-    store = options.store
-  } else if (options.redis !== undefined) {
+    return options.store
+  }
+  if (options.redis !== undefined) {
     const redisOptions: RedisStoreOptions = {}
     if (options.redisPrefix !== undefined) redisOptions.prefix = options.redisPrefix
     if (options.redisTimeoutMs !== undefined) redisOptions.timeoutMs = options.redisTimeoutMs
     if (options.redisMaxBatch !== undefined) redisOptions.maxBatch = options.redisMaxBatch
-    store = new RedisStore(options.redis, redisOptions)
-  } else {
-    store = new MemoryStore({ sweepIntervalMs })
+    return new RedisStore(options.redis, redisOptions)
   }
-  const limiter = new RateLimiter({
-    store,
-    whenStoreDown: options.whenStoreDown ?? 'memory',
-    log: fastify.log,
-    sweepIntervalMs,
-  })
+  return new MemoryStore({ sweepIntervalMs })
+}
 
-  // Resolved once per endpoint (the registry is sealed at ready, so the cache cannot go stale).
-  const resolved = new Map<string, RateLimit | false>()
-  function limitFor(endpoint: string, definition?: CallTarget): RateLimit | false {
-    let limit = resolved.get(endpoint)
-    if (limit !== undefined) return limit
-    limit = limits.get(endpoint)
-    if (limit === undefined) {
-      // A plain route protected with `config.triviumRoute` is not in the registry: its call carries it.
-      const declared = (definition ?? fastify.trivium.registry.get(endpoint))?.config.rateLimit
-      if (declared === false) limit = false
-      else if (declared !== undefined) {
-        assertRateLimit(declared, `endpoint "${endpoint}" rateLimit`)
-        limit = { requests: declared.requests, windowMs: declared.windowMs }
-      } else limit = defaultLimit
-    }
-    resolved.set(endpoint, limit)
-    return limit
-  }
-
+/** The middleware: each call's verdict from `limiter` under its endpoint's limit, with the X-RateLimit-* headers. */
+function rateLimitMiddleware(
+  limiter: RateLimiter,
+  limitFor: (endpoint: string, definition?: CallTarget) => RateLimit | false,
+): Middleware {
   // Per endpoint, resolved on its first call: the limit, its `requests` as header text, and the key
   // cache; one Map lookup per request finds all three.
   interface EndpointState {
@@ -259,7 +236,7 @@ const rateLimitPlugin: FastifyPluginAsync<RateLimitPluginOptions> = async (
 
   // Not an async function: with the memory store the verdict is synchronous, and the call goes on
   // without an extra promise and microtask per request. Errors still come back as a rejected promise.
-  const middleware: Middleware = enforcesSettings(
+  return enforcesSettings(
     ['rateLimit'],
     directMiddleware((call, next) => {
       try {
@@ -276,6 +253,40 @@ const rateLimitPlugin: FastifyPluginAsync<RateLimitPluginOptions> = async (
       }
     }),
   )
+}
+
+const rateLimitPlugin: FastifyPluginAsync<RateLimitPluginOptions> = async (
+  fastify: FastifyInstance,
+  options,
+) => {
+  const { defaultLimit, limits, afterAuth, sweepIntervalMs } = validate(options)
+  const limiter = new RateLimiter({
+    store: storeOf(options, sweepIntervalMs),
+    whenStoreDown: options.whenStoreDown ?? 'memory',
+    log: fastify.log,
+    sweepIntervalMs,
+  })
+
+  // Resolved once per endpoint (the registry is sealed at ready, so the cache cannot go stale).
+  const resolved = new Map<string, RateLimit | false>()
+  function limitFor(endpoint: string, definition?: CallTarget): RateLimit | false {
+    let limit = resolved.get(endpoint)
+    if (limit !== undefined) return limit
+    limit = limits.get(endpoint)
+    if (limit === undefined) {
+      // A plain route protected with `config.triviumRoute` is not in the registry: its call carries it.
+      const declared = (definition ?? fastify.trivium.registry.get(endpoint))?.config.rateLimit
+      if (declared === false) limit = false
+      else if (declared !== undefined) {
+        assertRateLimit(declared, `endpoint "${endpoint}" rateLimit`)
+        limit = { requests: declared.requests, windowMs: declared.windowMs }
+      } else limit = defaultLimit
+    }
+    resolved.set(endpoint, limit)
+    return limit
+  }
+
+  const middleware = rateLimitMiddleware(limiter, limitFor)
 
   fastify.trivium.use(
     middleware,

@@ -3,6 +3,7 @@
 
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
+import { decorateTrivium } from './decorate-trivium.js'
 import { checkSettings } from './endpoint-settings.js'
 import { FormatRegistry } from './formats.js'
 import { HttpDrain } from './http/drain.js'
@@ -15,7 +16,6 @@ import { isNamedRoute } from './named-route.js'
 import { checkJsonRule, type TriviumCoreOptions, validateOptions } from './plugin-options.js'
 import { EndpointRegistry } from './registry.js'
 import { PlainRoutes } from './route-guard/plain-routes.js'
-import { decorateTrivium } from './trivium.js'
 
 export { type Protocol, TriviumCall, type TriviumIdentity } from './call.js'
 export { type FrameRejectReason, TRIVIUM_CHANNELS } from './channels.js'

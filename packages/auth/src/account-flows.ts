@@ -63,7 +63,7 @@ export function createAccountFlows(ctx: FlowsContext) {
         throw err
       }
     },
-    me: async (_req: unknown, call: TriviumCall<any>) => {
+    me: async (_req: unknown, call: TriviumCall<unknown>) => {
       const user = await currentUser(call)
       return {
         ...publicUser(user),

@@ -26,7 +26,7 @@ export interface RegisterOptions {
    * which then rolls back; `register` rejects with the call's TimeoutException (or other reason) and no
    * user is left behind.
    */
-  call?: Pick<TriviumCall<any>, 'throwIfAborted'>
+  call?: Pick<TriviumCall<unknown>, 'throwIfAborted'>
 }
 
 export interface FlowsOptions {
@@ -64,7 +64,7 @@ export interface FlowsContext {
   onRegistered: RegisteredHook | undefined
   onTheft: ((userId: number) => unknown) | undefined
   /** The authenticated caller's user row; UnauthorizedException when it is gone. */
-  currentUser(call: TriviumCall<any>): Promise<UserRecord>
+  currentUser(call: TriviumCall<unknown>): Promise<UserRecord>
 }
 
 /** Checks the flows' options (messages name the option) and builds the shared context. */

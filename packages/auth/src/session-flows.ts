@@ -77,7 +77,7 @@ export function createSessionFlows(ctx: FlowsContext) {
       }
       return pair
     },
-    logout: async (req: { refreshToken?: string | null }, call: TriviumCall<any>) => {
+    logout: async (req: { refreshToken?: string | null }, call: TriviumCall<unknown>) => {
       const userId = Number(call.identity?.userId)
       let refreshToken: string | undefined
       if (req.refreshToken !== undefined && req.refreshToken !== null) {

@@ -3,7 +3,7 @@
 import { MAX_TIMEOUT_MS } from '@trivium/wire'
 import type { TriviumCall } from './call.js'
 import { HttpMapping } from './http-mapping.js'
-import { anyModel, type Model } from './model.js'
+import { anyModel, type Model, type Untyped } from './model.js'
 import { resolveModel } from './models/resolve.js'
 import type { ModelSource } from './models/schema-types.js'
 
@@ -17,7 +17,7 @@ export const HTTP_METHODS: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'DELET
 // biome-ignore lint/suspicious/noEmptyInterface: extended by declaration merging
 export interface TriviumEndpointConfig {}
 
-export interface EndpointOptions<Req = any, Res = any> extends TriviumEndpointConfig {
+export interface EndpointOptions<Req = Untyped, Res = Untyped> extends TriviumEndpointConfig {
   method: HttpMethod
   /** Fastify route path, e.g. `/tasks/:id`. */
   url: string
@@ -44,28 +44,28 @@ export interface EndpointOptions<Req = any, Res = any> extends TriviumEndpointCo
  * Standard Schema (Zod 4, Valibot, ArkType), a TypeBox schema or a JSON Schema (see `resolveModel`).
  */
 export interface SchemaEndpointOptions<
-  Q extends ModelSource = Model<any>,
-  R extends ModelSource = Model<any>,
+  Q extends ModelSource = Model<Untyped>,
+  R extends ModelSource = Model<Untyped>,
 > extends Omit<EndpointOptions, 'request' | 'response'> {
   request?: Q
   response?: R
 }
 
-export type UnaryHandler<Req, Res> = (
+export type UnaryHandler<Req = Untyped, Res = Untyped> = (
   request: Req,
   call: TriviumCall<Req>,
 ) => Res | Promise<Res>
-export type StreamHandler<Req, Item> = (
+export type StreamHandler<Req = Untyped, Item = Untyped> = (
   request: Req,
   call: TriviumCall<Req>,
 ) => AsyncIterable<Item>
 /** A client stream's handler: the request items as they arrive, answered by one response. */
-export type ClientStreamHandler<Req, Res> = (
+export type ClientStreamHandler<Req = Untyped, Res = Untyped> = (
   requests: AsyncIterable<Req>,
   call: TriviumCall<Req>,
 ) => Res | Promise<Res>
 /** A bidirectional stream's handler: the request items as they arrive, answered by a stream of items. */
-export type BidiStreamHandler<Req, Item> = (
+export type BidiStreamHandler<Req = Untyped, Item = Untyped> = (
   requests: AsyncIterable<Req>,
   call: TriviumCall<Req>,
 ) => AsyncIterable<Item>
@@ -84,33 +84,33 @@ interface DefinitionBase<Req, Res> {
   readonly http: HttpMapping
 }
 
-export interface UnaryDefinition<Req = any, Res = any> extends DefinitionBase<Req, Res> {
+export interface UnaryDefinition<Req = Untyped, Res = Untyped> extends DefinitionBase<Req, Res> {
   readonly streaming: false
   readonly requestStream: false
   readonly handler: UnaryHandler<Req, Res>
 }
 
-export interface StreamDefinition<Req = any, Item = any> extends DefinitionBase<Req, Item> {
+export interface StreamDefinition<Req = Untyped, Item = Untyped> extends DefinitionBase<Req, Item> {
   readonly streaming: true
   readonly requestStream: false
   readonly handler: StreamHandler<Req, Item>
 }
 
 /** Takes a stream of requests (WebSocket and TCP only), answers one response. */
-export interface ClientStreamDefinition<Req = any, Res = any> extends DefinitionBase<Req, Res> {
+export interface ClientStreamDefinition<Req = Untyped, Res = Untyped> extends DefinitionBase<Req, Res> {
   readonly streaming: false
   readonly requestStream: true
   readonly handler: ClientStreamHandler<Req, Res>
 }
 
 /** Takes a stream of requests and answers a stream of items (WebSocket and TCP only). */
-export interface BidiStreamDefinition<Req = any, Item = any> extends DefinitionBase<Req, Item> {
+export interface BidiStreamDefinition<Req = Untyped, Item = Untyped> extends DefinitionBase<Req, Item> {
   readonly streaming: true
   readonly requestStream: true
   readonly handler: BidiStreamHandler<Req, Item>
 }
 
-export type EndpointDefinition<Req = any, Res = any> =
+export type EndpointDefinition<Req = Untyped, Res = Untyped> =
   | UnaryDefinition<Req, Res>
   | StreamDefinition<Req, Res>
   | ClientStreamDefinition<Req, Res>

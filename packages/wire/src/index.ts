@@ -104,3 +104,4 @@ export {
   TCP_MIN_LENGTH,
   TcpFrameReader,
 } from './tcp.js'
+export type { Untyped } from './untyped.js'

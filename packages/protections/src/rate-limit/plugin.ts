@@ -57,7 +57,7 @@ export interface TriviumRateLimit {
   /** Counts one request for `key` (e.g. `user:7:tasks.create`) against `limit`. */
   check(key: string, limit: RateLimit): Promise<RateLimitResult>
   /** The documented client identifier for a call: `user:<user_id>`, `ip:<client_ip>` or `ip:unknown`. */
-  clientId(call: TriviumCall<any, CallTarget>): string
+  clientId(call: TriviumCall<unknown, CallTarget>): string
   /** The limit applied to an endpoint (or a protected plain route), or false when it is not limited. */
   limitFor(endpoint: string, definition?: CallTarget): RateLimit | false
   readonly limiter: RateLimiter
@@ -71,7 +71,7 @@ declare module 'fastify' {
 
 export const RATE_LIMIT_MIDDLEWARE_NAME = 'rate-limit'
 
-export function clientId(call: TriviumCall<any, CallTarget>): string {
+export function clientId(call: TriviumCall<unknown, CallTarget>): string {
   const identity = call.identity
   if (identity !== undefined) return `user:${String(identity.userId)}`
   return call.clientIp ? `ip:${call.clientIp}` : 'ip:unknown'
@@ -87,7 +87,7 @@ export interface EndpointKeys {
 }
 
 /** The key of `call` (whose endpoint `caches` belong to), from the cache or built and cached. */
-function keyIn(caches: EndpointKeys, call: TriviumCall<any, CallTarget>): string {
+function keyIn(caches: EndpointKeys, call: TriviumCall<unknown, CallTarget>): string {
   const identity = call.identity
   const cache = identity !== undefined ? caches.users : caches.ips
   const client = identity !== undefined ? identity.userId : call.clientIp
@@ -110,7 +110,7 @@ function keyIn(caches: EndpointKeys, call: TriviumCall<any, CallTarget>): string
 export class KeyCache {
   private readonly endpoints = new Map<string, EndpointKeys>()
 
-  keyOf(call: TriviumCall<any, CallTarget>): string {
+  keyOf(call: TriviumCall<unknown, CallTarget>): string {
     return keyIn(this.forEndpoint(call.endpoint), call)
   }
 
@@ -194,7 +194,7 @@ function rateLimitMiddleware(
   }
   const states = new Map<string, EndpointState>()
   const keys = new KeyCache()
-  function stateOf(call: TriviumCall<any, CallTarget>): EndpointState {
+  function stateOf(call: TriviumCall<unknown, CallTarget>): EndpointState {
     let state = states.get(call.endpoint)
     if (state === undefined) {
       const limit = limitFor(call.endpoint, call.definition)
@@ -212,7 +212,7 @@ function rateLimitMiddleware(
   let lastResetText = ''
 
   function apply(
-    call: TriviumCall<any, CallTarget>,
+    call: TriviumCall<unknown, CallTarget>,
     limit: RateLimit,
     limitText: string,
     result: RateLimitResult,

@@ -187,9 +187,10 @@ export class RedisStore implements RateLimitStore {
         return
       }
       const now = Number(reply[0])
-      for (let i = 0; i < waiting.length; i++) {
-        const hit = waiting[i] as PendingHit
-        hit.resolve(toResult(reply, 1 + 3 * i, now, hit.limit))
+      let offset = 1
+      for (const hit of waiting) {
+        hit.resolve(toResult(reply, offset, now, hit.limit))
+        offset += 3
       }
     }
     let call: Promise<unknown>

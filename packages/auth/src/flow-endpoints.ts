@@ -1,5 +1,6 @@
 // The credential flows registered as core endpoints (`/auth/*`), so they are served on every transport.
 import {
+  type CallTarget,
   type EndpointOptions,
   type JsonSchema,
   jsonSchemaModel,
@@ -47,7 +48,7 @@ function requestModel(name: RequestSchemaName): Model<unknown> {
   return model
 }
 
-type Run = (flows: AuthFlows, req: never, call: TriviumCall<unknown>) => unknown
+type Run = (flows: AuthFlows, req: never, call: TriviumCall<unknown, CallTarget>) => unknown
 
 /** The `/auth/*` endpoints: name, route under the base path, model, auth mode and the flow they run. */
 const FLOW_ENDPOINTS: ReadonlyArray<

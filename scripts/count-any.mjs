@@ -43,7 +43,8 @@ for (const pkg of readdirSync(join(root, 'packages'))) {
     visit(source)
     anys += a
     casts += c
-    if (a + c > 0) perFile.push(`${String(a).padStart(3)} any ${String(c).padStart(3)} x[i] as T  ${relative(root, path)}`)
+    if (a + c > 0)
+      perFile.push(`${String(a).padStart(3)} any ${String(c).padStart(3)} x[i] as T  ${relative(root, path)}`)
   }
 }
 if (process.argv.includes('--files')) console.log(perFile.sort().reverse().join('\n'))

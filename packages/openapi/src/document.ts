@@ -512,16 +512,14 @@ function requestBodyOf(
     bodyRequired = required.length > 0
   }
   const content: Schema = { [JSON_MEDIA_TYPE]: { schema: jsonBody } }
-  if (binary && hasBinaryForm(endpoint.request, 'request')) {
-    content[BINARY_MEDIA_TYPE] = {
-      schema: {
-        type: 'string',
-        format: 'binary',
-        description: `${endpoint.request.name} in the binary format`,
-      },
-    }
-  }
+  if (binary && hasBinaryForm(endpoint.request, 'request'))
+    content[BINARY_MEDIA_TYPE] = binaryMedia(endpoint.request)
   return { required: bodyRequired, content }
+}
+
+/** A model's binary form as a media type of a body. */
+function binaryMedia(model: Model): Schema {
+  return { schema: { type: 'string', format: 'binary', description: `${model.name} in the binary format` } }
 }
 
 /** The success answer: the stream of items (SSE), or the response model as JSON (and binary). */
@@ -540,15 +538,8 @@ function successResponse(
     return ['200', { description: 'A stream of response items (Server-Sent Events)', content }]
   }
   const content: Schema = { [JSON_MEDIA_TYPE]: { schema: responseRef } }
-  if (binary && hasBinaryForm(endpoint.response, 'response')) {
-    content[BINARY_MEDIA_TYPE] = {
-      schema: {
-        type: 'string',
-        format: 'binary',
-        description: `${endpoint.response.name} in the binary format`,
-      },
-    }
-  }
+  if (binary && hasBinaryForm(endpoint.response, 'response'))
+    content[BINARY_MEDIA_TYPE] = binaryMedia(endpoint.response)
   return [String(endpoint.status), { description: 'Success', content }]
 }
 

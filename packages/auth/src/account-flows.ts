@@ -1,5 +1,5 @@
 // Account flows: register (with the transactional onRegistered hooks) and me.
-import { type TriviumCall, ValidationException } from '@trivium/core'
+import { type CallTarget, type TriviumCall, ValidationException } from '@trivium/core'
 import { hashPassword } from '@trivium/crypto'
 import { validateEmail, validatePassword, validateUsername } from '@trivium/validation'
 import type { FlowsContext, RegisteredHook, RegisterOptions } from './flows-context.js'
@@ -63,7 +63,7 @@ export function createAccountFlows(ctx: FlowsContext) {
         throw err
       }
     },
-    me: async (_req: unknown, call: TriviumCall<any>) => {
+    me: async (_req: unknown, call: TriviumCall<unknown, CallTarget>) => {
       const user = await currentUser(call)
       return {
         ...publicUser(user),

@@ -1,5 +1,6 @@
 // The credential flows registered as core endpoints (`/auth/*`), so they are served on every transport.
 import {
+  type CallTarget,
   type EndpointOptions,
   type JsonSchema,
   jsonSchemaModel,
@@ -15,7 +16,7 @@ const refreshToken = { type: 'string', maxLength: 8192 }
 // The request models' JSON Schemas; each is compiled (ajv) when the flows are registered, not when the
 // package is imported: an app that never registers them pays nothing for them (bench/README.md, "cold
 // import").
-const REQUEST_SCHEMAS: Record<string, JsonSchema> = {
+const REQUEST_SCHEMAS = {
   RegisterRequest: {
     type: 'object',
     properties: { username: str, email: str, password: str },
@@ -33,24 +34,28 @@ const REQUEST_SCHEMAS: Record<string, JsonSchema> = {
     properties: { code: { type: 'string', maxLength: 16 } },
     required: ['code'],
   },
-}
+} satisfies Record<string, JsonSchema>
+type RequestSchemaName = keyof typeof REQUEST_SCHEMAS
 
 const models = new Map<string, Model<unknown>>()
 /** The named request model, compiled once per process. */
-function requestModel(name: string): Model<unknown> {
+function requestModel(name: RequestSchemaName): Model<unknown> {
   let model = models.get(name)
   if (model === undefined) {
-    model = jsonSchemaModel(name, REQUEST_SCHEMAS[name] as JsonSchema)
+    model = jsonSchemaModel(name, REQUEST_SCHEMAS[name])
     models.set(name, model)
   }
   return model
 }
 
-type Run = (flows: AuthFlows, req: never, call: TriviumCall<any>) => unknown
+type Run = (flows: AuthFlows, req: never, call: TriviumCall<unknown, CallTarget>) => unknown
 
 /** The `/auth/*` endpoints: name, route under the base path, model, auth mode and the flow they run. */
 const FLOW_ENDPOINTS: ReadonlyArray<
-  { name: string; path: string; run: Run; requestSchema?: string } & Omit<EndpointOptions, 'url' | 'request'>
+  { name: string; path: string; run: Run; requestSchema?: RequestSchemaName } & Omit<
+    EndpointOptions,
+    'url' | 'request'
+  >
 > = [
   {
     name: 'auth.register',

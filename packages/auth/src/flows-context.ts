@@ -1,6 +1,6 @@
 // What every credential flow shares: the checked options, the user store, the ledger, the TOTP
 // encryptor. Built once by createAuthFlows.
-import { type TriviumCall, UnauthorizedException } from '@trivium/core'
+import { type CallTarget, type TriviumCall, UnauthorizedException } from '@trivium/core'
 import { DataEncryptor } from '@trivium/crypto'
 import type { TokenLedger } from './ledger.js'
 import type { AuthService } from './service.js'
@@ -26,7 +26,7 @@ export interface RegisterOptions {
    * which then rolls back; `register` rejects with the call's TimeoutException (or other reason) and no
    * user is left behind.
    */
-  call?: Pick<TriviumCall<any>, 'throwIfAborted'>
+  call?: Pick<TriviumCall<unknown, CallTarget>, 'throwIfAborted'>
 }
 
 export interface FlowsOptions {
@@ -64,7 +64,7 @@ export interface FlowsContext {
   onRegistered: RegisteredHook | undefined
   onTheft: ((userId: number) => unknown) | undefined
   /** The authenticated caller's user row; UnauthorizedException when it is gone. */
-  currentUser(call: TriviumCall<any>): Promise<UserRecord>
+  currentUser(call: TriviumCall<unknown, CallTarget>): Promise<UserRecord>
 }
 
 /** Checks the flows' options (messages name the option) and builds the shared context. */

@@ -105,7 +105,7 @@ export function identityOf(claims: TokenClaims): TriviumIdentity {
 }
 
 /** Sets `call.identity` and the context keys of PROTOCOL.md "Authentication". */
-export function setUserContext(call: TriviumCall<any, CallTarget>, claims: TokenClaims): void {
+export function setUserContext(call: TriviumCall<unknown, CallTarget>, claims: TokenClaims): void {
   call.identity = identityOf(claims)
   const context = call.context
   context.user_id = claims.userId
@@ -118,7 +118,7 @@ export function setUserContext(call: TriviumCall<any, CallTarget>, claims: Token
 }
 
 /** The call's credential; a malformed one (given twice) counts as an invalid credential. */
-function credentialOf(call: TriviumCall<any, CallTarget>): string | undefined {
+function credentialOf(call: TriviumCall<unknown, CallTarget>): string | undefined {
   try {
     return call.credential
   } catch (err) {
@@ -181,7 +181,7 @@ type LastTokens = WeakMap<object, LastToken>
 function connectionClaims(
   tokens: TokenService,
   lastTokens: LastTokens,
-  call: TriviumCall<any, CallTarget>,
+  call: TriviumCall<unknown, CallTarget>,
   token: string,
 ): TokenClaims {
   const connection = call.connection
@@ -216,7 +216,7 @@ export function createAuthMiddleware(options: AuthMiddlewareOptions): Middleware
     if (typeof name !== 'string') throw SETUP.TRV_AUTH_ENDPOINT_NAME()
   }
 
-  function modeOf(call: TriviumCall<any, CallTarget>): AuthMode {
+  function modeOf(call: TriviumCall<unknown, CallTarget>): AuthMode {
     const declared = call.definition.config.auth
     if (declared !== undefined) return declared
     if (publicSet.has(call.endpoint)) return 'public'

@@ -16,7 +16,7 @@ import {
   FLOWS_OPTIONS,
   type TriviumAuthOptions,
 } from './plugin-options.js'
-import { MemoryRevocationStore } from './revocation.js'
+import { MemoryRevocationStore, type RevocationStore } from './revocation.js'
 import { installRouteGuard } from './routes.js'
 import { AuthService } from './service.js'
 import { SETUP } from './setup-errors.js'
@@ -55,14 +55,7 @@ const triviumAuth: FastifyPluginAsync<TriviumAuthOptions> = async (fastify: Fast
   const revocation = ownStore
     ? new MemoryRevocationStore({ clock: options.clock })
     : checkStore(options.revocationStore)
-  const flows = options.flows
-  if (flows !== undefined && (typeof flows !== 'object' || flows === null)) {
-    throw SETUP.TRV_AUTH_FLOWS()
-  }
-  if (flows !== undefined && 'sql' in flows) {
-    throw SETUP.TRV_AUTH_FLOWS_SQL()
-  }
-  refuseUnknownOptions(PLUGIN, flows, FLOWS_OPTIONS, 'flows.')
+  const flows = checkFlows(options.flows)
   const ledger: TokenLedger = options.ledger ?? new MemoryTokenLedger()
   // Stores with tables of their own (SqlUserStore, SqlTokenLedger) create them before serving.
   await flows?.users?.migrate?.()
@@ -85,23 +78,7 @@ const triviumAuth: FastifyPluginAsync<TriviumAuthOptions> = async (fastify: Fast
     fastify.decorate('authFlows', authFlows)
   }
 
-  const interval = options.cleanupIntervalMs ?? 600_000
-  if (!Number.isSafeInteger(interval) || interval < 0) {
-    throw SETUP.TRV_AUTH_CLEANUP_INTERVAL()
-  }
-  if (interval > 0) {
-    const timer = setInterval(() => {
-      const nowSec = Math.floor(tokens.clock() / 1000)
-      Promise.all([revocation.cleanup(), ledger.cleanup(nowSec)]).catch((err: unknown) => {
-        fastify.log.warn(
-          { code: (err as { code?: string } | null)?.code },
-          `${PLUGIN}: cleanup of expired entries failed`,
-        )
-      })
-    }, interval)
-    timer.unref()
-    fastify.addHook('onClose', async () => clearInterval(timer))
-  }
+  scheduleCleanup(fastify, options.cleanupIntervalMs, tokens, revocation, ledger)
 
   // Plain routes opt into the same rules with config.triviumRoute (before or after this plugin).
   // `request.user` stays the application's (@fastify/jwt decorates it) unless it opts in with requestUser.
@@ -114,18 +91,63 @@ const triviumAuth: FastifyPluginAsync<TriviumAuthOptions> = async (fastify: Fast
       name: 'auth',
     })
   }
-  fastify.addHook('onReady', async () => {
-    const registry = fastify.trivium.registry
-    checkEndpointNames(registry, PLUGIN, 'publicEndpoints', publicEndpoints)
-    checkEndpointNames(registry, PLUGIN, 'optionalEndpoints', optionalEndpoints)
-    for (const def of registry.list()) {
-      const mode = def.config.auth
-      if (mode !== undefined && !AUTH_MODES.includes(mode)) {
-        throw SETUP.TRV_AUTH_ENDPOINT_MODE(def.name, AUTH_MODES.join(', '))
-      }
-    }
-  })
+  fastify.addHook('onReady', async () => checkEndpoints(fastify, publicEndpoints, optionalEndpoints))
   if (ownStore) fastify.addHook('onClose', async () => revocation.close?.())
+}
+
+/** The `flows` option: an object of flow stores (the SQL ones are `@trivium/auth/sql`'s, given as stores). */
+function checkFlows(flows: TriviumAuthOptions['flows']): TriviumAuthOptions['flows'] {
+  if (flows !== undefined && (typeof flows !== 'object' || flows === null)) {
+    throw SETUP.TRV_AUTH_FLOWS()
+  }
+  if (flows !== undefined && 'sql' in flows) {
+    throw SETUP.TRV_AUTH_FLOWS_SQL()
+  }
+  refuseUnknownOptions(PLUGIN, flows, FLOWS_OPTIONS, 'flows.')
+  return flows
+}
+
+/** Drops expired revocations and ledger entries every `cleanupIntervalMs` (default 10 min; 0: never). */
+function scheduleCleanup(
+  fastify: FastifyInstance,
+  cleanupIntervalMs: number | undefined,
+  tokens: TokenService,
+  revocation: RevocationStore,
+  ledger: TokenLedger,
+): void {
+  const interval = cleanupIntervalMs ?? 600_000
+  if (!Number.isSafeInteger(interval) || interval < 0) {
+    throw SETUP.TRV_AUTH_CLEANUP_INTERVAL()
+  }
+  if (interval === 0) return
+  const timer = setInterval(() => {
+    const nowSec = Math.floor(tokens.clock() / 1000)
+    Promise.all([revocation.cleanup(), ledger.cleanup(nowSec)]).catch((err: unknown) => {
+      fastify.log.warn(
+        { code: (err as { code?: string } | null)?.code },
+        `${PLUGIN}: cleanup of expired entries failed`,
+      )
+    })
+  }, interval)
+  timer.unref()
+  fastify.addHook('onClose', async () => clearInterval(timer))
+}
+
+/** At `ready()`: the endpoints the options name exist, and every endpoint's `auth` is a known mode. */
+function checkEndpoints(
+  fastify: FastifyInstance,
+  publicEndpoints: readonly string[],
+  optionalEndpoints: readonly string[],
+): void {
+  const registry = fastify.trivium.registry
+  checkEndpointNames(registry, PLUGIN, 'publicEndpoints', publicEndpoints)
+  checkEndpointNames(registry, PLUGIN, 'optionalEndpoints', optionalEndpoints)
+  for (const def of registry.list()) {
+    const mode = def.config.auth
+    if (mode !== undefined && !AUTH_MODES.includes(mode)) {
+      throw SETUP.TRV_AUTH_ENDPOINT_MODE(def.name, AUTH_MODES.join(', '))
+    }
+  }
 }
 
 export const triviumAuthPlugin = fp(triviumAuth, {

@@ -1,20 +1,12 @@
 // Existing Fastify routes under Trivium's rules (README "Protecting existing routes"): a route with
 // `config: { triviumRoute: { auth, permissions, roles, rateLimit } }` runs the app's Trivium middleware
-// chain (auth, RBAC, rate limit, …) around the route (from a preValidation hook), as around an endpoint's
-// handler; the caller is `triviumUser(request)`, and `request.user` only when the application gives that
-// name to Trivium (`requestUser: true`). Refusals are the one error body of PROTOCOL.md.
-import {
-  type GuardedRoute,
-  httpCredential,
-  normalizeError,
-  type RouteOutcome,
-  TriviumCall,
-  type TriviumEndpointConfig,
-  type TriviumIdentity,
-  toErrorBody,
-} from '@trivium/core'
-import { transportOf } from '@trivium/core/internal'
-import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
+// chain (auth, RBAC, rate limit, …) around the route, as around an endpoint's handler. The guard that
+// runs the chain is core's (`guardPlainRoutes`); auth installs it and owns what is auth's: the rules a
+// route may declare, and the caller, `triviumUser(request)`, and `request.user` only when the
+// application gives that name to Trivium (`requestUser: true`).
+import type { GuardedRoute, TriviumEndpointConfig, TriviumIdentity } from '@trivium/core'
+import { guardPlainRoutes } from '@trivium/core/internal'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { SETUP } from './setup-errors.js'
 
 /** The rules of a protected plain route: every endpoint setting the registered plugins declare. */
@@ -74,93 +66,9 @@ function guardedRoute(rules: unknown, method: string, url: string): GuardedRoute
   return { kind: 'route', name, method, url, config: rules, timeoutMs: undefined, streaming: false }
 }
 
-/** Answers a refusal (an error thrown by the chain before the route went on) with the one error body. */
-function refuse(
-  err: unknown,
-  call: TriviumCall<unknown, GuardedRoute>,
-  request: FastifyRequest,
-  reply: FastifyReply,
-) {
-  const { error, internal } = normalizeError(err)
-  if (internal) request.log.error({ err, requestId: request.id }, 'unhandled error in route middleware')
-  if (call.responseHeaders) reply.headers(call.responseHeaders)
-  const body = toErrorBody(error, request.id)
-  if (body.retryAfter !== undefined) reply.header('retry-after', String(body.retryAfter))
-  reply.code(error.statusCode).type('application/json; charset=utf-8').send(JSON.stringify(body))
-}
-
 /**
- * Runs the middleware chain around a protected route, as around an endpoint's handler: the route goes on
- * (`done()`) when the chain calls `next()`, and that `next()` resolves once Fastify has sent the route's
- * response, with its status (RouteOutcome), so observers (tracing, metrics, access logs) see the answer.
- */
-function runGuard(
-  fastify: FastifyInstance,
-  requestUser: boolean,
-  route: GuardedRoute,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  done: (err?: Error) => void,
-): void {
-  const query = request.query as Record<string, unknown>
-  // A named route called by a frame (WebSocket, TCP): the call is that transport's, as an endpoint's is.
-  const frame = transportOf(request)
-  const call = new TriviumCall<unknown, GuardedRoute>({
-    definition: route,
-    protocol: frame?.protocol ?? 'http',
-    requestId: request.id,
-    log: request.log,
-    headers: request.headers,
-    method: request.method,
-    query,
-    clientIp: frame ? frame.clientIp : request.ip,
-    raw: request,
-    decodeBody: () => request.body,
-    credential: frame ? () => frame.credential : () => httpCredential(request.headers, query),
-    ...(frame === undefined
-      ? {}
-      : { metadata: frame.metadata, connection: frame.connection, onIdentity: frame.onIdentity }),
-  })
-  let wentOn = false
-  const goOn = (): Promise<RouteOutcome> => {
-    wentOn = true
-    if (call.responseHeaders) reply.headers(call.responseHeaders)
-    request[CALLER] = call.identity
-    // Only where the application gave the name to Trivium, and never over a value a hook of its own set.
-    // (`request.user` is typed by the application, TriviumRequestUser, hence the untyped write.)
-    if (requestUser) {
-      const own = request as { user?: unknown }
-      if (own.user === undefined || own.user === null) own.user = call.identity
-    }
-    // 'close' is the response's last event, whether it finished or the connection went away.
-    const sent = new Promise<RouteOutcome>((resolve) => {
-      reply.raw.once('close', () => resolve({ statusCode: reply.statusCode }))
-    })
-    done()
-    return sent
-  }
-  // A chain that returns without calling `next()` (a short-circuit) lets the route answer as before.
-  const ended = () => {
-    if (!wentOn) done()
-  }
-  const failed = (err: unknown) => {
-    // After the route went on its answer is Fastify's; a step failing after it is only logged.
-    if (wentOn)
-      request.log.error({ err, requestId: request.id }, 'error in route middleware after the response')
-    else refuse(err, call, request, reply)
-  }
-  try {
-    Promise.resolve(fastify.trivium.pipeline.run(call, goOn)).then(ended, failed)
-  } catch (err) {
-    failed(err)
-  }
-}
-
-/**
- * Installs the guard the way @fastify/rate-limit attaches itself: an onRoute hook gives each route with
- * `config.triviumRoute` a preValidation hook of its own (before the application's preHandler hooks, so
- * they see the caller); every other route pays nothing. A route added before this plugin is not
- * seen here: @trivium/core refuses to start with it (register @trivium/auth before such routes).
+ * Installs core's guard of plain routes (`guardPlainRoutes`) with auth's part: the rules a route may
+ * declare, and the caller it publishes (`triviumUser(request)`, and `request.user` with `requestUser`).
  * `requestUser`: the application gives `request.user` to Trivium; a plugin that decorates it too
  * (@fastify/jwt), in this context or the route's, is refused at start, whichever comes first.
  */
@@ -175,32 +83,17 @@ export function installRouteGuard(fastify: FastifyInstance, requestUser: boolean
     }
   }
   fastify.addHook('onReady', async () => checkOwner(fastify))
-  fastify.addHook('onRoute', function guardRoute(this: FastifyInstance, route: RouteOptions) {
-    const rules = route.config?.triviumRoute
-    if (rules === undefined) return
-    const method = Array.isArray(route.method) ? route.method.join(',') : String(route.method)
-    const target = guardedRoute(rules, method, route.url)
-    checkOwner(this)
-    // Middleware scoped to a child context (child.trivium.use) applies to that context's routes too.
-    fastify.trivium.pipeline.setContext(target, this)
-    fastify.trivium.guardRoute(rules, target)
-    const guard = (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
-      runGuard(fastify, requestUser, target, request, reply, done)
-    }
-    const own = route.preValidation
-    route.preValidation = own === undefined ? [guard] : [guard, ...(Array.isArray(own) ? own : [own])]
-  })
-  // Routes added before @trivium/core: core's app-wide fallback calls this (app-wide middleware only,
-  // since their context was never seen).
-  const early = new WeakMap<object, GuardedRoute>()
-  fastify.trivium.setEarlyRouteGuard((rules, request, reply, done) => {
-    let target = early.get(rules)
-    if (target === undefined) {
-      const options = request.routeOptions
-      const method = Array.isArray(options.method) ? options.method.join(',') : String(options.method)
-      target = guardedRoute(rules, method, options.url ?? request.url)
-      early.set(rules, target)
-    }
-    runGuard(fastify, requestUser, target, request, reply, done)
+  guardPlainRoutes(fastify, {
+    describe: guardedRoute,
+    seeContext: checkOwner,
+    wentOn(request, identity) {
+      request[CALLER] = identity
+      // Only where the application gave the name to Trivium, and never over a value a hook of its own set.
+      // (`request.user` is typed by the application, TriviumRequestUser, hence the untyped write.)
+      if (requestUser) {
+        const own = request as { user?: unknown }
+        if (own.user === undefined || own.user === null) own.user = identity
+      }
+    },
   })
 }

@@ -1,5 +1,10 @@
 // Session flows: login (password, then TOTP), refresh with rotation and reuse detection, logout.
-import { TokenExpiredException, type TriviumCall, UnauthorizedException } from '@trivium/core'
+import {
+  type CallTarget,
+  TokenExpiredException,
+  type TriviumCall,
+  UnauthorizedException,
+} from '@trivium/core'
 import { verifyPassword } from '@trivium/crypto'
 import { type FlowsContext, USER_GONE } from './flows-context.js'
 import { TOKEN_EXPIRED_MESSAGE, TOKEN_REVOKED } from './middleware.js'
@@ -77,7 +82,7 @@ export function createSessionFlows(ctx: FlowsContext) {
       }
       return pair
     },
-    logout: async (req: { refreshToken?: string | null }, call: TriviumCall<any>) => {
+    logout: async (req: { refreshToken?: string | null }, call: TriviumCall<unknown, CallTarget>) => {
       const userId = Number(call.identity?.userId)
       let refreshToken: string | undefined
       if (req.refreshToken !== undefined && req.refreshToken !== null) {

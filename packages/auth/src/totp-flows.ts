@@ -1,7 +1,7 @@
 // The TOTP half of the credential flows: enable, confirm, disable, and the check login uses. A code is
 // good once (RFC 6238 §5.2): an accepted code is listed in the revocation store for its whole window,
 // per user, so a replay is refused on every instance that shares the store.
-import { type TriviumCall, ValidationException } from '@trivium/core'
+import { type CallTarget, type TriviumCall, ValidationException } from '@trivium/core'
 import { TOTP_STEP_SECONDS, TOTP_WINDOW, totp } from '@trivium/crypto'
 import type { FlowsContext } from './flows-context.js'
 import type { AuthService } from './service.js'
@@ -35,14 +35,14 @@ export async function acceptTotp(auth: AuthService, userId: number, code: string
 export function createTotpFlows(ctx: FlowsContext) {
   const { users, encryptor, currentUser, auth, totpIssuer } = ctx
   return {
-    totpEnable: async (_req: unknown, call: TriviumCall<any>) => {
+    totpEnable: async (_req: unknown, call: TriviumCall<unknown, CallTarget>) => {
       const user = await currentUser(call)
       if (user.totpEnabled) throw new ValidationException(TOTP_ALREADY_ENABLED)
       const secret = totp.generateSecret()
       await users.setTotp(user.id, encryptor.encrypt(secret), false)
       return { secret, otpauthUrl: totp.keyUri({ secret, accountName: user.username, issuer: totpIssuer }) }
     },
-    totpConfirm: async (req: { code: string }, call: TriviumCall<any>) => {
+    totpConfirm: async (req: { code: string }, call: TriviumCall<unknown, CallTarget>) => {
       const user = await currentUser(call)
       if (user.totpEnabled) throw new ValidationException(TOTP_ALREADY_ENABLED)
       if (!user.totpSecret) throw new ValidationException(TOTP_NOT_STARTED)
@@ -52,7 +52,7 @@ export function createTotpFlows(ctx: FlowsContext) {
       await users.setTotp(user.id, user.totpSecret, true)
       return { totpEnabled: true }
     },
-    totpDisable: async (req: { code: string }, call: TriviumCall<any>) => {
+    totpDisable: async (req: { code: string }, call: TriviumCall<unknown, CallTarget>) => {
       const user = await currentUser(call)
       if (!user.totpEnabled || !user.totpSecret) throw new ValidationException(TOTP_NOT_ENABLED)
       if (!(await acceptTotp(auth, user.id, req.code, encryptor.decrypt(user.totpSecret)))) {

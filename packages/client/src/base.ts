@@ -2,7 +2,7 @@
 // refresh-and-retry-once, per-call deadlines and abort signals.
 
 import type { Contract } from '@trivium/contract'
-import { MAX_TIMEOUT_MS } from '@trivium/wire'
+import { MAX_TIMEOUT_MS, type Untyped } from '@trivium/wire'
 import { contractEndpoints, type DeriveBinaryForm } from './contract.js'
 import {
   ConflictException,
@@ -40,8 +40,8 @@ export function newIdempotencyKey(): string {
   const crypto = globalThis.crypto
   if (typeof crypto.randomUUID === 'function') return crypto.randomUUID()
   const b = crypto.getRandomValues(new Uint8Array(16))
-  b[6] = ((b[6] as number) & 0x0f) | 0x40
-  b[8] = ((b[8] as number) & 0x3f) | 0x80
+  b[6] = ((b[6] ?? 0) & 0x0f) | 0x40
+  b[8] = ((b[8] ?? 0) & 0x3f) | 0x80
   const hex = Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('')
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
 }
@@ -187,7 +187,7 @@ export abstract class BaseClient implements TriviumClient {
   }
 
   on<E extends keyof ClientEvents>(event: E, listener: ClientEvents[E]): () => void {
-    const set = this.listeners[event] as Set<ClientEvents[E]>
+    const set: Set<ClientEvents[E]> = this.listeners[event]
     set.add(listener)
     return () => {
       set.delete(listener)
@@ -281,8 +281,8 @@ export abstract class BaseClient implements TriviumClient {
     return spec
   }
 
-  async call<Res = any>(
-    endpoint: string | EndpointSpec<any, Res>,
+  async call<Res = Untyped>(
+    endpoint: string | EndpointSpec<Untyped, Res>,
     request?: unknown,
     options: CallOptions = {},
   ): Promise<Res> {
@@ -321,8 +321,8 @@ export abstract class BaseClient implements TriviumClient {
     }
   }
 
-  stream<Item = any>(
-    endpoint: string | EndpointSpec<any, Item>,
+  stream<Item = Untyped>(
+    endpoint: string | EndpointSpec<Untyped, Item>,
     request?: unknown,
     options: StreamOptions = {},
   ): AsyncIterable<Item> {
@@ -384,7 +384,7 @@ export abstract class BaseClient implements TriviumClient {
     }
   }
 
-  clientStream<Req = any, Res = any>(
+  clientStream<Req = Untyped, Res = Untyped>(
     endpoint: string | EndpointSpec<Req, Res>,
     options: StreamOptions = {},
   ): ClientStreamCall<Req, Res> {
@@ -392,7 +392,7 @@ export abstract class BaseClient implements TriviumClient {
     return this.openRequestStream(spec, false, options.signal) as ClientStreamCall<Req, Res>
   }
 
-  bidiStream<Req = any, Item = any>(
+  bidiStream<Req = Untyped, Item = Untyped>(
     endpoint: string | EndpointSpec<Req, Item>,
     options: StreamOptions = {},
   ): BidiStreamCall<Req, Item> {

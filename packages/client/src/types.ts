@@ -1,5 +1,6 @@
 // Public types shared by every transport.
 import type { Contract } from '@trivium/contract'
+import type { Untyped } from '@trivium/wire'
 import type { DeriveBinaryForm } from './contract.js'
 import type { TriviumError } from './errors.js'
 
@@ -8,7 +9,7 @@ import type { TriviumError } from './errors.js'
  * @trivium/core's `Model` (generated models of @trivium/codec and core's `jsonSchemaModel` fit), declared
  * here so the browser entry does not depend on core.
  */
-export interface ClientModel<T = any> {
+export interface ClientModel<T = Untyped> {
   readonly name?: string
   /** JSON Schema of the JSON form (not used by the client; kept for structural compatibility). */
   readonly jsonSchema?: Record<string, unknown>
@@ -22,7 +23,7 @@ export interface ClientModel<T = any> {
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE'
 
 /** One entry of the endpoint table: the same facts the server registered. */
-export interface EndpointSpec<Req = any, Res = any> {
+export interface EndpointSpec<Req = Untyped, Res = Untyped> {
   /** Endpoint name on the wire, e.g. `tasks.create`. */
   name: string
   /** HTTP route (used by the HTTP transport). */
@@ -184,23 +185,23 @@ export interface TriviumClient {
   readonly transport: 'http' | 'websocket' | 'tcp'
   /** Connection state (HTTP: always `connected` until `close()`). */
   readonly state: ConnectionState
-  call<Res = any>(
-    endpoint: string | EndpointSpec<any, Res>,
+  call<Res = Untyped>(
+    endpoint: string | EndpointSpec<Untyped, Res>,
     request?: unknown,
     options?: CallOptions,
   ): Promise<Res>
-  stream<Item = any>(
-    endpoint: string | EndpointSpec<any, Item>,
+  stream<Item = Untyped>(
+    endpoint: string | EndpointSpec<Untyped, Item>,
     request?: unknown,
     options?: StreamOptions,
   ): AsyncIterable<Item>
   /** Opens a client stream (WebSocket and TCP; the HTTP client refuses with `TRV_CLIENT_USAGE`). */
-  clientStream<Req = any, Res = any>(
+  clientStream<Req = Untyped, Res = Untyped>(
     endpoint: string | EndpointSpec<Req, Res>,
     options?: StreamOptions,
   ): ClientStreamCall<Req, Res>
   /** Opens a bidirectional stream (WebSocket and TCP; the HTTP client refuses with `TRV_CLIENT_USAGE`). */
-  bidiStream<Req = any, Item = any>(
+  bidiStream<Req = Untyped, Item = Untyped>(
     endpoint: string | EndpointSpec<Req, Item>,
     options?: StreamOptions,
   ): BidiStreamCall<Req, Item>

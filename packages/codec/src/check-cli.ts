@@ -35,7 +35,8 @@ export function runCheck(argv: string[], out: Write, err: Write): number {
   let level: CompatibilityLevel = 'wire+json'
   let json = false
   for (let i = 0; i < argv.length; i++) {
-    const a = argv[i] as string
+    const a = argv[i]
+    if (a === undefined) break
     if (a === '--against') against = argv[++i]
     else if (a === '--level') {
       const value = argv[++i]

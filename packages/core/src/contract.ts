@@ -10,6 +10,8 @@ import {
   type RequestOutput,
   type ResponseInput,
 } from '@trivium/contract'
+import type { TriviumCall } from './call.js'
+import type { Untyped } from './model.js'
 import {
   type BidiStreamHandler,
   type ClientStreamHandler,
@@ -44,17 +46,21 @@ export type ContractSettings<C extends Contract> = { [K in keyof C]?: ContractEn
 
 /** The registration methods `implement` uses (those of the context it is called on). */
 interface Registrar {
-  endpoint(name: string, options: EndpointOptions, handler: UnaryHandler<any, any>): EndpointDefinition
-  stream(name: string, options: EndpointOptions, handler: StreamHandler<any, any>): EndpointDefinition
-  clientStream(
-    name: string,
-    options: EndpointOptions,
-    handler: ClientStreamHandler<any, any>,
-  ): EndpointDefinition
-  bidiStream(name: string, options: EndpointOptions, handler: BidiStreamHandler<any, any>): EndpointDefinition
+  endpoint(name: string, options: EndpointOptions, handler: UnaryHandler): EndpointDefinition
+  stream(name: string, options: EndpointOptions, handler: StreamHandler): EndpointDefinition
+  clientStream(name: string, options: EndpointOptions, handler: ClientStreamHandler): EndpointDefinition
+  bidiStream(name: string, options: EndpointOptions, handler: BidiStreamHandler): EndpointDefinition
 }
 
-function checkHandlers(contract: Contract, handlers: unknown, settings: unknown): void {
+/** A handler of the contract as registration takes it (the contract's types checked it at compile time). */
+type ContractHandlerFn = (input: Untyped, call: TriviumCall<Untyped>) => Untyped
+
+/** Every handler and setting names an endpoint of the contract, and every endpoint has a handler function. */
+function checkHandlers(
+  contract: Contract,
+  handlers: unknown,
+  settings: unknown,
+): { name: string; entry: ContractEndpoint; handler: ContractHandlerFn }[] {
   if (typeof handlers !== 'object' || handlers === null) {
     throw new RegistrationError('implement(): handlers must be an object (endpoint name → handler)')
   }
@@ -71,11 +77,15 @@ function checkHandlers(contract: Contract, handlers: unknown, settings: unknown)
       }
     }
   }
-  for (const name of Object.keys(contract)) {
-    if (typeof (handlers as Record<string, unknown>)[name] !== 'function') {
+  const endpoints: { name: string; entry: ContractEndpoint; handler: ContractHandlerFn }[] = []
+  for (const [name, entry] of Object.entries(contract)) {
+    const handler: unknown = (handlers as Record<string, unknown>)[name]
+    if (typeof handler !== 'function') {
       throw new RegistrationError(`implement(): endpoint "${name}" of the contract has no handler function`)
     }
+    endpoints.push({ name, entry, handler: handler as ContractHandlerFn })
   }
+  return endpoints
 }
 
 /** Registers every endpoint of `contract` on `trivium`; nothing when the contract or a handler is refused. */
@@ -86,13 +96,12 @@ export function implementContract<C extends Contract>(
   settings: ContractSettings<C> = {},
 ): { [K in keyof C]: EndpointDefinition } {
   checkContract(contract)
-  checkHandlers(contract, handlers, settings)
+  const endpoints = checkHandlers(contract, handlers, settings)
   const definitions: Record<string, EndpointDefinition> = {}
-  for (const [name, entry] of Object.entries(contract)) {
+  for (const { name, entry, handler } of endpoints) {
     const { streaming, requestStream, ...route } = entry
     // The contract's schemas go to the registration as they are: it turns each into a model.
     const options = { ...(settings as Record<string, object | undefined>)[name], ...route } as EndpointOptions
-    const handler = (handlers as Record<string, (...args: any[]) => any>)[name] as (...args: any[]) => any
     definitions[name] = requestStream
       ? streaming
         ? trivium.bidiStream(name, options, handler)

@@ -61,7 +61,7 @@ export {
   IDEMPOTENCY_KEY_HEADER,
   IDEMPOTENCY_KEY_METADATA,
   idempotencyKeyOf,
-} from './idempotency.js'
+} from './idempotency/middleware.js'
 export { encodePayload, type InvokeInit, type InvokeResult, type StartedCall } from './invoke.js'
 export { REDACTED, redactUrl, SECRET_QUERY_PARAMETERS, type SerializedRequest } from './log-redaction.js'
 export { Pipeline } from './middleware.js'
@@ -83,7 +83,7 @@ export {
   MAX_TIMEOUT_MS,
 } from './registry.js'
 export { type InboxFlow, itemCost, RequestInbox } from './request-inbox.js'
-export type { EarlyRouteGuard } from './route-guard.js'
+export { type EarlyRouteGuard, guardPlainRoutes, type RouteGuardOwner } from './route-guard/guard.js'
 export { SETUP as CORE_SETUP, SHARED_SETUP } from './setup-errors.js'
 export { defaultShutdownGrace, resolveShutdownGrace } from './shutdown-grace.js'
 export { STOPPED, StreamStop } from './stream-stop.js'

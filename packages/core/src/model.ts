@@ -1,6 +1,8 @@
 // What core needs to know about a request or response type. Generated models (@trivium/codec's
 // generator) implement this; `jsonSchemaModel` builds one by hand from a JSON Schema.
+
 import { createRequire } from 'node:module'
+import type { Untyped } from '@trivium/wire'
 import type { Ajv, ErrorObject } from 'ajv'
 import { type FieldError, ValidationException } from './errors.js'
 
@@ -70,8 +72,11 @@ export function jsonSchemaModel<T = unknown>(name: string, schema: JsonSchema): 
   }
 }
 
+/** The type of a value no model describes (`@trivium/wire`'s one alias for it). */
+export type { Untyped }
+
 /** Accepts any JSON value as is. The default when an endpoint names no model. */
-export const anyModel: Model<any> = {
+export const anyModel: Model<Untyped> = {
   name: 'any',
   fromJSON: (json: unknown) => json,
   toJSON: (value: unknown) => value,

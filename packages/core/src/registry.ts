@@ -3,7 +3,7 @@
 import { MAX_TIMEOUT_MS } from '@trivium/wire'
 import type { TriviumCall } from './call.js'
 import { HttpMapping } from './http-mapping.js'
-import { anyModel, type Model } from './model.js'
+import { anyModel, type Model, type Untyped } from './model.js'
 import { resolveModel } from './models/resolve.js'
 import type { ModelSource } from './models/schema-types.js'
 
@@ -17,7 +17,7 @@ export const HTTP_METHODS: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'DELET
 // biome-ignore lint/suspicious/noEmptyInterface: extended by declaration merging
 export interface TriviumEndpointConfig {}
 
-export interface EndpointOptions<Req = any, Res = any> extends TriviumEndpointConfig {
+export interface EndpointOptions<Req = Untyped, Res = Untyped> extends TriviumEndpointConfig {
   method: HttpMethod
   /** Fastify route path, e.g. `/tasks/:id`. */
   url: string
@@ -43,21 +43,29 @@ export interface EndpointOptions<Req = any, Res = any> extends TriviumEndpointCo
  * Endpoint options whose `request` / `response` are schemas as people write them: a Model, a
  * Standard Schema (Zod 4, Valibot, ArkType), a TypeBox schema or a JSON Schema (see `resolveModel`).
  */
-export interface SchemaEndpointOptions<Q extends ModelSource = Model<any>, R extends ModelSource = Model<any>>
-  extends Omit<EndpointOptions, 'request' | 'response'> {
+export interface SchemaEndpointOptions<
+  Q extends ModelSource = Model<Untyped>,
+  R extends ModelSource = Model<Untyped>,
+> extends Omit<EndpointOptions, 'request' | 'response'> {
   request?: Q
   response?: R
 }
 
-export type UnaryHandler<Req, Res> = (request: Req, call: TriviumCall<Req>) => Res | Promise<Res>
-export type StreamHandler<Req, Item> = (request: Req, call: TriviumCall<Req>) => AsyncIterable<Item>
+export type UnaryHandler<Req = Untyped, Res = Untyped> = (
+  request: Req,
+  call: TriviumCall<Req>,
+) => Res | Promise<Res>
+export type StreamHandler<Req = Untyped, Item = Untyped> = (
+  request: Req,
+  call: TriviumCall<Req>,
+) => AsyncIterable<Item>
 /** A client stream's handler: the request items as they arrive, answered by one response. */
-export type ClientStreamHandler<Req, Res> = (
+export type ClientStreamHandler<Req = Untyped, Res = Untyped> = (
   requests: AsyncIterable<Req>,
   call: TriviumCall<Req>,
 ) => Res | Promise<Res>
 /** A bidirectional stream's handler: the request items as they arrive, answered by a stream of items. */
-export type BidiStreamHandler<Req, Item> = (
+export type BidiStreamHandler<Req = Untyped, Item = Untyped> = (
   requests: AsyncIterable<Req>,
   call: TriviumCall<Req>,
 ) => AsyncIterable<Item>
@@ -76,33 +84,33 @@ interface DefinitionBase<Req, Res> {
   readonly http: HttpMapping
 }
 
-export interface UnaryDefinition<Req = any, Res = any> extends DefinitionBase<Req, Res> {
+export interface UnaryDefinition<Req = Untyped, Res = Untyped> extends DefinitionBase<Req, Res> {
   readonly streaming: false
   readonly requestStream: false
   readonly handler: UnaryHandler<Req, Res>
 }
 
-export interface StreamDefinition<Req = any, Item = any> extends DefinitionBase<Req, Item> {
+export interface StreamDefinition<Req = Untyped, Item = Untyped> extends DefinitionBase<Req, Item> {
   readonly streaming: true
   readonly requestStream: false
   readonly handler: StreamHandler<Req, Item>
 }
 
 /** Takes a stream of requests (WebSocket and TCP only), answers one response. */
-export interface ClientStreamDefinition<Req = any, Res = any> extends DefinitionBase<Req, Res> {
+export interface ClientStreamDefinition<Req = Untyped, Res = Untyped> extends DefinitionBase<Req, Res> {
   readonly streaming: false
   readonly requestStream: true
   readonly handler: ClientStreamHandler<Req, Res>
 }
 
 /** Takes a stream of requests and answers a stream of items (WebSocket and TCP only). */
-export interface BidiStreamDefinition<Req = any, Item = any> extends DefinitionBase<Req, Item> {
+export interface BidiStreamDefinition<Req = Untyped, Item = Untyped> extends DefinitionBase<Req, Item> {
   readonly streaming: true
   readonly requestStream: true
   readonly handler: BidiStreamHandler<Req, Item>
 }
 
-export type EndpointDefinition<Req = any, Res = any> =
+export type EndpointDefinition<Req = Untyped, Res = Untyped> =
   | UnaryDefinition<Req, Res>
   | StreamDefinition<Req, Res>
   | ClientStreamDefinition<Req, Res>
@@ -175,6 +183,68 @@ function modelOf<T>(name: string, side: 'request' | 'response', source: unknown)
   }
 }
 
+/** An endpoint name: the pattern and the byte limit. */
+function checkName(name: string): void {
+  if (typeof name !== 'string' || !ENDPOINT_NAME_PATTERN.test(name)) {
+    throw new RegistrationError(
+      `invalid endpoint name ${JSON.stringify(name)}: use dot-separated segments of letters, digits, "_" and "-", each starting with a letter`,
+    )
+  }
+  if (Buffer.byteLength(name) > MAX_ENDPOINT_NAME_BYTES) {
+    throw new RegistrationError(`endpoint name "${name}" is longer than ${MAX_ENDPOINT_NAME_BYTES} bytes`)
+  }
+}
+
+/** The options' method and URL, the handler, and the methods a kind of endpoint may use. */
+function checkRoute<Req, Res>(
+  name: string,
+  options: EndpointOptions<Req, Res>,
+  handler: unknown,
+  streaming: boolean,
+  requestStream: boolean,
+): void {
+  if (typeof options !== 'object' || options === null) {
+    throw new RegistrationError(`endpoint "${name}" needs options with method and url`)
+  }
+  if (!HTTP_METHODS.includes(options.method)) {
+    throw new RegistrationError(
+      `endpoint "${name}": method must be one of ${HTTP_METHODS.join(', ')}, got ${String(options.method)}`,
+    )
+  }
+  if (typeof options.url !== 'string' || !options.url.startsWith('/')) {
+    throw new RegistrationError(`endpoint "${name}": url must be a path starting with "/"`)
+  }
+  if (typeof handler !== 'function')
+    throw new RegistrationError(`endpoint "${name}": handler must be a function`)
+  if (requestStream && options.method !== 'POST') {
+    throw new RegistrationError(`endpoint "${name}" takes a stream of requests and must use POST`)
+  }
+  if (streaming && options.method !== 'GET' && options.method !== 'POST') {
+    throw new RegistrationError(`streaming endpoint "${name}" must use GET or POST`)
+  }
+}
+
+/** The options' status, timeout and body limit; returns the status. */
+function checkLimits<Req, Res>(name: string, options: EndpointOptions<Req, Res>): number {
+  const status = options.status ?? 200
+  if (!Number.isInteger(status) || status < 200 || status > 299) {
+    throw new RegistrationError(`endpoint "${name}": status must be a 2xx code`)
+  }
+  const timeoutMs = options.timeoutMs
+  if (
+    timeoutMs !== undefined &&
+    (!Number.isInteger(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_TIMEOUT_MS)
+  ) {
+    throw new RegistrationError(
+      `endpoint "${name}": timeoutMs must be a positive integer number of milliseconds (at most ${MAX_TIMEOUT_MS}), got ${String(timeoutMs)}`,
+    )
+  }
+  if (options.bodyLimit !== undefined && (!Number.isInteger(options.bodyLimit) || options.bodyLimit <= 0)) {
+    throw new RegistrationError(`endpoint "${name}": bodyLimit must be a positive integer (bytes)`)
+  }
+  return status
+}
+
 export class EndpointRegistry {
   private readonly byName = new Map<string, EndpointDefinition>()
   private readonly byRoute = new Map<string, string>()
@@ -218,34 +288,9 @@ export class EndpointRegistry {
     const { streaming, requestStream } =
       typeof shape === 'boolean' ? { streaming: shape, requestStream: false } : shape
     if (this.sealed) throw new RegistrationError(`cannot register "${name}" after the server has started`)
-    if (typeof name !== 'string' || !ENDPOINT_NAME_PATTERN.test(name)) {
-      throw new RegistrationError(
-        `invalid endpoint name ${JSON.stringify(name)}: use dot-separated segments of letters, digits, "_" and "-", each starting with a letter`,
-      )
-    }
-    if (Buffer.byteLength(name) > MAX_ENDPOINT_NAME_BYTES) {
-      throw new RegistrationError(`endpoint name "${name}" is longer than ${MAX_ENDPOINT_NAME_BYTES} bytes`)
-    }
+    checkName(name)
     if (this.byName.has(name)) throw new RegistrationError(`endpoint "${name}" is already registered`)
-    if (typeof options !== 'object' || options === null) {
-      throw new RegistrationError(`endpoint "${name}" needs options with method and url`)
-    }
-    if (!HTTP_METHODS.includes(options.method)) {
-      throw new RegistrationError(
-        `endpoint "${name}": method must be one of ${HTTP_METHODS.join(', ')}, got ${String(options.method)}`,
-      )
-    }
-    if (typeof options.url !== 'string' || !options.url.startsWith('/')) {
-      throw new RegistrationError(`endpoint "${name}": url must be a path starting with "/"`)
-    }
-    if (typeof handler !== 'function')
-      throw new RegistrationError(`endpoint "${name}": handler must be a function`)
-    if (requestStream && options.method !== 'POST') {
-      throw new RegistrationError(`endpoint "${name}" takes a stream of requests and must use POST`)
-    }
-    if (streaming && options.method !== 'GET' && options.method !== 'POST') {
-      throw new RegistrationError(`streaming endpoint "${name}" must use GET or POST`)
-    }
+    checkRoute(name, options, handler, streaming, requestStream)
     const routeKey = `${options.method} ${HttpMapping.normalizePath(options.url)}`
     const clash = this.byRoute.get(routeKey)
     if (clash) {
@@ -253,22 +298,7 @@ export class EndpointRegistry {
         `endpoint "${name}": route ${options.method} ${options.url} is already used by "${clash}"`,
       )
     }
-    const status = options.status ?? 200
-    if (!Number.isInteger(status) || status < 200 || status > 299) {
-      throw new RegistrationError(`endpoint "${name}": status must be a 2xx code`)
-    }
-    const timeoutMs = options.timeoutMs
-    if (
-      timeoutMs !== undefined &&
-      (!Number.isInteger(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_TIMEOUT_MS)
-    ) {
-      throw new RegistrationError(
-        `endpoint "${name}": timeoutMs must be a positive integer number of milliseconds (at most ${MAX_TIMEOUT_MS}), got ${String(timeoutMs)}`,
-      )
-    }
-    if (options.bodyLimit !== undefined && (!Number.isInteger(options.bodyLimit) || options.bodyLimit <= 0)) {
-      throw new RegistrationError(`endpoint "${name}": bodyLimit must be a positive integer (bytes)`)
-    }
+    const status = checkLimits(name, options)
     const request: Model<Req> = modelOf(name, 'request', options.request) ?? anyModel
     const response: Model<Res> = modelOf(name, 'response', options.response) ?? anyModel
     const definition = {

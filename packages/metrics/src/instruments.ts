@@ -31,43 +31,11 @@ export class Instruments {
 
   constructor(registry: Registry, buckets: number[]) {
     const registers = [registry]
-    const series = this.callSeriesList
-    this.calls = new Counter({
-      name: 'trivium_calls_total',
-      help: 'Calls by endpoint, transport and result code (OK or the error code, e.g. TRV_VALIDATION)',
-      labelNames: ['endpoint', 'transport', 'code'],
-      registers,
-      collect() {
-        this.reset()
-        for (const s of series) {
-          for (const [code, n] of s.byCode)
-            this.inc({ endpoint: s.endpoint, transport: s.transport, code }, n)
-        }
-      },
-    })
-    this.duration = new Histogram({
-      name: 'trivium_call_duration_seconds',
-      help: 'Time from the first middleware to the response (a stream: to its first item being ready)',
-      labelNames: ['endpoint', 'transport'],
-      buckets,
-      registers,
-    })
-    this.callsInFlight = new Gauge({
-      name: 'trivium_calls_in_flight',
-      help: 'Calls being handled',
-      labelNames: ['endpoint', 'transport'],
-      registers,
-      collect() {
-        for (const s of series)
-          this.set({ endpoint: s.endpoint, transport: s.transport }, s.started - s.finished)
-      },
-    })
-    this.streamsInFlight = new Gauge({
-      name: 'trivium_streams_in_flight',
-      help: 'Streaming calls open (from the handler returning the stream to its end)',
-      labelNames: ['endpoint', 'transport'],
-      registers,
-    })
+    const calls = callInstruments(registers, this.callSeriesList, buckets)
+    this.calls = calls.calls
+    this.duration = calls.duration
+    this.callsInFlight = calls.callsInFlight
+    this.streamsInFlight = calls.streamsInFlight
     this.connections = new Gauge({
       name: 'trivium_connections_open',
       help: 'Open WebSocket and TCP connections',
@@ -116,27 +84,7 @@ export class Instruments {
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
       registers,
     })
-    const pools = this.pools
-    this.pool = new Gauge({
-      name: 'trivium_pg_pool_connections',
-      help: 'PostgreSQL pool connections: total, idle, and clients waiting for one',
-      labelNames: ['state'],
-      registers,
-      collect() {
-        if (pools.length === 0) return
-        let total = 0
-        let idle = 0
-        let waiting = 0
-        for (const p of pools) {
-          total += p.totalCount
-          idle += p.idleCount
-          waiting += p.waitingCount
-        }
-        this.set({ state: 'total' }, total)
-        this.set({ state: 'idle' }, idle)
-        this.set({ state: 'waiting' }, waiting)
-      },
-    })
+    this.pool = poolGauge(registers, this.pools)
   }
 
   /** The counts of one (endpoint, transport), kept by the call observer and exposed when scraped. */
@@ -158,4 +106,68 @@ export class Instruments {
   watchPool(pool: PoolLike): void {
     this.pools.push(pool)
   }
+}
+
+/** The per-call instruments; the counts come from each endpoint's CallSeries when scraped. */
+function callInstruments(registers: Registry[], series: CallSeries[], buckets: number[]) {
+  const calls = new Counter<'endpoint' | 'transport' | 'code'>({
+    name: 'trivium_calls_total',
+    help: 'Calls by endpoint, transport and result code (OK or the error code, e.g. TRV_VALIDATION)',
+    labelNames: ['endpoint', 'transport', 'code'],
+    registers,
+    collect() {
+      this.reset()
+      for (const s of series) {
+        for (const [code, n] of s.byCode) this.inc({ endpoint: s.endpoint, transport: s.transport, code }, n)
+      }
+    },
+  })
+  const duration = new Histogram<'endpoint' | 'transport'>({
+    name: 'trivium_call_duration_seconds',
+    help: 'Time from the first middleware to the response (a stream: to its first item being ready)',
+    labelNames: ['endpoint', 'transport'],
+    buckets,
+    registers,
+  })
+  const callsInFlight = new Gauge<'endpoint' | 'transport'>({
+    name: 'trivium_calls_in_flight',
+    help: 'Calls being handled',
+    labelNames: ['endpoint', 'transport'],
+    registers,
+    collect() {
+      for (const s of series)
+        this.set({ endpoint: s.endpoint, transport: s.transport }, s.started - s.finished)
+    },
+  })
+  const streamsInFlight = new Gauge<'endpoint' | 'transport'>({
+    name: 'trivium_streams_in_flight',
+    help: 'Streaming calls open (from the handler returning the stream to its end)',
+    labelNames: ['endpoint', 'transport'],
+    registers,
+  })
+  return { calls, duration, callsInFlight, streamsInFlight }
+}
+
+/** The PostgreSQL pool gauge: the sum over the watched pools when scraped. */
+function poolGauge(registers: Registry[], pools: PoolLike[]): Gauge<'state'> {
+  return new Gauge<'state'>({
+    name: 'trivium_pg_pool_connections',
+    help: 'PostgreSQL pool connections: total, idle, and clients waiting for one',
+    labelNames: ['state'],
+    registers,
+    collect() {
+      if (pools.length === 0) return
+      let total = 0
+      let idle = 0
+      let waiting = 0
+      for (const p of pools) {
+        total += p.totalCount
+        idle += p.idleCount
+        waiting += p.waitingCount
+      }
+      this.set({ state: 'total' }, total)
+      this.set({ state: 'idle' }, idle)
+      this.set({ state: 'waiting' }, waiting)
+    },
+  })
 }

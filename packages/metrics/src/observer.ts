@@ -39,7 +39,7 @@ export function codeOf(err: unknown): string {
 export function callObserver(m: Instruments, known: (endpoint: string) => boolean): Middleware {
   // By protocol, then endpoint name: no key string to build per call.
   const cache = new Map<string, Map<string, CallSeries>>()
-  const seriesFor = (call: TriviumCall<any, CallTarget>): CallSeries => {
+  const seriesFor = (call: TriviumCall<unknown, CallTarget>): CallSeries => {
     let byName = cache.get(call.protocol)
     if (byName === undefined) {
       byName = new Map()

@@ -48,7 +48,7 @@ const HTML_ESCAPES: Record<string, string> = {
 }
 
 export function escapeHtml(value: unknown): string {
-  return String(value).replace(/[&<>"']/g, (c) => HTML_ESCAPES[c] as string)
+  return String(value).replace(/[&<>"']/g, (c) => HTML_ESCAPES[c] ?? c)
 }
 
 function anchor(kind: string, name: string): string {

@@ -10,7 +10,7 @@ import {
   JSON_CONTENT_TYPE,
   namedRouteStream,
 } from '@trivium/core/internal'
-import { COMPONENT_PREFIX, type Schema, SchemaComponents } from './schemas.js'
+import { COMPONENT_PREFIX, type RegisteredModel, type Schema, SchemaComponents } from './schemas.js'
 import { SETUP } from './setup-errors.js'
 
 declare module '@trivium/core' {
@@ -342,7 +342,7 @@ export function buildOpenApi(
   const binary = options.binary ?? true
   const schemes = (options.tokenQuery ?? true) ? ['bearerAuth', 'tokenQuery'] : ['bearerAuth']
   const requiredSecurity = schemes.map((scheme) => ({ [scheme]: [] }))
-  const optionalSecurity = [{}, ...requiredSecurity]
+  const settings = { auth, binary, requiredSecurity, optionalSecurity: [{}, ...requiredSecurity] }
   const components = new SchemaComponents({ ErrorBody: ERROR_BODY_SCHEMA })
   const paths: OpenApiDocument['paths'] = {}
   const tags = new Set<string>()
@@ -358,155 +358,11 @@ export function buildOpenApi(
       components.add(endpoint.response)
       usedResponses.add('400')
       const path = toOpenApiPath(endpoint.url)
-      paths[path] = {
-        ...paths[path],
-        [endpoint.method.toLowerCase()]: {
-          operationId: endpoint.name,
-          description: describeRequestStream(endpoint),
-          tags: [tag],
-          responses: { '400': { $ref: '#/components/responses/BadRequest' } },
-          'x-trivium-streaming': endpoint.streaming,
-          'x-trivium-request-stream': true,
-        },
-      }
+      paths[path] = { ...paths[path], [endpoint.method.toLowerCase()]: requestStreamOperation(endpoint, tag) }
       continue
     }
-    // Read as plain data: settings of packages this one does not import (auth, permissions, …) included.
-    const config: Readonly<Record<string, unknown>> = { ...endpoint.config }
-    const request = components.add(endpoint.request)
-    const response = components.add(endpoint.response)
-    const pathParams = endpoint.http.pathParams
-    const requestProps = propertiesOf(request.schema)
-    const tag = tagOf(endpoint.name)
-    tags.add(tag)
-
-    const parameters: Schema[] = pathParams.map((name) => ({
-      name,
-      in: 'path',
-      required: true,
-      schema: requestProps[name] ?? { type: 'string' },
-    }))
-    if (!endpoint.http.hasBody) {
-      const required = new Set(requiredOf(request.schema))
-      for (const [name, schema] of Object.entries(requestProps)) {
-        if (pathParams.includes(name) || isNestedObject(schema)) continue
-        const parameter: Schema = {
-          name,
-          in: 'query',
-          required: required.has(name),
-          schema: withoutNull(schema),
-        }
-        if (nonNullType(schema) === 'array') Object.assign(parameter, { style: 'form', explode: true })
-        parameters.push(parameter)
-      }
-    }
-
-    if (config.idempotencyKey === true) parameters.push(IDEMPOTENCY_KEY_PARAMETER)
-    parameters.push(TIMEOUT_PARAMETER)
-    if (endpoint.http.hasBody) parameters.push(CONTENT_ENCODING_PARAMETER)
-
-    // Keys in the order a reader expects them.
-    const operation = { operationId: endpoint.name } as OpenApiOperation
-    if (typeof config.summary === 'string') operation.summary = config.summary
-    operation.description = describe(endpoint)
-    operation.tags = [tag]
-    if (parameters.length > 0) operation.parameters = parameters
-
-    if (endpoint.http.hasBody) {
-      // JSON: the body carries every field but the path parameters; binary: the whole model.
-      let jsonBody: Schema = request.ref
-      let bodyRequired = requiredOf(request.schema).length > 0
-      if (pathParams.length > 0 && Object.keys(requestProps).length > 0) {
-        const properties = Object.fromEntries(
-          Object.entries(requestProps).filter(([k]) => !pathParams.includes(k)),
-        )
-        const required = requiredOf(request.schema).filter((k) => !pathParams.includes(k))
-        jsonBody = { ...request.schema, properties }
-        if (required.length > 0) jsonBody.required = required
-        else delete jsonBody.required
-        bodyRequired = required.length > 0
-      }
-      const content: Schema = { [JSON_MEDIA_TYPE]: { schema: jsonBody } }
-      if (binary && hasBinaryForm(endpoint.request, 'request')) {
-        content[BINARY_MEDIA_TYPE] = {
-          schema: {
-            type: 'string',
-            format: 'binary',
-            description: `${endpoint.request.name} in the binary format`,
-          },
-        }
-      }
-      operation.requestBody = { required: bodyRequired, content }
-    }
-
-    operation.responses = {}
-    const routeStream = namedRouteStream(endpoint)
-    if (routeStream !== undefined) {
-      // A streaming named route answers HTTP in its own stream type: one item per line or event.
-      operation.responses[String(endpoint.status)] = {
-        description: `A stream of response items (${routeStream}, written by the route)`,
-        content: {
-          [routeStream]: {
-            schema: { type: 'string', description: ROUTE_STREAM_DESCRIPTION },
-            'x-trivium-item-schema': response.ref,
-          },
-        },
-      }
-    } else if (endpoint.streaming) {
-      operation.responses['200'] = {
-        description: 'A stream of response items (Server-Sent Events)',
-        content: {
-          [SSE_MEDIA_TYPE]: {
-            schema: { type: 'string', description: SSE_DESCRIPTION },
-            'x-trivium-item-schema': response.ref,
-          },
-        },
-      }
-    } else {
-      const content: Schema = { [JSON_MEDIA_TYPE]: { schema: response.ref } }
-      if (binary && hasBinaryForm(endpoint.response, 'response')) {
-        content[BINARY_MEDIA_TYPE] = {
-          schema: {
-            type: 'string',
-            format: 'binary',
-            description: `${endpoint.response.name} in the binary format`,
-          },
-        }
-      }
-      operation.responses[String(endpoint.status)] = { description: 'Success', content }
-    }
-
-    const mode = typeof config.auth === 'string' ? config.auth : 'required'
-    const permissions = nonEmptyStrings(config.permissions)
-    const roles = nonEmptyStrings(config.roles)
-    const errors = ['400']
-    if (auth && mode !== 'public') errors.push('401')
-    if (permissions || roles) errors.push('403')
-    errors.push('404')
-    if (endpoint.http.hasBody) errors.push('413', '415')
-    if (config.idempotencyKey === true) errors.push('409', '422')
-    if (config.rateLimit !== false) errors.push('429')
-    errors.push('500', '503', '504')
-    // Statuses only the handler knows (a public login answers 401 to bad credentials).
-    for (const status of errorStatuses(config.errorStatuses, endpoint.name)) {
-      if (!errors.includes(status)) errors.push(status)
-    }
-    errors.sort()
-    for (const status of errors) {
-      const shared = ERROR_RESPONSES[status] as { name: string }
-      usedResponses.add(status)
-      operation.responses[status] = { $ref: `#/components/responses/${shared.name}` }
-    }
-
-    if (auth) {
-      operation.security = mode === 'public' ? [] : mode === 'optional' ? optionalSecurity : requiredSecurity
-      operation['x-trivium-auth'] = mode
-    }
-    operation['x-trivium-streaming'] = endpoint.streaming
-    if (permissions) operation['x-trivium-permissions'] = permissions
-    if (roles) operation['x-trivium-roles'] = roles
-    if (config.rateLimit !== undefined) operation['x-trivium-rate-limit'] = config.rateLimit
-
+    const operation = endpointOperation(endpoint, components, usedResponses, settings)
+    tags.add(tagOf(endpoint.name))
     const path = toOpenApiPath(endpoint.url)
     const operations = paths[path] ?? {}
     operations[endpoint.method.toLowerCase()] = operation
@@ -533,10 +389,201 @@ export function buildOpenApi(
   if (options.servers && options.servers.length > 0) document.servers = options.servers.map((s) => ({ ...s }))
   if (auth)
     document.components.securitySchemes = Object.fromEntries(
-      schemes.map((name) => [name, SECURITY_SCHEMES[name] as Schema]),
+      Object.entries(SECURITY_SCHEMES).filter(([name]) => schemes.includes(name)),
     )
   // Plain JSON: no shared objects between operations, so callers may edit the result freely.
   return JSON.parse(JSON.stringify(document)) as OpenApiDocument
+}
+
+/** How buildOpenApi documents every operation. */
+interface OperationSettings {
+  auth: boolean
+  binary: boolean
+  requiredSecurity: Record<string, string[]>[]
+  optionalSecurity: Record<string, string[]>[]
+}
+
+/** The operation of an endpoint (not a stream of requests); its error responses go in `usedResponses`. */
+function endpointOperation(
+  endpoint: EndpointDefinition,
+  components: SchemaComponents,
+  usedResponses: Set<string>,
+  { auth, binary, requiredSecurity, optionalSecurity }: OperationSettings,
+): OpenApiOperation {
+  // Read as plain data: settings of packages this one does not import (auth, permissions, …) included.
+  const config: Readonly<Record<string, unknown>> = { ...endpoint.config }
+  const request = components.add(endpoint.request)
+  const response = components.add(endpoint.response)
+  const requestProps = propertiesOf(request.schema)
+  const tag = tagOf(endpoint.name)
+
+  const parameters = parametersOf(endpoint, config, request.schema, requestProps)
+
+  // Keys in the order a reader expects them.
+  const operation = { operationId: endpoint.name } as OpenApiOperation
+  if (typeof config.summary === 'string') operation.summary = config.summary
+  operation.description = describe(endpoint)
+  operation.tags = [tag]
+  if (parameters.length > 0) operation.parameters = parameters
+
+  if (endpoint.http.hasBody) operation.requestBody = requestBodyOf(endpoint, request, requestProps, binary)
+
+  operation.responses = {}
+  const [successStatus, success] = successResponse(endpoint, response.ref, binary)
+  operation.responses[successStatus] = success
+
+  const mode = typeof config.auth === 'string' ? config.auth : 'required'
+  const permissions = nonEmptyStrings(config.permissions)
+  const roles = nonEmptyStrings(config.roles)
+  const errors = errorStatusesOf(endpoint, config, auth && mode !== 'public', Boolean(permissions || roles))
+  // In ascending status order (integer-like keys), as the list sorted.
+  for (const [status, shared] of Object.entries(ERROR_RESPONSES)) {
+    if (!errors.includes(status)) continue
+    usedResponses.add(status)
+    operation.responses[status] = { $ref: `#/components/responses/${shared.name}` }
+  }
+
+  if (auth) {
+    operation.security = mode === 'public' ? [] : mode === 'optional' ? optionalSecurity : requiredSecurity
+    operation['x-trivium-auth'] = mode
+  }
+  operation['x-trivium-streaming'] = endpoint.streaming
+  if (permissions) operation['x-trivium-permissions'] = permissions
+  if (roles) operation['x-trivium-roles'] = roles
+  if (config.rateLimit !== undefined) operation['x-trivium-rate-limit'] = config.rateLimit
+  return operation
+}
+
+/** An endpoint taking a stream of requests: described, not callable over HTTP/1.1 (400). */
+function requestStreamOperation(endpoint: EndpointDefinition, tag: string): OpenApiOperation {
+  return {
+    operationId: endpoint.name,
+    description: describeRequestStream(endpoint),
+    tags: [tag],
+    responses: { '400': { $ref: '#/components/responses/BadRequest' } },
+    'x-trivium-streaming': endpoint.streaming,
+    'x-trivium-request-stream': true,
+  }
+}
+
+/** Path parameters, query parameters (no body), then the headers an endpoint reads. */
+function parametersOf(
+  endpoint: EndpointDefinition,
+  config: Readonly<Record<string, unknown>>,
+  requestSchema: Schema,
+  requestProps: Record<string, Schema>,
+): Schema[] {
+  const pathParams = endpoint.http.pathParams
+  const parameters: Schema[] = pathParams.map((name) => ({
+    name,
+    in: 'path',
+    required: true,
+    schema: requestProps[name] ?? { type: 'string' },
+  }))
+  if (!endpoint.http.hasBody) {
+    const required = new Set(requiredOf(requestSchema))
+    for (const [name, schema] of Object.entries(requestProps)) {
+      if (pathParams.includes(name) || isNestedObject(schema)) continue
+      const parameter: Schema = {
+        name,
+        in: 'query',
+        required: required.has(name),
+        schema: withoutNull(schema),
+      }
+      if (nonNullType(schema) === 'array') Object.assign(parameter, { style: 'form', explode: true })
+      parameters.push(parameter)
+    }
+  }
+
+  if (config.idempotencyKey === true) parameters.push(IDEMPOTENCY_KEY_PARAMETER)
+  parameters.push(TIMEOUT_PARAMETER)
+  if (endpoint.http.hasBody) parameters.push(CONTENT_ENCODING_PARAMETER)
+  return parameters
+}
+
+/** JSON: the body carries every field but the path parameters; binary: the whole model. */
+function requestBodyOf(
+  endpoint: EndpointDefinition,
+  request: RegisteredModel,
+  requestProps: Record<string, Schema>,
+  binary: boolean,
+): OpenApiOperation['requestBody'] {
+  const pathParams = endpoint.http.pathParams
+  let jsonBody: Schema = request.ref
+  let bodyRequired = requiredOf(request.schema).length > 0
+  if (pathParams.length > 0 && Object.keys(requestProps).length > 0) {
+    const properties = Object.fromEntries(
+      Object.entries(requestProps).filter(([k]) => !pathParams.includes(k)),
+    )
+    const required = requiredOf(request.schema).filter((k) => !pathParams.includes(k))
+    jsonBody = { ...request.schema, properties }
+    if (required.length > 0) jsonBody.required = required
+    else delete jsonBody.required
+    bodyRequired = required.length > 0
+  }
+  const content: Schema = { [JSON_MEDIA_TYPE]: { schema: jsonBody } }
+  if (binary && hasBinaryForm(endpoint.request, 'request'))
+    content[BINARY_MEDIA_TYPE] = binaryMedia(endpoint.request)
+  return { required: bodyRequired, content }
+}
+
+/** A model's binary form as a media type of a body. */
+function binaryMedia(model: Model): Schema {
+  return { schema: { type: 'string', format: 'binary', description: `${model.name} in the binary format` } }
+}
+
+/** The success answer: a named route's own stream, the stream of items (SSE), or the response model as JSON (and binary). */
+function successResponse(
+  endpoint: EndpointDefinition,
+  responseRef: Schema,
+  binary: boolean,
+): [string, Schema] {
+  const routeStream = namedRouteStream(endpoint)
+  if (routeStream !== undefined) {
+    // A streaming named route answers HTTP in its own stream type: one item per line or event.
+    const content = {
+      [routeStream]: {
+        schema: { type: 'string', description: ROUTE_STREAM_DESCRIPTION },
+        'x-trivium-item-schema': responseRef,
+      },
+    }
+    return [String(endpoint.status), { description: `A stream of response items (${routeStream}, written by the route)`, content }]
+  }
+  if (endpoint.streaming) {
+    const content = {
+      [SSE_MEDIA_TYPE]: {
+        schema: { type: 'string', description: SSE_DESCRIPTION },
+        'x-trivium-item-schema': responseRef,
+      },
+    }
+    return ['200', { description: 'A stream of response items (Server-Sent Events)', content }]
+  }
+  const content: Schema = { [JSON_MEDIA_TYPE]: { schema: responseRef } }
+  if (binary && hasBinaryForm(endpoint.response, 'response'))
+    content[BINARY_MEDIA_TYPE] = binaryMedia(endpoint.response)
+  return [String(endpoint.status), { description: 'Success', content }]
+}
+
+/** The error statuses an endpoint can answer, from its settings. */
+function errorStatusesOf(
+  endpoint: EndpointDefinition,
+  config: Readonly<Record<string, unknown>>,
+  authenticates: boolean,
+  checksRights: boolean,
+): string[] {
+  const errors = ['400']
+  if (authenticates) errors.push('401')
+  if (checksRights) errors.push('403')
+  errors.push('404')
+  if (endpoint.http.hasBody) errors.push('413', '415')
+  if (config.idempotencyKey === true) errors.push('409', '422')
+  if (config.rateLimit !== false) errors.push('429')
+  errors.push('500', '503', '504')
+  // Statuses only the handler knows (a public login answers 401 to bad credentials).
+  for (const status of errorStatuses(config.errorStatuses, endpoint.name)) {
+    if (!errors.includes(status)) errors.push(status)
+  }
+  return errors
 }
 
 function describe(endpoint: EndpointDefinition): string {

@@ -4,7 +4,7 @@ import { enforcesSettings, optionNames, refuseUnknownOptions } from '@trivium/co
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { CORS_OPTIONS, type CorsOptions, cors } from './cors.js'
-import { RATE_LIMIT_OPTIONS, type RateLimitPluginOptions, rateLimit } from './rate-limit.js'
+import { RATE_LIMIT_OPTIONS, type RateLimitPluginOptions, rateLimit } from './rate-limit/plugin.js'
 import { SECURITY_HEADERS_OPTIONS, type SecurityHeadersOptions, securityHeaders } from './security-headers.js'
 
 export { CORS_DEFAULTS, type CorsOptions, cors, ORIGIN_NOT_ALLOWED, originMatcher } from './cors.js'
@@ -13,38 +13,38 @@ export {
   type RateLimiterOptions,
   STORE_UNAVAILABLE_MESSAGE,
   type WhenStoreDown,
-} from './limiter.js'
+} from './rate-limit/limiter.js'
 export {
   DEFAULT_SWEEP_INTERVAL_MS,
   MemoryStore,
   type MemoryStoreOptions,
   type RateLimitStore,
-} from './memory-store.js'
+} from './rate-limit/memory-store.js'
 export {
   clientId,
   RATE_LIMIT_MIDDLEWARE_NAME,
   type RateLimitPluginOptions,
   rateLimit,
   type TriviumRateLimit,
-} from './rate-limit.js'
+} from './rate-limit/plugin.js'
 export {
   type RedisClientLike,
   RedisStore,
   type RedisStoreOptions,
   StoreUnavailableError,
-} from './redis-store.js'
-export {
-  DEFAULT_SECURITY_HEADERS,
-  type SecurityHeadersOptions,
-  securityHeaders,
-} from './security-headers.js'
+} from './rate-limit/redis-store.js'
 export {
   DEFAULT_LIMIT,
   evaluateWindow,
   type RateLimit,
   type RateLimitResult,
   type WindowState,
-} from './window.js'
+} from './rate-limit/window.js'
+export {
+  DEFAULT_SECURITY_HEADERS,
+  type SecurityHeadersOptions,
+  securityHeaders,
+} from './security-headers.js'
 
 import { SETUP } from './setup-errors.js'
 

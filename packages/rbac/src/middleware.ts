@@ -137,7 +137,7 @@ export function createRbacMiddleware(options: RbacMiddlewareOptions = {}): Middl
   // Not an async function: the token-snapshot check is synchronous, so an allowed call goes on without
   // an extra promise and microtask. Errors still come back as a rejected promise.
   return enforcesSettings(['permissions', 'roles', 'liveRbac'], directMiddleware(rbac))
-  function rbac(call: TriviumCall<any, CallTarget>, next: () => Promise<unknown>): Promise<unknown> {
+  function rbac(call: TriviumCall<unknown, CallTarget>, next: () => Promise<unknown>): Promise<unknown> {
     try {
       const identity = call.identity
       if (identity === undefined) return next()

@@ -19,14 +19,14 @@ export const ATTR = Object.freeze({
   rpcMethod: 'rpc.method',
 })
 
-function traceparentOf(call: TriviumCall<any, CallTarget>): unknown {
+function traceparentOf(call: TriviumCall<unknown, CallTarget>): unknown {
   if (call.protocol === 'tcp') return call.metadata.traceparent
   const header = call.headers.traceparent
   if (header !== undefined) return Array.isArray(header) ? header[0] : header
   return call.protocol === 'websocket' ? call.query.traceparent : undefined
 }
 
-function userIdOf(call: TriviumCall<any, CallTarget>): string | undefined {
+function userIdOf(call: TriviumCall<unknown, CallTarget>): string | undefined {
   const id = call.identity?.userId ?? call.context.user_id
   return typeof id === 'string' || typeof id === 'number' ? String(id) : undefined
 }

@@ -100,7 +100,7 @@ function fieldValue(body: unknown, field: string): unknown {
  * the thrown ValidationException's message is the first failure's and `details` lists every failure,
  * each naming its field.
  */
-export function checkCall(call: TriviumCall<any, CallTarget>): void | Promise<void> {
+export function checkCall(call: TriviumCall<unknown, CallTarget>): void | Promise<void> {
   const config = call.definition.config
   if (!config.validate && !config.sanitize) return
   const body: unknown = call.body
@@ -109,7 +109,7 @@ export function checkCall(call: TriviumCall<any, CallTarget>): void | Promise<vo
   checkBody(config, body)
 }
 
-function checkBody(config: TriviumCall<any, CallTarget>['definition']['config'], body: unknown): void {
+function checkBody(config: TriviumCall<unknown, CallTarget>['definition']['config'], body: unknown): void {
   const rules = config.validate
   const toSanitize = config.sanitize
   if (rules) {

@@ -72,7 +72,7 @@ export function codedError<A extends unknown[]>(
       constructor(...args: A) {
         super(message(...args))
         this.name = name
-        const last = args[args.length - 1] as { cause?: unknown } | undefined
+        const last: unknown = args.at(-1)
         if (typeof last === 'object' && last !== null && 'cause' in last) {
           ;(this as { cause?: unknown }).cause = last.cause
         }

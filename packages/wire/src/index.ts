@@ -79,3 +79,4 @@ export {
   TCP_MIN_LENGTH,
   TcpFrameReader,
 } from './tcp.js'
+export type { Untyped } from './untyped.js'

@@ -5,8 +5,8 @@
 // command for many requests); the script takes them in arrival order, so each verdict is exactly the one
 // a call of its own would get.
 import { createHash } from 'node:crypto'
+import { SETUP } from '../setup-errors.js'
 import type { RateLimitStore } from './memory-store.js'
-import { SETUP } from './setup-errors.js'
 import { allowedResult, deniedResult, type RateLimit, type RateLimitResult } from './window.js'
 
 /** The part of an ioredis client this store uses (ioredis `Redis` and `Cluster` fit). */
@@ -187,9 +187,10 @@ export class RedisStore implements RateLimitStore {
         return
       }
       const now = Number(reply[0])
-      for (let i = 0; i < waiting.length; i++) {
-        const hit = waiting[i] as PendingHit
-        hit.resolve(toResult(reply, 1 + 3 * i, now, hit.limit))
+      let offset = 1
+      for (const hit of waiting) {
+        hit.resolve(toResult(reply, offset, now, hit.limit))
+        offset += 3
       }
     }
     let call: Promise<unknown>

@@ -1,7 +1,7 @@
 // In-process counters: one Map entry per (client, endpoint) key, swept periodically so that a flood of
 // distinct clients cannot grow memory without bound (README "Rate limiting").
 
-import { SETUP } from './setup-errors.js'
+import { SETUP } from '../setup-errors.js'
 import { evaluateWindow, type RateLimit, type RateLimitResult, type WindowState } from './window.js'
 
 /** Where counters live. `hit` evaluates one request atomically (for its key) and returns the verdict. */

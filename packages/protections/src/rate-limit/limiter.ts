@@ -1,10 +1,10 @@
 // The transport-neutral limiter: `check(key, limit)` against a store, with the policy for a store that
-// cannot answer (Redis down). The middleware in rate-limit.ts and any other code use this.
+// cannot answer (Redis down). The middleware in plugin.ts and any other code use this.
 
 import { ServiceUnavailableException } from '@trivium/core'
 import type { FastifyBaseLogger } from 'fastify'
+import { SETUP } from '../setup-errors.js'
 import { MemoryStore, type RateLimitStore } from './memory-store.js'
-import { SETUP } from './setup-errors.js'
 import type { RateLimit, RateLimitResult } from './window.js'
 
 /**

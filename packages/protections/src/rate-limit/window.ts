@@ -3,7 +3,7 @@
 //   now - windowStart >= window → new window (count 0, windowStart = now), then evaluate;
 //   count >= requests          → denied, remaining 0, retryAfter = whole seconds to windowStart + window;
 //   otherwise                  → count + 1, remaining = requests - count.
-import { SETUP } from './setup-errors.js'
+import { SETUP } from '../setup-errors.js'
 
 /** The documented RateLimit record: `requests` per `windowMs` milliseconds. */
 export interface RateLimit {

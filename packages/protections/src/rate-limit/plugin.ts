@@ -16,10 +16,10 @@ import {
 } from '@trivium/core/internal'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
+import { SETUP } from '../setup-errors.js'
 import { RateLimiter, type WhenStoreDown } from './limiter.js'
 import { DEFAULT_SWEEP_INTERVAL_MS, MemoryStore, type RateLimitStore } from './memory-store.js'
 import { type RedisClientLike, RedisStore, type RedisStoreOptions } from './redis-store.js'
-import { SETUP } from './setup-errors.js'
 import { assertRateLimit, DEFAULT_LIMIT, type RateLimit, type RateLimitResult } from './window.js'
 
 declare module '@trivium/core' {
@@ -57,7 +57,7 @@ export interface TriviumRateLimit {
   /** Counts one request for `key` (e.g. `user:7:tasks.create`) against `limit`. */
   check(key: string, limit: RateLimit): Promise<RateLimitResult>
   /** The documented client identifier for a call: `user:<user_id>`, `ip:<client_ip>` or `ip:unknown`. */
-  clientId(call: TriviumCall<any, CallTarget>): string
+  clientId(call: TriviumCall<unknown, CallTarget>): string
   /** The limit applied to an endpoint (or a protected plain route), or false when it is not limited. */
   limitFor(endpoint: string, definition?: CallTarget): RateLimit | false
   readonly limiter: RateLimiter
@@ -71,7 +71,7 @@ declare module 'fastify' {
 
 export const RATE_LIMIT_MIDDLEWARE_NAME = 'rate-limit'
 
-export function clientId(call: TriviumCall<any, CallTarget>): string {
+export function clientId(call: TriviumCall<unknown, CallTarget>): string {
   const identity = call.identity
   if (identity !== undefined) return `user:${String(identity.userId)}`
   return call.clientIp ? `ip:${call.clientIp}` : 'ip:unknown'
@@ -87,7 +87,7 @@ export interface EndpointKeys {
 }
 
 /** The key of `call` (whose endpoint `caches` belong to), from the cache or built and cached. */
-function keyIn(caches: EndpointKeys, call: TriviumCall<any, CallTarget>): string {
+function keyIn(caches: EndpointKeys, call: TriviumCall<unknown, CallTarget>): string {
   const identity = call.identity
   const cache = identity !== undefined ? caches.users : caches.ips
   const client = identity !== undefined ? identity.userId : call.clientIp
@@ -110,7 +110,7 @@ function keyIn(caches: EndpointKeys, call: TriviumCall<any, CallTarget>): string
 export class KeyCache {
   private readonly endpoints = new Map<string, EndpointKeys>()
 
-  keyOf(call: TriviumCall<any, CallTarget>): string {
+  keyOf(call: TriviumCall<unknown, CallTarget>): string {
     return keyIn(this.forEndpoint(call.endpoint), call)
   }
 
@@ -164,26 +164,104 @@ function validate(options: RateLimitPluginOptions) {
   return { defaultLimit: { ...defaultLimit }, limits, afterAuth, sweepIntervalMs }
 }
 
+/** The store the options choose: the one given, Redis when a client is given, else in memory. */
+function storeOf(options: RateLimitPluginOptions, sweepIntervalMs: number): RateLimitStore {
+  if (options.store !== undefined) {
+    if (typeof options.store?.hit !== 'function') throw SETUP.TRV_PROTECTIONS_STORE()
+    return options.store
+  }
+  if (options.redis !== undefined) {
+    const redisOptions: RedisStoreOptions = {}
+    if (options.redisPrefix !== undefined) redisOptions.prefix = options.redisPrefix
+    if (options.redisTimeoutMs !== undefined) redisOptions.timeoutMs = options.redisTimeoutMs
+    if (options.redisMaxBatch !== undefined) redisOptions.maxBatch = options.redisMaxBatch
+    return new RedisStore(options.redis, redisOptions)
+  }
+  return new MemoryStore({ sweepIntervalMs })
+}
+
+/** The middleware: each call's verdict from `limiter` under its endpoint's limit, with the X-RateLimit-* headers. */
+function rateLimitMiddleware(
+  limiter: RateLimiter,
+  limitFor: (endpoint: string, definition?: CallTarget) => RateLimit | false,
+): Middleware {
+  // Per endpoint, resolved on its first call: the limit, its `requests` as header text, and the key
+  // cache; one Map lookup per request finds all three.
+  interface EndpointState {
+    limit: RateLimit | false
+    limitText: string
+    keys: EndpointKeys
+  }
+  const states = new Map<string, EndpointState>()
+  const keys = new KeyCache()
+  function stateOf(call: TriviumCall<unknown, CallTarget>): EndpointState {
+    let state = states.get(call.endpoint)
+    if (state === undefined) {
+      const limit = limitFor(call.endpoint, call.definition)
+      state = {
+        limit,
+        limitText: limit === false ? '' : String(limit.requests),
+        keys: keys.forEndpoint(call.endpoint),
+      }
+      states.set(call.endpoint, state)
+    }
+    return state
+  }
+  // The reset time is the same for every request of a window: its text is reused while it lasts.
+  let lastReset = -1
+  let lastResetText = ''
+
+  function apply(
+    call: TriviumCall<unknown, CallTarget>,
+    limit: RateLimit,
+    limitText: string,
+    result: RateLimitResult,
+    next: () => Promise<unknown>,
+  ) {
+    if (call.protocol === 'http') {
+      if (result.resetTime !== lastReset) {
+        lastReset = result.resetTime
+        lastResetText = String(result.resetTime)
+      }
+      // Lower-case names: Fastify stores (and writes) header names in lower case anyway.
+      call.setHeader('x-ratelimit-limit', result.limit === limit.requests ? limitText : String(result.limit))
+      call.setHeader('x-ratelimit-remaining', String(result.remaining))
+      call.setHeader('x-ratelimit-reset', lastResetText)
+    }
+    // Headers on a denial too: the 429's X-RateLimit-* describe this limiter, over any set earlier by
+    // another one (@fastify/rate-limit's onRequest hook).
+    if (!result.isAllowed) throw new RateLimitExceededException(result.retryAfter)
+    return next()
+  }
+
+  // Not an async function: with the memory store the verdict is synchronous, and the call goes on
+  // without an extra promise and microtask per request. Errors still come back as a rejected promise.
+  return enforcesSettings(
+    ['rateLimit'],
+    directMiddleware((call, next) => {
+      try {
+        const state = stateOf(call)
+        const limit = state.limit
+        if (limit === false) return next()
+        const outcome = limiter.check(keyIn(state.keys, call), limit)
+        const text = state.limitText
+        if (outcome instanceof Promise)
+          return outcome.then((result) => apply(call, limit, text, result, next))
+        return apply(call, limit, text, outcome, next)
+      } catch (err) {
+        return Promise.reject(err)
+      }
+    }),
+  )
+}
+
 const rateLimitPlugin: FastifyPluginAsync<RateLimitPluginOptions> = async (
   fastify: FastifyInstance,
   options,
 ) => {
   const { defaultLimit, limits, afterAuth, sweepIntervalMs } = validate(options)
-  let store: RateLimitStore
-  if (options.store !== undefined) {
-    if (typeof options.store?.hit !== 'function') throw SETUP.TRV_PROTECTIONS_STORE()
-    store = options.store
-  } else if (options.redis !== undefined) {
-    const redisOptions: RedisStoreOptions = {}
-    if (options.redisPrefix !== undefined) redisOptions.prefix = options.redisPrefix
-    if (options.redisTimeoutMs !== undefined) redisOptions.timeoutMs = options.redisTimeoutMs
-    if (options.redisMaxBatch !== undefined) redisOptions.maxBatch = options.redisMaxBatch
-    store = new RedisStore(options.redis, redisOptions)
-  } else {
-    store = new MemoryStore({ sweepIntervalMs })
-  }
   const limiter = new RateLimiter({
-    store,
+    store: storeOf(options, sweepIntervalMs),
     whenStoreDown: options.whenStoreDown ?? 'memory',
     log: fastify.log,
     sweepIntervalMs,
@@ -208,74 +286,7 @@ const rateLimitPlugin: FastifyPluginAsync<RateLimitPluginOptions> = async (
     return limit
   }
 
-  // Per endpoint, resolved on its first call: the limit, its `requests` as header text, and the key
-  // cache; one Map lookup per request finds all three.
-  interface EndpointState {
-    limit: RateLimit | false
-    limitText: string
-    keys: EndpointKeys
-  }
-  const states = new Map<string, EndpointState>()
-  const keys = new KeyCache()
-  function stateOf(call: TriviumCall<any, CallTarget>): EndpointState {
-    let state = states.get(call.endpoint)
-    if (state === undefined) {
-      const limit = limitFor(call.endpoint, call.definition)
-      state = {
-        limit,
-        limitText: limit === false ? '' : String(limit.requests),
-        keys: keys.forEndpoint(call.endpoint),
-      }
-      states.set(call.endpoint, state)
-    }
-    return state
-  }
-  // The reset time is the same for every request of a window: its text is reused while it lasts.
-  let lastReset = -1
-  let lastResetText = ''
-
-  function apply(
-    call: TriviumCall<any, CallTarget>,
-    limit: RateLimit,
-    limitText: string,
-    result: RateLimitResult,
-    next: () => Promise<unknown>,
-  ) {
-    if (call.protocol === 'http') {
-      if (result.resetTime !== lastReset) {
-        lastReset = result.resetTime
-        lastResetText = String(result.resetTime)
-      }
-      // Lower-case names: Fastify stores (and writes) header names in lower case anyway.
-      call.setHeader('x-ratelimit-limit', result.limit === limit.requests ? limitText : String(result.limit))
-      call.setHeader('x-ratelimit-remaining', String(result.remaining))
-      call.setHeader('x-ratelimit-reset', lastResetText)
-    }
-    // Headers on a denial too: the 429's X-RateLimit-* describe this limiter, over any set earlier by
-    // another one (@fastify/rate-limit's onRequest hook).
-    if (!result.isAllowed) throw new RateLimitExceededException(result.retryAfter)
-    return next()
-  }
-
-  // Not an async function: with the memory store the verdict is synchronous, and the call goes on
-  // without an extra promise and microtask per request. Errors still come back as a rejected promise.
-  const middleware: Middleware = enforcesSettings(
-    ['rateLimit'],
-    directMiddleware((call, next) => {
-      try {
-        const state = stateOf(call)
-        const limit = state.limit
-        if (limit === false) return next()
-        const outcome = limiter.check(keyIn(state.keys, call), limit)
-        const text = state.limitText
-        if (outcome instanceof Promise)
-          return outcome.then((result) => apply(call, limit, text, result, next))
-        return apply(call, limit, text, outcome, next)
-      } catch (err) {
-        return Promise.reject(err)
-      }
-    }),
-  )
+  const middleware = rateLimitMiddleware(limiter, limitFor)
 
   fastify.trivium.use(
     middleware,

@@ -1,5 +1,8 @@
-// Server-side session registry and push fan-out shared by @trivium/websocket and @trivium/tcp
-// (`@trivium/wire/sessions`). Plain JavaScript, no I/O: a pluggable bus carries push messages between
+// Server-side session registry and push fan-out (`@trivium/wire/sessions`): the sessions of the frame
+// transports (@trivium/frame-session, for WebSocket and TCP) and core's HTTP event streams register
+// here, and @trivium/redis-bus carries its pushes. In wire, under server/, because wire is the one
+// layer all four share (redis-bus depends on wire only, and core, below frame-session, uses it too);
+// the client never imports it. Plain JavaScript, no I/O: a pluggable bus carries push messages between
 // server instances (in-memory by default; a Redis bus implements the same two methods).
 
 /** A push message as it travels on the bus: the target and the message as JSON text. */

@@ -47,6 +47,8 @@ const TOP = process.env.TRIVIUM_TEST_TOP === '0' ? 0 : positive('TRIVIUM_TEST_TO
  * little; CPU time is what a file costs the others.
  */
 const TIME = executable('/usr/bin/time')
+/** Where each file's last CPU and wall time are kept (for the next run's order, and to read). */
+const TIMES_FILE = join('node_modules', '.cache', 'trivium-test-times.json')
 /** Files started so far (names each one's GNU time record). */
 let timedFiles = 0
 /** TypeScript through tsx (esbuild, no type check: that is `pnpm typecheck`). */
@@ -209,9 +211,6 @@ async function runFiles({ files, nodeArgs, env }) {
   console.log(`# { total: ${passed + failed}, pass: ${passed}, fail: ${failed} }`)
   return { passed, failed, failures, timings }
 }
-
-/** Where each file's last CPU and wall time are kept (for the next run's order, and to read). */
-const TIMES_FILE = join('node_modules', '.cache', 'trivium-test-times.json')
 
 /** Each file's last time (`{ [file]: { cpu, ms } }`), or none. */
 function savedTimes() {

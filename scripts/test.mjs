@@ -51,8 +51,14 @@ const TIME = executable('/usr/bin/time')
 const TIMES_FILE = join('node_modules', '.cache', 'trivium-test-times.json')
 /** Files started so far (names each one's GNU time record). */
 let timedFiles = 0
-/** TypeScript through tsx (esbuild, no type check: that is `pnpm typecheck`). */
-const TSX = ['--import=tsx']
+/**
+ * TypeScript through tsx (esbuild, no type check: that is `pnpm typecheck`). `--liftoff-only`: WebAssembly
+ * (PGlite, the embedded PostgreSQL of the demo and @trivium/sql's tests) runs on V8's baseline compiler only,
+ * never optimised by TurboFan, whose compiling of PGlite's hot functions cost more CPU than a test file's
+ * queries win back (CPU time of a file, load ~35: demo http.test.ts 9.5 / 10.5 s → 8.7 / 9.0 s, demo
+ * idempotency.test.ts 7.8 → 6.3 s, sql pglite.test.ts 25.3 → 22.8 s). Not a setting of the code under test.
+ */
+const TSX = ['--import=tsx', '--liftoff-only']
 
 /** `/dev/shm/trivium-tests-<uid>` when /dev/shm is a writable tmpfs, else the usual temporary folder. */
 function memoryScratch() {
@@ -191,7 +197,11 @@ process.exit(failed > 0 ? 1 : 0)
  * with the subtests it sits in.
  */
 async function runFiles({ files, nodeArgs, env }) {
-  const queue = files.map((file, i) => ({ file, id: i + 1 }))
+  // The longest first (by the last run's wall time, kept in TIMES_FILE; a file without one counts as longest),
+  // so the run does not end with one long file running alone while the other workers have nothing left.
+  const last = savedTimes()
+  const took = (file) => last[file]?.ms ?? Number.POSITIVE_INFINITY
+  const queue = files.map((file, i) => ({ file, id: i + 1 })).sort((a, b) => took(b.file) - took(a.file))
   let passed = 0
   let failed = 0
   const failures = []

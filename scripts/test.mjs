@@ -308,7 +308,9 @@ function runFile(file, nodeArgs, env) {
     child.on('close', (timeCode, timeSignal) => {
       clearTimeout(watchdog)
       const ms = Date.now() - started
-      const { cpu, code, signal } = TIME ? readTimes(timesFile, timeCode, timeSignal) : { code: timeCode, signal: timeSignal }
+      const { cpu, code, signal } = TIME
+        ? readTimes(timesFile, timeCode, timeSignal)
+        : { code: timeCode, signal: timeSignal }
       const failures = []
       const subtests = [file]
       for (const line of output.split('\n')) readLine(line, subtests, failures)

@@ -16,9 +16,11 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  rmSync,
   statfsSync,
+  writeFileSync,
 } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { constants as osConstants, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { coverageWanted, finishCoverage, startCoverage } from './coverage.mjs'
 import { prepare } from './environment.mjs'
@@ -37,8 +39,26 @@ const FILE_TIMEOUT_S = positive('TRIVIUM_TEST_FILE_TIMEOUT_S', 900)
  * was ~1–4 s of system time per demo started under load, on tmpfs a fraction of it. Set TMPDIR to choose.
  */
 const SCRATCH = process.env.TMPDIR ?? memoryScratch()
-/** TypeScript through tsx (esbuild, no type check: that is `pnpm typecheck`). */
-const TSX = ['--import=tsx']
+/** How many files the end-of-run table lists, slowest (by CPU time) first; 0 for none. */
+const TOP = process.env.TRIVIUM_TEST_TOP === '0' ? 0 : positive('TRIVIUM_TEST_TOP', 15)
+/**
+ * GNU time, when present: each file runs under it, so the run can say what CPU time (user + system) each file
+ * and every process it waited for (a demo instance, npm, a browser) took. On a loaded machine wall time says
+ * little; CPU time is what a file costs the others.
+ */
+const TIME = executable('/usr/bin/time')
+/** Where each file's last CPU and wall time are kept (for the next run's order, and to read). */
+const TIMES_FILE = join('node_modules', '.cache', 'trivium-test-times.json')
+/** Files started so far (names each one's GNU time record). */
+let timedFiles = 0
+/**
+ * TypeScript through tsx (esbuild, no type check: that is `pnpm typecheck`). `--liftoff-only`: WebAssembly
+ * (PGlite, the embedded PostgreSQL of the demo and @trivium/sql's tests) runs on V8's baseline compiler only,
+ * never optimised by TurboFan, whose compiling of PGlite's hot functions cost more CPU than a test file's
+ * queries win back (CPU time of a file, load ~35: demo http.test.ts 9.5 / 10.5 s → 8.7 / 9.0 s, demo
+ * idempotency.test.ts 7.8 → 6.3 s, sql pglite.test.ts 25.3 → 22.8 s). Not a setting of the code under test.
+ */
+const TSX = ['--import=tsx', '--liftoff-only']
 
 /** `/dev/shm/trivium-tests-<uid>` when /dev/shm is a writable tmpfs, else the usual temporary folder. */
 function memoryScratch() {
@@ -53,6 +73,15 @@ function memoryScratch() {
     return dir
   } catch {
     return tmpdir()
+  }
+}
+
+function executable(path) {
+  try {
+    accessSync(path, constants.X_OK)
+    return path
+  } catch {
+    return undefined
   }
 }
 
@@ -139,6 +168,8 @@ const coverageEnv = coverage ? startCoverage() : {}
 let passed = 0
 let failed = 0
 const failures = []
+const timings = []
+const runStarted = Date.now()
 for (const run of runs) {
   Object.assign(run.env, coverageEnv)
   if (run.label) console.log(`\nversion matrix: ${run.files.length} files against ${run.label.slice(1, -2)}`)
@@ -146,7 +177,10 @@ for (const run of runs) {
   passed += result.passed
   failed += result.failed
   failures.push(...result.failures.map((f) => run.label + f))
+  timings.push(...result.timings.map((t) => ({ ...t, file: run.label + t.file })))
 }
+if (TIME && TOP > 0) console.log(timeReport(timings, Date.now() - runStarted).join('\n'))
+saveTimes(timings)
 if (coverage) {
   // Floors hold for the whole suite: a file list covers only part of each package.
   const report = finishCoverage({ enforce: args.length === 0 })
@@ -165,10 +199,15 @@ process.exit(failed > 0 ? 1 : 0)
  * with the subtests it sits in.
  */
 async function runFiles({ files, nodeArgs, env }) {
-  const queue = files.map((file, i) => ({ file, id: i + 1 }))
+  // The longest first (by the last run's wall time, kept in TIMES_FILE; a file without one counts as longest),
+  // so the run does not end with one long file running alone while the other workers have nothing left.
+  const last = savedTimes()
+  const took = (file) => last[file]?.ms ?? Number.POSITIVE_INFINITY
+  const queue = files.map((file, i) => ({ file, id: i + 1 })).sort((a, b) => took(b.file) - took(a.file))
   let passed = 0
   let failed = 0
   const failures = []
+  const timings = []
   console.log(`TAP version 14\n1..${files.length}`)
   async function worker() {
     for (let next = queue.shift(); next; next = queue.shift()) {
@@ -177,11 +216,57 @@ async function runFiles({ files, nodeArgs, env }) {
       passed += result.passed
       failed += result.failed
       failures.push(...result.failures)
+      timings.push({ file: next.file, cpu: result.cpu, ms: result.ms })
     }
   }
   await Promise.all(Array.from({ length: Math.min(JOBS, files.length) }, worker))
   console.log(`# { total: ${passed + failed}, pass: ${passed}, fail: ${failed} }`)
-  return { passed, failed, failures }
+  return { passed, failed, failures, timings }
+}
+
+/** Each file's last time (`{ [file]: { cpu, ms } }`), or none. */
+function savedTimes() {
+  try {
+    return JSON.parse(readFileSync(TIMES_FILE, 'utf8'))
+  } catch {
+    return {}
+  }
+}
+
+/** Adds this run's times to the saved ones. */
+function saveTimes(timings) {
+  const times = savedTimes()
+  for (const { file, cpu, ms } of timings) times[file] = { cpu, ms }
+  try {
+    mkdirSync(join('node_modules', '.cache'), { recursive: true })
+    writeFileSync(TIMES_FILE, `${JSON.stringify(times, null, 1)}\n`)
+  } catch {}
+}
+
+/**
+ * The end-of-run table: total CPU and wall time, CPU time per package (`packages/<name>`, `apps/<name>`,
+ * `scripts`), and the TOP files by CPU time with their wall time.
+ */
+function timeReport(timings, wallMs) {
+  const seconds = (s) => `${s.toFixed(1)} s`
+  const total = timings.reduce((sum, t) => sum + (t.cpu ?? 0), 0)
+  const byPackage = new Map()
+  for (const { file, cpu } of timings) {
+    const name = /^(?:\[[^\]]*\] )?((?:packages|apps)\/[^/]+|scripts)\//.exec(file)?.[1] ?? file
+    const sum = byPackage.get(name) ?? { cpu: 0, files: 0 }
+    sum.cpu += cpu ?? 0
+    sum.files += 1
+    byPackage.set(name, sum)
+  }
+  const packages = [...byPackage].sort((a, b) => b[1].cpu - a[1].cpu)
+  const top = [...timings].sort((a, b) => (b.cpu ?? 0) - (a.cpu ?? 0)).slice(0, TOP)
+  return [
+    `# time: ${timings.length} files, CPU ${seconds(total)} (user + system, each file's processes), wall ${seconds(wallMs / 1000)}, ${JOBS} at a time`,
+    '# CPU by package:',
+    ...packages.map(([name, { cpu, files }]) => `#   ${seconds(cpu).padStart(9)}  ${name} (${files} files)`),
+    `# slowest ${top.length} files by CPU (wall in brackets):`,
+    ...top.map((t) => `#   ${seconds(t.cpu ?? 0).padStart(9)}  (${seconds(t.ms / 1000)})  ${t.file}`),
+  ]
 }
 
 /** One file's output as a subtest of the run, its result line last. */
@@ -199,7 +284,10 @@ function block({ file, id }, { output, ok, ms, note }) {
 /** Runs one test file; its output, its counts (the `# { total, pass, fail }` line tap prints last). */
 function runFile(file, nodeArgs, env) {
   const started = Date.now()
-  const child = spawn(process.execPath, [...nodeArgs, file], {
+  const timesFile = join(SCRATCH, `.test-time-${process.pid}-${++timedFiles}`)
+  const command = [process.execPath, ...nodeArgs, file]
+  const timed = TIME ? [TIME, '-o', timesFile, '-f', '%U %S', ...command] : command
+  const child = spawn(timed[0], timed.slice(1), {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, TMPDIR: SCRATCH, FORCE_COLOR: '0', TAP_TIMEOUT: String(FILE_TIMEOUT_S), ...env },
   })
@@ -214,14 +302,17 @@ function runFile(file, nodeArgs, env) {
   const watchdog = setTimeout(
     () => {
       killed = true
-      child.kill('SIGKILL')
+      killTest(child)
     },
     (FILE_TIMEOUT_S + 60) * 1000,
   )
   return new Promise((resolve) => {
-    child.on('close', (code, signal) => {
+    child.on('close', (timeCode, timeSignal) => {
       clearTimeout(watchdog)
       const ms = Date.now() - started
+      const { cpu, code, signal } = TIME
+        ? readTimes(timesFile, timeCode, timeSignal)
+        : { code: timeCode, signal: timeSignal }
       const failures = []
       const subtests = [file]
       for (const line of output.split('\n')) readLine(line, subtests, failures)
@@ -239,9 +330,43 @@ function runFile(file, nodeArgs, env) {
         failures.push(`${file}: ${note}`)
         failed = 1
       }
-      resolve({ output, ok: failed === 0, ms, note, passed, failed, failures })
+      resolve({ output, ok: failed === 0, ms, cpu, note, passed, failed, failures })
     })
   })
+}
+
+/**
+ * GNU time's record of one file: CPU seconds (user + system of the test process and every child it waited for),
+ * and the test process's own exit code or signal (time's own status stands for it otherwise: 128 + signal).
+ */
+function readTimes(timesFile, timeCode, timeSignal) {
+  let lines = []
+  try {
+    lines = readFileSync(timesFile, 'utf8').trim().split('\n')
+    rmSync(timesFile, { force: true })
+  } catch {}
+  const [user, system] = (lines.at(-1) ?? '').split(' ').map(Number)
+  const cpu = Number.isFinite(user) && Number.isFinite(system) ? user + system : undefined
+  const bySignal = /terminated by signal (\d+)/.exec(lines.join('\n'))
+  if (timeSignal) return { cpu, code: null, signal: timeSignal }
+  if (bySignal) {
+    const number = Number(bySignal[1])
+    const name = Object.keys(osConstants.signals).find((n) => osConstants.signals[n] === number)
+    return { cpu, code: null, signal: name ?? `signal ${number}` }
+  }
+  return { cpu, code: timeCode, signal: null }
+}
+
+/** Kills a test that outlived its watchdog: the node process under GNU time (then time ends), else the child. */
+function killTest(child) {
+  try {
+    const [pid] = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(' ')
+    if (TIME && pid) {
+      process.kill(Number(pid), 'SIGKILL')
+      return
+    }
+  } catch {}
+  child.kill('SIGKILL')
 }
 
 /**

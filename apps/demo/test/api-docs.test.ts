@@ -14,8 +14,10 @@ type Doc = {
   >
 }
 
+// One demo for the file: both tests only read (a demo start is seconds of CPU).
+const { app } = await startDemo(t)
+
 t.test('the page: its own title, no top bar', async (t) => {
-  const { app } = await startDemo(t)
   const page = await app.inject('/docs/')
   t.equal(page.statusCode, 200)
   t.match(page.body, /<title>Trivium Tasks API<\/title>/)
@@ -28,7 +30,6 @@ t.test('the page: its own title, no top bar', async (t) => {
 })
 
 t.test('the document: one description, bearer then ?token=, no null in query parameters', async (t) => {
-  const { app } = await startDemo(t)
   const doc = (await app.inject('/openapi.json')).json() as Doc
   t.equal(doc.info.title, 'Trivium Tasks')
   t.equal(

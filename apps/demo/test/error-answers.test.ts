@@ -148,6 +148,29 @@ t.test('every error answer is the error body with the security headers', async (
       csp: DOCS_CSP,
     })
   })
+
+  // On the same demo (one start fewer for the suite).
+  await t.test(
+    '/docs/static/index.html ends on the docs page within one redirect, query or not',
+    async (t) => {
+      for (const [path, docs] of [
+        ['/docs/static/index.html?x=1', '/docs/?x=1'],
+        ['/docs/static/index.html?url=/other.json&x', '/docs/?url=/other.json&x'],
+        ['/docs/static/index.html', '/docs/'],
+      ] as const) {
+        const seen = await follow(port, path, 5)
+        t.same(
+          seen.map(({ path, status, location }) => ({ path, status, location })),
+          [
+            { path, status: 302, location: docs },
+            { path: docs, status: 200, location: undefined },
+          ],
+          path,
+        )
+        t.equal(seen.at(-1)?.type, 'text/html; charset=utf-8')
+      }
+    },
+  )
 })
 
 /** GET following redirects, at most `hops` of them: every answer on the way. */
@@ -167,25 +190,3 @@ async function follow(port: number, path: string, hops: number) {
   }
   return seen
 }
-
-t.test('/docs/static/index.html ends on the docs page within one redirect, query or not', async (t) => {
-  const { app } = await startDemo(t)
-  await app.listen({ port: 0, host: '127.0.0.1' })
-  const { port } = app.server.address() as net.AddressInfo
-  for (const [path, docs] of [
-    ['/docs/static/index.html?x=1', '/docs/?x=1'],
-    ['/docs/static/index.html?url=/other.json&x', '/docs/?url=/other.json&x'],
-    ['/docs/static/index.html', '/docs/'],
-  ] as const) {
-    const seen = await follow(port, path, 5)
-    t.same(
-      seen.map(({ path, status, location }) => ({ path, status, location })),
-      [
-        { path, status: 302, location: docs },
-        { path: docs, status: 200, location: undefined },
-      ],
-      path,
-    )
-    t.equal(seen.at(-1)?.type, 'text/html; charset=utf-8')
-  }
-})

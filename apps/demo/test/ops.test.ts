@@ -86,20 +86,26 @@ t.test(
       t.equal(res.status, 200, label)
       t.match(await res.text(), /^# HELP trivium_calls_total /m, label)
     }
+
+    // On the same demo (one start fewer for the suite).
+    await t.test(
+      '/metrics shows the process: resident memory, heap, event-loop lag, handles (issue 44)',
+      async (t) => {
+        const res = await scrape(bearer(METRICS_TOKEN))
+        t.equal(res.status, 200)
+        const text = await res.text()
+        t.match(text, /^process_resident_memory_bytes [1-9]\d*$/m)
+        t.match(text, /^nodejs_heap_size_used_bytes [1-9]\d*$/m)
+        t.match(text, /^nodejs_eventloop_lag_seconds \d[\d.e-]*$/m)
+        t.match(
+          text,
+          /^nodejs_active_handles\{type="Server"\} [1-9]\d*$/m,
+          'the listening server is a handle',
+        )
+      },
+    )
   },
 )
-
-t.test('/metrics shows the process: resident memory, heap, event-loop lag, handles (issue 44)', async (t) => {
-  const { app } = await startDemo(t, { metricsToken: METRICS_TOKEN })
-  const base = await listening(app)
-  const res = await fetch(`${base}/metrics`, { headers: bearer(METRICS_TOKEN) })
-  t.equal(res.status, 200)
-  const text = await res.text()
-  t.match(text, /^process_resident_memory_bytes [1-9]\d*$/m)
-  t.match(text, /^nodejs_heap_size_used_bytes [1-9]\d*$/m)
-  t.match(text, /^nodejs_eventloop_lag_seconds \d[\d.e-]*$/m)
-  t.match(text, /^nodejs_active_handles\{type="Server"\} [1-9]\d*$/m, 'the listening server is a handle')
-})
 
 t.test('METRICS=false turns /metrics off; METRICS_LISTEN moves it to an address of its own', async (t) => {
   const off = await startDemo(t, { metrics: false, metricsListen: { host: '127.0.0.1', port: 0 } })
@@ -148,6 +154,19 @@ t.test(
       t.equal(res.status, 200, label)
       t.same(await res.json(), expected, label)
     }
+    // On the same demo (one start fewer for the suite), while Redis is up.
+    await t.test(
+      'metrics: the PostgreSQL pool of the demo is watched (trivium_pg_pool_connections)',
+      async (t) => {
+        await app.inject('/health/ready') // uses a pooled connection
+        const text = (await app.inject({ url: '/metrics', headers: bearer(admin) })).body
+        const total = /^trivium_pg_pool_connections\{state="total"\} (\d+)$/m.exec(text)
+        t.ok(total, 'the total series is exposed')
+        t.ok(Number(total?.[1]) >= 1, `at least one connection (${total?.[1]})`)
+        t.match(text, /^trivium_pg_pool_connections\{state="idle"\} \d+$/m)
+        t.match(text, /^trivium_pg_pool_connections\{state="waiting"\} 0$/m)
+      },
+    )
     t.equal((await app.inject('/health')).statusCode, 200)
     await redis.stop()
     const down = await ready()
@@ -174,17 +193,6 @@ t.test(
     t.equal((await app.inject('/health')).statusCode, 200, 'liveness does not depend on Redis')
   },
 )
-
-t.test('metrics: the PostgreSQL pool of the demo is watched (trivium_pg_pool_connections)', async (t) => {
-  const { app } = await startDemo(t, backendConfig('postgres+redis'))
-  await app.inject('/health/ready') // uses a pooled connection
-  const text = (await app.inject({ url: '/metrics', headers: bearer(await adminToken(app)) })).body
-  const total = /^trivium_pg_pool_connections\{state="total"\} (\d+)$/m.exec(text)
-  t.ok(total, 'the total series is exposed')
-  t.ok(Number(total?.[1]) >= 1, `at least one connection (${total?.[1]})`)
-  t.match(text, /^trivium_pg_pool_connections\{state="idle"\} \d+$/m)
-  t.match(text, /^trivium_pg_pool_connections\{state="waiting"\} 0$/m)
-})
 
 t.test('readiness: a closed database is named', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'trivium-ready-'))

@@ -232,34 +232,34 @@ t.test('CORS_ORIGINS: listed and *.domain origins pass the preflight, others get
   t.equal(denied.statusCode, 403)
   t.equal(denied.body, 'Origin not allowed')
   t.equal(ok.headers['access-control-allow-headers'], 'Content-Type, Authorization', "the spec's default")
-})
 
-t.test(
-  'CORS_ORIGINS also decide which pages may open the WebSocket (and this host always may)',
-  async (t) => {
-    const { app } = await startDemo(t, { corsOrigins: ['https://app.example.com'] })
-    // Through inject the upgrade's checks run, then (no socket to upgrade) the plain-GET answer: a 400
-    // there means the Origin was accepted.
-    const upgrade = (origin: string) =>
-      app.inject({
-        method: 'GET',
-        url: '/ws',
-        headers: {
-          host: 'tasks.local:3000',
-          origin,
-          connection: 'Upgrade',
-          upgrade: 'websocket',
-          'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
-          'sec-websocket-version': '13',
-        },
-      })
-    const denied = await upgrade('https://evil.example.net')
-    t.equal(denied.statusCode, 403)
-    t.match(denied.json(), { code: 'TRV_FORBIDDEN', message: 'Origin not allowed' })
-    t.equal((await upgrade('https://app.example.com')).statusCode, 400, 'a CORS origin passes')
-    t.equal((await upgrade('http://tasks.local:3000')).statusCode, 400, 'the page of this host passes')
-  },
-)
+  // On the same demo (one start fewer for the suite).
+  await t.test(
+    'CORS_ORIGINS also decide which pages may open the WebSocket (and this host always may)',
+    async (t) => {
+      // Through inject the upgrade's checks run, then (no socket to upgrade) the plain-GET answer: a 400
+      // there means the Origin was accepted.
+      const upgrade = (origin: string) =>
+        app.inject({
+          method: 'GET',
+          url: '/ws',
+          headers: {
+            host: 'tasks.local:3000',
+            origin,
+            connection: 'Upgrade',
+            upgrade: 'websocket',
+            'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+            'sec-websocket-version': '13',
+          },
+        })
+      const denied = await upgrade('https://evil.example.net')
+      t.equal(denied.statusCode, 403)
+      t.match(denied.json(), { code: 'TRV_FORBIDDEN', message: 'Origin not allowed' })
+      t.equal((await upgrade('https://app.example.com')).statusCode, 400, 'a CORS origin passes')
+      t.equal((await upgrade('http://tasks.local:3000')).statusCode, 400, 'the page of this host passes')
+    },
+  )
+})
 
 t.test(
   'RATE_LIMITS: auth.login off lets a load test log in 8 times a minute; a per-endpoint limit applies',
@@ -267,6 +267,9 @@ t.test(
     const { app } = await startDemo(t, {
       rateLimits: { 'auth.login': false, 'auth.me': { requests: 2, windowMs: 60_000 } },
       rateLimitDefault: { requests: 50, windowMs: 60_000 },
+      // For the BODY_LIMIT and ACCESS_TOKEN_TTL subtest below (the same demo: one start fewer for the suite).
+      bodyLimit: 2048,
+      accessTokenTtlSeconds: 900,
     })
     const { tokens } = await registerAndLogin(app, 'loader')
     for (let i = 0; i < 8; i++) {
@@ -286,18 +289,17 @@ t.test(
     const refresh = await app.inject({ method: 'POST', url: '/auth/refresh', payload: { refreshToken: 'x' } })
     t.equal(refresh.headers['x-ratelimit-limit'], '50')
     t.equal((await app.inject('/health')).headers['x-ratelimit-limit'], undefined, 'health: never limited')
+
+    await t.test('BODY_LIMIT and ACCESS_TOKEN_TTL reach the service', async (t) => {
+      const { tokens: ttl } = await registerAndLogin(app, 'ttl')
+      t.equal(ttl.expiresIn, 900)
+      const big = await app.inject({
+        method: 'POST',
+        url: '/tasks',
+        headers: { authorization: `Bearer ${ttl.accessToken}`, 'content-type': 'application/json' },
+        payload: JSON.stringify({ title: 'x'.repeat(4096) }),
+      })
+      t.equal(big.statusCode, 413)
+    })
   },
 )
-
-t.test('BODY_LIMIT and ACCESS_TOKEN_TTL reach the service', async (t) => {
-  const { app } = await startDemo(t, { bodyLimit: 2048, accessTokenTtlSeconds: 900 })
-  const { tokens } = await registerAndLogin(app, 'ttl')
-  t.equal(tokens.expiresIn, 900)
-  const big = await app.inject({
-    method: 'POST',
-    url: '/tasks',
-    headers: { authorization: `Bearer ${tokens.accessToken}`, 'content-type': 'application/json' },
-    payload: JSON.stringify({ title: 'x'.repeat(4096) }),
-  })
-  t.equal(big.statusCode, 413)
-})

@@ -260,12 +260,16 @@ export async function startServer(options: ServerOptions = {}): Promise<TestServ
     const signal = call.signal
     for (const w of slowStarters.splice(0)) w()
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, 10_000)
-      signal.addEventListener('abort', () => {
+      const aborted = () => {
         clearTimeout(timer)
         for (const w of slowWaiters.splice(0)) w()
         resolve()
-      })
+      }
+      const timer = setTimeout(resolve, 10_000)
+      // Already aborted when read: on a loaded machine the call's deadline (the client's 50 ms) can pass
+      // before the handler runs, and an aborted signal fires no further 'abort' event.
+      if (signal.aborted) aborted()
+      else signal.addEventListener('abort', aborted)
     })
     return { done: true }
   })

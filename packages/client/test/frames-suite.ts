@@ -99,6 +99,9 @@ export async function frameSuite(transport: Transport): Promise<void> {
 
   t.test('a call timing out → TimeoutException, CANCEL stops the handler', async (t) => {
     const c = open(transport, server)
+    // Connected first: a timeout that fires while the client still connects (a loaded machine) sends no
+    // REQUEST, so there would be no handler to cancel and `aborted` would wait forever.
+    t.same(await c.call('echo', { text: 'connected' }), { text: 'connected' })
     const aborted = probe.nextSlowAbort()
     const err = await c.call('slow', {}, { timeoutMs: 50 }).catch((e) => e)
     t.ok(err instanceof TimeoutException)

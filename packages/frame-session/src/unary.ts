@@ -134,7 +134,10 @@ export function runCall(host: CallHost, start: CallStart): void {
     // The endpoint's deadline bounds the whole stream: a handler waiting for an item is woken by it.
     if (requests !== undefined && started.call.definition.timeoutMs !== undefined) {
       const signal = started.call.signal
-      signal.addEventListener('abort', () => requests.fail(signal.reason), { once: true })
+      // Reading `call.signal` aborts it when the deadline has passed by the clock (a loaded machine can
+      // spend the whole deadline before this line); an aborted signal fires no further 'abort' event.
+      if (signal.aborted) requests.fail(signal.reason)
+      else signal.addEventListener('abort', () => requests.fail(signal.reason), { once: true })
     }
     const result = started.result
     if (!started.call.definition.streaming && !isThenable(result)) {

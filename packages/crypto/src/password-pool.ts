@@ -1,8 +1,10 @@
 // A small pool of worker threads for bcrypt. A cost-12 hash is ~300 ms of CPU in pure JS; on the main
 // thread it would stall every other request. Workers are started lazily, kept `unref`'d while idle (so an
 // idle pool never keeps a process alive) and `ref`'d while they run a job.
+
+import { createRequire } from 'node:module'
 import { availableParallelism } from 'node:os'
-import { Worker } from 'node:worker_threads'
+import type { Worker } from 'node:worker_threads'
 import { ServiceUnavailableException } from '@trivium/wire/errors'
 import { InvalidArgumentError, PasswordWorkerError } from './errors.js'
 import type { PasswordJob, PasswordReply, PasswordWorkerData } from './password-worker.js'
@@ -39,6 +41,16 @@ export function defaultPoolSize(): number {
 }
 
 const WORKER_URL = new URL('./password-worker.js', import.meta.url)
+
+// node:worker_threads is loaded when the first worker starts, not when @trivium/crypto is imported
+// (bench/README.md, "Cold import").
+let WorkerClass: typeof Worker | undefined
+function workerClass(): typeof Worker {
+  WorkerClass ??= (
+    createRequire(import.meta.url)('node:worker_threads') as typeof import('node:worker_threads')
+  ).Worker
+  return WorkerClass
+}
 
 export class PasswordPool {
   #size: number
@@ -131,7 +143,7 @@ export class PasswordPool {
 
   #spawn(): Slot {
     const workerData: PasswordWorkerData = { nice: this.#nice }
-    const worker = new Worker(WORKER_URL, { name: 'trivium-password', workerData })
+    const worker = new (workerClass())(WORKER_URL, { name: 'trivium-password', workerData })
     const slot: Slot = { worker, job: undefined }
     worker.unref()
     worker.on('message', (reply: PasswordReply) => {

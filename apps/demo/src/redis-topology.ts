@@ -3,7 +3,8 @@
 // ioredis client here and hands the instance to the packages (they take `Redis` or `Cluster`), so every
 // store and the fan-out reach the same topology with the same settings.
 import { readFileSync } from 'node:fs'
-import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis'
+import { createRequire } from 'node:module'
+import type { Cluster, ClusterOptions, Redis, RedisOptions } from 'ioredis'
 import {
   checkCluster,
   checkRedis,
@@ -12,6 +13,14 @@ import {
   type RedisTlsFiles,
 } from './backend-checks.js'
 import { ConfigError } from './config-error.js'
+
+// ioredis is loaded when a Redis client is built, not when the demo's modules are imported: the embedded
+// defaults (and each embedded demo test) never load its ~45 files (bench/README.md, "Cold import").
+let ioredisLibrary: typeof import('ioredis') | undefined
+function ioredis(): typeof import('ioredis') {
+  ioredisLibrary ??= createRequire(import.meta.url)('ioredis') as typeof import('ioredis')
+  return ioredisLibrary
+}
 
 /** The Redis settings besides REDIS_URL, as given in the environment (resolved by {@link resolveRedis}). */
 export interface RedisSettings {
@@ -182,8 +191,8 @@ export function resolveRedis(url: string | undefined, s: RedisSettings): RedisTo
     return {
       kind: 'single',
       tls: tlsOn,
-      create: () => new Redis(url, { ...CLIENT_OPTIONS, maxRetriesPerRequest: 1, ...connection }),
-      template: () => new Redis(url, { lazyConnect: true, ...connection }),
+      create: () => new (ioredis().Redis)(url, { ...CLIENT_OPTIONS, maxRetriesPerRequest: 1, ...connection }),
+      template: () => new (ioredis().Redis)(url, { lazyConnect: true, ...connection }),
       check: () => checkRedis(url, undefined, { tls: files, ...credentials }),
     }
   }
@@ -210,7 +219,7 @@ export function resolveRedis(url: string | undefined, s: RedisSettings): RedisTo
       kind: 'sentinel',
       tls: tlsOn,
       create: () =>
-        new Redis({
+        new (ioredis().Redis)({
           ...CLIENT_OPTIONS,
           maxRetriesPerRequest: 1,
           ...sentinelConnection,
@@ -218,7 +227,7 @@ export function resolveRedis(url: string | undefined, s: RedisSettings): RedisTo
           // a failover's outage ends within half a second of the promotion.
           retryStrategy: (times) => Math.min(times * 50, 500),
         }),
-      template: () => new Redis({ lazyConnect: true, ...sentinelConnection }),
+      template: () => new (ioredis().Redis)({ lazyConnect: true, ...sentinelConnection }),
       check: () => checkSentinels({ sentinels, name, ...sentinelCredentials, ...credentials, tls: files }),
     }
   }
@@ -230,15 +239,15 @@ export function resolveRedis(url: string | undefined, s: RedisSettings): RedisTo
   return {
     kind: 'cluster',
     tls: tlsOn,
-    create: () => new Cluster(nodes, options),
-    template: () => new Cluster(nodes, { lazyConnect: true, redisOptions: connection }),
+    create: () => new (ioredis().Cluster)(nodes, options),
+    template: () => new (ioredis().Cluster)(nodes, { lazyConnect: true, redisOptions: connection }),
     check: () => checkCluster({ nodes, ...credentials, tls: files }),
   }
 }
 
 /** Readiness of the client (readiness.ts): a PING, and on a cluster its own state (all slots served). */
 export async function redisHealthy(client: RedisClient): Promise<void> {
-  if (client instanceof Cluster) {
+  if (client instanceof ioredis().Cluster) {
     const info = String(await client.cluster('INFO'))
     if (!/^cluster_state:ok\r?$/m.test(info)) throw new Error('cluster state is not ok')
     return

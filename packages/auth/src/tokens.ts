@@ -2,8 +2,8 @@
 // the configured issuer, the audience `platform-api` and the required registered claims. Time checks
 // (exp, nbf) are done by hand with the injectable clock, in the order of the README's "Tokens" table.
 import { randomInt } from 'node:crypto'
+import { createRequire } from 'node:module'
 import { TOKEN_EXPIRED_MESSAGE } from '@trivium/core/internal'
-import { createSigner, createVerifier } from 'fast-jwt'
 import {
   ClaimError,
   parseAccessClaims,
@@ -28,6 +28,14 @@ export const DEFAULT_VERIFIED_CACHE_SIZE = 10_000
 export const TOKEN_EXPIRED = TOKEN_EXPIRED_MESSAGE
 export const MISSING_TOKEN_TYPE = 'Missing token type'
 export const TOKEN_NOT_YET_VALID = 'Token not yet valid'
+
+// fast-jwt (with asn1.js, bn.js and safe-regex2, ~35 CommonJS files) is loaded when the first
+// TokenService is built, not when @trivium/auth is imported (bench/README.md, "Cold import").
+let fastJwt: typeof import('fast-jwt') | undefined
+function jwtLibrary(): typeof import('fast-jwt') {
+  fastJwt ??= createRequire(import.meta.url)('fast-jwt') as typeof import('fast-jwt')
+  return fastJwt
+}
 
 const ALNUM = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'
 
@@ -201,6 +209,7 @@ export class TokenService {
     }
     this.cacheSize = size
     // iat, exp and nbf are set explicitly in every payload; the library keeps the given values.
+    const { createSigner, createVerifier } = jwtLibrary()
     this.sign = createSigner({ key, algorithm: 'HS256' })
     // THE verifier. Signature, algorithm, issuer, audience and presence of the registered claims are
     // the library's job; exp and nbf are checked by hand afterwards, with the injectable clock and the

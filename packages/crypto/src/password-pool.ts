@@ -1,8 +1,10 @@
 // A small pool of worker threads for bcrypt. A cost-12 hash is ~300 ms of CPU in pure JS; on the main
 // thread it would stall every other request. Workers are started lazily, kept `unref`'d while idle (so an
 // idle pool never keeps a process alive) and `ref`'d while they run a job.
+
+import { createRequire } from 'node:module'
 import { availableParallelism } from 'node:os'
-import { Worker } from 'node:worker_threads'
+import type { Worker } from 'node:worker_threads'
 import { ServiceUnavailableException } from '@trivium/wire/errors'
 import { InvalidArgumentError, PasswordWorkerError } from './errors.js'
 import type { PasswordJob, PasswordReply, PasswordWorkerData } from './password-worker.js'
@@ -17,6 +19,8 @@ export interface PasswordPoolOptions {
    * (default 10; Linux only, elsewhere ignored). Applies to workers started after the call.
    */
   workerNice?: number
+  /** A worker idle this long (ms) is stopped; the next job starts one again (default 15000). */
+  workerIdleMs?: number
 }
 
 interface Job {
@@ -28,7 +32,16 @@ interface Job {
 interface Slot {
   worker: Worker
   job: Job | undefined
+  /** Stops the worker once it has been idle for the pool's idle time (unref'd; cleared by the next job). */
+  idleTimer: NodeJS.Timeout | undefined
 }
+
+/**
+ * A worker idle this long is stopped: each holds a V8 isolate (~7–12 MiB of RSS) that a service
+ * logging in a few users a minute would otherwise keep for good (bench/README.md, "bench/memory").
+ * The next job starts one again (tens of ms, against a hash's ~300 ms).
+ */
+export const DEFAULT_WORKER_IDLE_MS = 15_000
 
 export const DEFAULT_MAX_QUEUE = 1000
 export const DEFAULT_WORKER_NICE = 10
@@ -40,6 +53,16 @@ export function defaultPoolSize(): number {
 
 const WORKER_URL = new URL('./password-worker.js', import.meta.url)
 
+// node:worker_threads is loaded when the first worker starts, not when @trivium/crypto is imported
+// (bench/README.md, "Cold import").
+let WorkerClass: typeof Worker | undefined
+function workerClass(): typeof Worker {
+  WorkerClass ??= (
+    createRequire(import.meta.url)('node:worker_threads') as typeof import('node:worker_threads')
+  ).Worker
+  return WorkerClass
+}
+
 export class PasswordPool {
   #size: number
   #maxQueue: number
@@ -47,11 +70,13 @@ export class PasswordPool {
   #slots: Slot[] = []
   #queue: Job[] = []
   #nextId = 1
+  #idleMs: number
 
   constructor(options: PasswordPoolOptions = {}) {
     this.#size = defaultPoolSize()
     this.#maxQueue = DEFAULT_MAX_QUEUE
     this.#nice = DEFAULT_WORKER_NICE
+    this.#idleMs = DEFAULT_WORKER_IDLE_MS
     this.configure(options)
   }
 
@@ -73,6 +98,15 @@ export class PasswordPool {
         throw new InvalidArgumentError('@trivium/crypto: workerNice must be an integer from 0 to 19')
       }
       this.#nice = options.workerNice
+    }
+    if (options.workerIdleMs !== undefined) {
+      const ms = options.workerIdleMs
+      if (!Number.isInteger(ms) || ms < 1 || ms > 2_147_483_647) {
+        throw new InvalidArgumentError(
+          '@trivium/crypto: workerIdleMs must be an integer from 1 to 2147483647',
+        )
+      }
+      this.#idleMs = ms
     }
   }
 
@@ -106,6 +140,7 @@ export class PasswordPool {
     for (const job of queued) job.reject(error)
     await Promise.all(
       slots.map((slot) => {
+        clearTimeout(slot.idleTimer)
         slot.job?.reject(error)
         slot.job = undefined
         slot.worker.removeAllListeners()
@@ -124,6 +159,8 @@ export class PasswordPool {
       }
       this.#queue.shift()
       slot.job = job
+      clearTimeout(slot.idleTimer)
+      slot.idleTimer = undefined
       slot.worker.ref()
       slot.worker.postMessage(job.message)
     }
@@ -131,13 +168,14 @@ export class PasswordPool {
 
   #spawn(): Slot {
     const workerData: PasswordWorkerData = { nice: this.#nice }
-    const worker = new Worker(WORKER_URL, { name: 'trivium-password', workerData })
-    const slot: Slot = { worker, job: undefined }
+    const worker = new (workerClass())(WORKER_URL, { name: 'trivium-password', workerData })
+    const slot: Slot = { worker, job: undefined, idleTimer: undefined }
     worker.unref()
     worker.on('message', (reply: PasswordReply) => {
       const job = slot.job
       slot.job = undefined
       worker.unref()
+      this.#retireWhenIdle(slot)
       if (job && job.message.id === reply.id) {
         if (reply.ok && reply.result !== undefined) job.resolve(reply.result)
         else job.reject(new PasswordWorkerError('Password operation failed'))
@@ -148,6 +186,7 @@ export class PasswordPool {
       const index = this.#slots.indexOf(slot)
       if (index === -1) return
       this.#slots.splice(index, 1)
+      clearTimeout(slot.idleTimer)
       slot.job?.reject(new PasswordWorkerError('Password worker stopped unexpectedly'))
       slot.job = undefined
       worker.removeAllListeners()
@@ -159,5 +198,18 @@ export class PasswordPool {
     worker.on('exit', fail)
     this.#slots.push(slot)
     return slot
+  }
+
+  #retireWhenIdle(slot: Slot): void {
+    clearTimeout(slot.idleTimer)
+    slot.idleTimer = setTimeout(() => {
+      const index = this.#slots.indexOf(slot)
+      if (slot.job !== undefined || index === -1) return
+      this.#slots.splice(index, 1)
+      slot.worker.removeAllListeners()
+      slot.worker.on('error', () => {})
+      void slot.worker.terminate()
+    }, this.#idleMs)
+    slot.idleTimer.unref()
   }
 }

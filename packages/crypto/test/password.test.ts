@@ -115,6 +115,20 @@ t.test('a full queue refuses new jobs with ServiceUnavailableException (503)', a
   t.throws(() => configurePasswordWorkers({ maxQueue: -1 }), { code: 'TRV_CRYPTO_INVALID_ARGUMENT' })
 })
 
+t.test('a worker idle for workerIdleMs is stopped, and the next job starts one again', async (t) => {
+  await shutdownPasswordWorkers()
+  configurePasswordWorkers({ workerIdleMs: 50 })
+  t.teardown(() => configurePasswordWorkers({ workerIdleMs: 15_000 }))
+  const hash = await hashPassword('idle-1')
+  while (passwordWorkerCount() !== 0) await new Promise((resolve) => setTimeout(resolve, 10))
+  t.equal(passwordWorkerCount(), 0, 'the idle worker was stopped')
+  t.equal(await verifyPassword('idle-1', hash), true, 'a new worker answers')
+  t.throws(() => configurePasswordWorkers({ workerIdleMs: 0 }), {
+    code: 'TRV_CRYPTO_INVALID_ARGUMENT',
+    message: '@trivium/crypto: workerIdleMs must be an integer from 1 to 2147483647',
+  })
+})
+
 const linux = process.platform === 'linux'
 const base = linux ? (threadNices().get(process.pid) ?? 0) : 0
 const prioritySkip = !linux

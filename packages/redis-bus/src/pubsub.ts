@@ -6,8 +6,9 @@
 // On a Redis Cluster (an ioredis `Cluster` given as `redis`) messages travel by sharded pub/sub
 // (SPUBLISH/SSUBSCRIBE, Redis 7): the publisher is a duplicate of the Cluster client and the subscriber
 // side one connection per node owning a subscribed channel (sharded.ts).
-import { Cluster, Redis } from 'ioredis'
+import type { Cluster, Redis } from 'ioredis'
 import { RedisBusUnavailableError } from './errors.js'
+import { ioredis } from './ioredis-library.js'
 import { SETUP } from './setup-errors.js'
 import { ended, ShardedSubscriber } from './sharded.js'
 
@@ -72,6 +73,7 @@ export class RedisPubSub {
       throw SETUP.TRV_REDIS_BUS_PUBSUB_OPTIONS()
     }
     const { redis } = options
+    const { Cluster, Redis } = ioredis()
     if (typeof redis !== 'string' && !(redis instanceof Redis) && !(redis instanceof Cluster)) {
       throw SETUP.TRV_REDIS_BUS_REDIS()
     }

@@ -4,7 +4,8 @@
 // placement follows the cluster's slot table (`Cluster#slots`, refreshed by ioredis on MOVED and every
 // few seconds). A channel whose slot moved to another node (a migration or a failover) counts as lost
 // until it is subscribed on the new owner, exactly like a lost connection on one Redis.
-import { type Cluster, Redis, type RedisOptions } from 'ioredis'
+import type { Cluster, Redis, RedisOptions } from 'ioredis'
+import { ioredis } from './ioredis-library.js'
 
 /** What the subscriber reports to its RedisPubSub. */
 export interface ShardedEvents {
@@ -141,7 +142,7 @@ export class ShardedSubscriber {
 
   #open(key: string): Shard {
     const at = key.lastIndexOf(':')
-    const conn = new Redis({
+    const conn = new (ioredis().Redis)({
       ...this.#options,
       host: key.slice(0, at),
       port: Number(key.slice(at + 1)),
@@ -225,5 +226,5 @@ export function ended(conn: Redis | Cluster): Promise<void> {
   // and ioredis emits no 'end'; nothing is left open. A Cluster without a connected node emits none
   // either (its node connections end by themselves).
   if (conn.status === 'end' || conn.status === 'reconnecting') return Promise.resolve()
-  return conn instanceof Redis || connected ? end : Promise.resolve()
+  return conn instanceof ioredis().Redis || connected ? end : Promise.resolve()
 }

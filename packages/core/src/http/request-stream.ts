@@ -2,7 +2,7 @@
 // over HTTP/2 the request body is the stream of items, in envelopes (@trivium/wire's envelope.ts); over
 // HTTP/1.1 the route refuses. The items go through core's RequestInbox, as on frames (same window, same
 // per-item decoding), and the call through the same pipeline (auth, rate limits, deadlines) as any call.
-import { constants, type Http2ServerRequest, type Http2Stream } from 'node:http2'
+import type { Http2ServerRequest, Http2Stream } from 'node:http2'
 import {
   Cancellation,
   ENVELOPE_END,
@@ -31,6 +31,10 @@ import type { HttpRouteContext } from './route.js'
 import { sendValue } from './route.js'
 import { type StreamFraming, sendEventStream } from './sse.js'
 import { CALL } from './symbols.js'
+
+// HTTP/2's NO_ERROR code (RFC 9113 §7), written here so that importing core does not load node:http2
+// (~45 M instructions, bench/README.md "Cold import"); an app serving HTTP/2 has loaded it anyway.
+const NGHTTP2_NO_ERROR = 0
 
 /** Item bytes held for a handler that has not taken them (the frame transports' default window). */
 export const HTTP2_STREAM_WINDOW_BYTES = 256 * 1024
@@ -124,7 +128,7 @@ function watchStream(
     if (!reply.raw.writableEnded) entry.abort(new Error('client closed the request'))
   })
   stream.once('finish', () => {
-    if (!request.raw.complete && !stream.closed) stream.close(constants.NGHTTP2_NO_ERROR)
+    if (!request.raw.complete && !stream.closed) stream.close(NGHTTP2_NO_ERROR)
   })
 }
 

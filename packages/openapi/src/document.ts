@@ -547,7 +547,10 @@ function successResponse(
         'x-trivium-item-schema': responseRef,
       },
     }
-    return [String(endpoint.status), { description: `A stream of response items (${routeStream}, written by the route)`, content }]
+    return [
+      String(endpoint.status),
+      { description: `A stream of response items (${routeStream}, written by the route)`, content },
+    ]
   }
   if (endpoint.streaming) {
     const content = {

@@ -61,9 +61,12 @@ export interface InjectOutcome extends BridgedOutcome {
   contentType: string | undefined
 }
 
-/** The route's answer as it wrote it, before the error body gets the frame's request id. */
+/**
+ * The route's answer as it wrote it, before the error body gets the frame's request id: the text it
+ * ended with when that was its one UTF-8 chunk (the carrier encodes it into the frame once), else bytes.
+ */
 export interface RouteAnswer extends InjectOutcome {
-  body: Uint8Array
+  body: Uint8Array | string
 }
 
 /** The fallback path's marker, found through the AsyncLocalStorage by the first request it reaches. */
@@ -76,6 +79,31 @@ function abortError(reason: unknown): Error {
   const err = new Error('The operation was aborted', { cause: reason })
   err.name = 'AbortError'
   return err
+}
+
+/**
+ * The request: Node's own, its body handed over when the route reads it (Readable's `_read`, the method
+ * a Readable implementation provides). Node's server pushes a body as the parser reads it and ends the
+ * stream at once; here nothing is pushed until something reads, so a route that never reads its body (a
+ * GET) costs no push and none of the two ticks a pushed end schedules (`emitReadable`, `maybeReadMore`).
+ */
+class FrameRequest extends IncomingMessage {
+  #body: Buffer | undefined
+  #pushed = false
+
+  constructor(socket: FrameSocket, body: Buffer | undefined) {
+    super(socket as unknown as Socket)
+    this.#body = body
+  }
+
+  override _read(): void {
+    if (this.#pushed) return
+    this.#pushed = true
+    const body = this.#body
+    this.#body = undefined
+    if (body !== undefined && body.length > 0) this.push(body)
+    this.push(null)
+  }
 }
 
 function emitClose(res: ServerResponse): void {
@@ -96,19 +124,27 @@ function toBuffer(chunk: unknown, encoding: unknown): Buffer | undefined {
  * `finish`/`close`, hijack) is Node's. What Node formats and writes to the socket is dropped there.
  */
 class FrameResponse extends ServerResponse {
-  #chunks: Buffer[] = []
+  /** What the route wrote: UTF-8 text kept as the string it was given, anything else as bytes. */
+  #chunks: (Buffer | string)[] = []
   /** The answer's Content-Type: Fastify gives its headers to `writeHead`, which `getHeader` does not see. */
   contentType: string | undefined = undefined
 
   override writeHead(...args: any[]): this {
     const headers = typeof args[1] === 'object' ? args[1] : args[2]
-    this.contentType =
-      contentTypeOf(headers) ?? contentTypeOf({ 'content-type': this.getHeader('content-type') })
+    const set = this.getHeader('content-type')
+    this.contentType = contentTypeOf(headers) ?? (typeof set === 'string' ? set : undefined)
     return (super.writeHead as (...a: any[]) => this)(...args)
   }
 
   #record(chunk: unknown, encoding: unknown): void {
     if (this.writableEnded || this.destroyed) return
+    if (
+      typeof chunk === 'string' &&
+      (encoding === undefined || encoding === 'utf8' || encoding === 'utf-8')
+    ) {
+      if (chunk.length > 0) this.#chunks.push(chunk)
+      return
+    }
     const bytes = toBuffer(chunk, encoding)
     if (bytes !== undefined && bytes.length > 0) this.#chunks.push(bytes)
   }
@@ -127,20 +163,28 @@ class FrameResponse extends ServerResponse {
     super.end(chunk, encoding, callback)
     // After Node's end: the status and headers are final (a hijacker's writeHead included).
     if (socket instanceof FrameSocket)
-      socket.ended(this, chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks))
+      socket.ended(this, chunks.length === 1 ? (chunks[0] as Buffer | string) : joined(chunks))
     return this
   }
 }
 
+function joined(chunks: (Buffer | string)[]): Buffer {
+  return Buffer.concat(chunks.map((chunk) => (typeof chunk === 'string' ? Buffer.from(chunk) : chunk)))
+}
+
 function contentTypeOf(headers: unknown): string | undefined {
   if (typeof headers !== 'object' || headers === null || Array.isArray(headers)) return undefined
-  for (const [name, value] of Object.entries(headers)) {
+  // Fastify's header names are lower-case: the one lookup finds them; any other spelling is searched.
+  const direct = (headers as Record<string, unknown>)['content-type']
+  if (typeof direct === 'string') return direct
+  for (const name in headers) {
+    const value = (headers as Record<string, unknown>)[name]
     if (name.toLowerCase() === 'content-type' && typeof value === 'string') return value
   }
   return undefined
 }
 
-type Settle = (res: FrameResponse | undefined, body: Buffer | undefined) => void
+type Settle = (res: FrameResponse | undefined, body: Buffer | string | undefined) => void
 
 /**
  * The in-memory connection (`request.raw.socket`): what Node writes to it (the formatted response) is
@@ -168,11 +212,11 @@ class FrameSocket extends Duplex {
     this.#settle = settle
   }
 
-  ended(res: FrameResponse, body: Buffer): void {
+  ended(res: FrameResponse, body: Buffer | string): void {
     this.#finish(res, body)
   }
 
-  #finish(res: FrameResponse | undefined, body: Buffer | undefined): void {
+  #finish(res: FrameResponse | undefined, body: Buffer | string | undefined): void {
     const settle = this.#settle
     if (settle === undefined) return
     this.#settle = undefined
@@ -253,14 +297,21 @@ function requestHeaders(
   form: HttpForm,
   accept: WireFormat,
   override: TransportOverride,
-): Record<string, string> {
+): [headers: Record<string, string>, rawHeaders: string[]] {
   const headers: Record<string, string> = { accept: accept.contentType }
+  const raw = ['accept', accept.contentType]
   if (form.contentType !== undefined) {
+    const length = String(form.body?.length ?? 0)
     headers['content-type'] = form.contentType
-    headers['content-length'] = String(form.body?.length ?? 0)
+    headers['content-length'] = length
+    raw.push('content-type', form.contentType, 'content-length', length)
   }
-  if (override.credential !== undefined) headers.authorization = `Bearer ${override.credential}`
-  return headers
+  if (override.credential !== undefined) {
+    const authorization = `Bearer ${override.credential}`
+    headers.authorization = authorization
+    raw.push('authorization', authorization)
+  }
+  return [headers, raw]
 }
 
 function isEmptyObject(json: unknown): boolean {
@@ -321,7 +372,7 @@ export class InjectBridge implements UnaryBridge {
   }
 
   call(bridged: BridgedCall, settled?: HttpForm): Promise<InjectOutcome> {
-    const { definition, requestId } = bridged
+    const { definition } = bridged
     let form: HttpForm | PromiseLike<HttpForm>
     try {
       form = settled ?? httpFormOf(definition, bridged.format, bridged.payload)
@@ -330,77 +381,78 @@ export class InjectBridge implements UnaryBridge {
     }
     // An asynchronous request model: the HTTP request is built once its checks have settled.
     if (isThenable(form)) return Promise.resolve(form).then((ready) => this.call(bridged, ready))
-    const out =
-      this.#marker !== undefined ? this.#inject(this.#marker, bridged, form) : this.#lean(bridged, form)
-    const named = isNamedRoute(definition)
-    return out.then((answer) => {
-      const final = named ? namedRouteOutcome(this.fastify.log, definition, answer) : answer
-      return final.ok ? final : { ...final, body: withRequestId(final.body, requestId) }
-    })
+    if (this.#marker !== undefined)
+      return this.#inject(this.#marker, bridged, form).then((answer) => this.#outcome(bridged, answer))
+    return new Promise((resolve) => this.#lean(bridged, form, resolve))
   }
 
-  #lean(bridged: BridgedCall, form: HttpForm): Promise<RouteAnswer> {
+  /** The frame's answer from the route's: a named route's checked, an error body given the frame's request id. */
+  #outcome(bridged: BridgedCall, answer: RouteAnswer): InjectOutcome {
+    const { definition } = bridged
+    const final = isNamedRoute(definition) ? namedRouteOutcome(this.fastify.log, definition, answer) : answer
+    return final.ok ? final : { ...final, body: withRequestId(final.body, bridged.requestId) }
+  }
+
+  /** Runs the frame through `fastify.routing` on Node's objects built in memory; `resolve` gets the outcome. */
+  #lean(bridged: BridgedCall, form: HttpForm, resolve: (outcome: InjectOutcome) => void): void {
     const { definition, accept, override, entry } = bridged
-    return new Promise((resolve) => {
-      if (entry.aborted) {
-        resolve({
-          ok: false,
-          body: EMPTY,
-          call: undefined,
-          path: 'lean',
-          statusCode: 0,
-          contentType: undefined,
-        })
+    if (entry.aborted) {
+      resolve({
+        ok: false,
+        body: EMPTY,
+        call: undefined,
+        path: 'lean',
+        statusCode: 0,
+        contentType: undefined,
+      })
+      return
+    }
+    const socket = this.#idle.pop() ?? new FrameSocket()
+    const req = new FrameRequest(socket, form.body)
+    req.method = definition.method
+    req.url = form.url
+    req.httpVersion = '1.1'
+    req.httpVersionMajor = 1
+    req.httpVersionMinor = 1
+    const [headers, rawHeaders] = requestHeaders(form, accept, override)
+    req.headers = headers
+    req.rawHeaders = rawHeaders
+    req.complete = true
+    const res = new FrameResponse(req)
+    res.assignSocket(socket as unknown as Socket)
+    entry.onAbort = (reason) => {
+      // As for an HTTP client gone away: the request is aborted and the connection closes (core's
+      // call.signal, Fastify's onRequestAbort and handler timeout); what the route still writes is dropped.
+      req.destroy(abortError(reason))
+      socket.destroy()
+    }
+    socket.start(override, (done, body) => {
+      entry.onAbort = undefined
+      const call = (
+        socket.reply?.request as unknown as Record<symbol, TriviumCall | undefined> | undefined
+      )?.[CALL]
+      if (done === undefined || body === undefined) {
+        resolve({ ok: false, body: EMPTY, call, path: 'lean', statusCode: 0, contentType: undefined })
         return
       }
-      const socket = this.#idle.pop() ?? new FrameSocket()
-      const req = new IncomingMessage(socket as unknown as Socket)
-      req.method = definition.method
-      req.url = form.url
-      req.httpVersion = '1.1'
-      req.httpVersionMajor = 1
-      req.httpVersionMinor = 1
-      const headers = requestHeaders(form, accept, override)
-      req.headers = headers
-      req.rawHeaders = Object.entries(headers).flat()
-      if (form.body !== undefined && form.body.length > 0) req.push(form.body)
-      req.push(null)
-      req.complete = true
-      const res = new FrameResponse(req)
-      res.assignSocket(socket as unknown as Socket)
-      entry.onAbort = (reason) => {
-        // As for an HTTP client gone away: the request is aborted and the connection closes (core's
-        // call.signal, Fastify's onRequestAbort and handler timeout); what the route still writes is dropped.
-        req.destroy(abortError(reason))
-        socket.destroy()
-      }
-      socket.start(override, (done, body) => {
-        entry.onAbort = undefined
-        const call = (
-          socket.reply?.request as unknown as Record<symbol, TriviumCall | undefined> | undefined
-        )?.[CALL]
-        if (done === undefined || body === undefined) {
-          resolve({ ok: false, body: EMPTY, call, path: 'lean', statusCode: 0, contentType: undefined })
-          return
-        }
-        // As Node's HTTP server does on `finish`: the socket is released, then the response emits
-        // `close` in the next tick (listeners that clean up on `close`, as for any HTTP response).
-        res.once('finish', () => {
-          res.detachSocket(socket as unknown as Socket)
-          this.#release(socket)
-          process.nextTick(emitClose, res)
-        })
-        resolve({
-          ok: res.statusCode < 400,
-          body,
-          call,
-          path: 'lean',
-          statusCode: res.statusCode,
-          contentType: res.contentType,
-        })
+      // As Node's HTTP server does on `finish`: the socket is released, then the response emits
+      // `close` in the next tick (listeners that clean up on `close`, as for any HTTP response).
+      res.on('finish', () => {
+        res.detachSocket(socket as unknown as Socket)
+        this.#release(socket)
+        process.nextTick(emitClose, res)
       })
-      this.fastify.routing(req, res)
+      const answer: RouteAnswer = {
+        ok: res.statusCode < 400,
+        body,
+        call,
+        path: 'lean',
+        statusCode: res.statusCode,
+        contentType: res.contentType,
+      }
+      resolve(this.#outcome(bridged, answer))
     })
+    this.fastify.routing(req, res)
   }
 
   #release(socket: FrameSocket): void {
@@ -421,7 +473,7 @@ export class InjectBridge implements UnaryBridge {
     entry.onAbort = (reason) => {
       marker.request?.raw.destroy(abortError(reason))
     }
-    const headers = requestHeaders(form, accept, override)
+    const [headers] = requestHeaders(form, accept, override)
     try {
       const res = await new Promise<LightMyRequestResponse>((resolve, reject) => {
         context.run(marker, () =>
@@ -457,9 +509,9 @@ export class InjectBridge implements UnaryBridge {
 }
 
 /** Rewrites an injected error body's requestId (the Fastify request's id) to `<connection>:<frame id>`. */
-function withRequestId(body: Uint8Array, requestId: string): Uint8Array | string {
+function withRequestId(body: Uint8Array | string, requestId: string): Uint8Array | string {
   try {
-    const parsed = JSON.parse(new TextDecoder().decode(body))
+    const parsed = JSON.parse(typeof body === 'string' ? body : new TextDecoder().decode(body))
     if (parsed && typeof parsed === 'object') {
       parsed.requestId = requestId
       return JSON.stringify(parsed)

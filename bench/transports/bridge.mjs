@@ -28,7 +28,11 @@ if (process.env.BRIDGE_APP === 'stack') {
   // BRIDGE_APP=named: a named Fastify route (issue 41) instead of the endpoint, through the same bridge.
   if (process.env.BRIDGE_APP === 'named') {
     const { default: auth } = await import(pkg('auth'))
-    await app.register(auth, { secret: 'bench-secret-bench-secret-bench-secret!', issuer: 'bench', cleanupIntervalMs: 0 })
+    await app.register(auth, {
+      secret: 'bench-secret-bench-secret-bench-secret!',
+      issuer: 'bench',
+      cleanupIntervalMs: 0,
+    })
     const named = { config: { triviumRoute: { name: 'named.hello', auth: 'public' } } }
     app.get('/named-hello', named, async () => ({ hello: 'world' }))
     name = 'named.hello'
@@ -44,7 +48,8 @@ const late =
   process.env.BRIDGE_INJECT === '1' ? { 'app.inject()': new InjectBridge(app, { lean: false }) } : {}
 await app.ready()
 const definition = app.trivium.registry.get(name)
-if (definition === undefined) throw new Error(`no endpoint ${name}: ${app.trivium.registry.list().map((d) => d.name)}`)
+if (definition === undefined)
+  throw new Error(`no endpoint ${name}: ${app.trivium.registry.list().map((d) => d.name)}`)
 const override = { protocol: 'tcp', metadata: { format: 'json' }, clientIp: '127.0.0.1', connection: {} }
 const payload = new Uint8Array(0)
 const calls = Number(process.env.BRIDGE_CALLS ?? 50_000)

@@ -153,7 +153,11 @@ function casesOf({ ports, token }) {
 const allCases = trees.flatMap((tree) =>
   casesOf(tree).map(([name, run]) => [tree.label + name, run, tree.server]),
 )
-const cases = only ? allCases.filter(([n]) => only.some((o) => n.includes(o))) : allCases
+// A BENCH_CASES entry starting with `=` names one case exactly (`=trivium HTTP` without the HTTP/2 rows);
+// a tree's label does not count (`before: ` rows match too).
+const matches = (name, o) =>
+  o.startsWith('=') ? name.replace(/^before: /, '') === o.slice(1) : name.includes(o)
+const cases = only ? allCases.filter(([n]) => only.some((o) => matches(n, o))) : allCases
 try {
   const samples = Object.fromEntries(cases.map(([n]) => [n, []]))
   const cpu = Object.fromEntries(cases.map(([n]) => [n, []]))

@@ -6,7 +6,8 @@
 // Every case has the same load shape: BENCH_CONNECTIONS connections × BENCH_DEPTH requests in flight
 // per connection (HTTP: autocannon pipelining; WebSocket/TCP: bench/transports/client.mjs).
 // Env: BENCH_ROUNDS (3), BENCH_DURATION (s, 3), BENCH_CONNECTIONS (16), BENCH_DEPTH (8),
-// BENCH_CASES (comma-separated substrings of case names to run; default all).
+// BENCH_CASES (comma-separated substrings of case names to run, `=name` for one exactly; default all),
+// BENCH_BEFORE (another built checkout: its server measured beside this one, rows `before: …`).
 import { spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
 import { readFileSync } from 'node:fs'

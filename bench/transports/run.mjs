@@ -21,6 +21,8 @@ const duration = Number(process.env.BENCH_DURATION ?? 3)
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 16)
 const depth = Number(process.env.BENCH_DEPTH ?? 8)
 const only = process.env.BENCH_CASES?.split(',').filter(Boolean)
+// BENCH_ALLOC=1: bytes allocated per request, sampled in the server (slows it: CPU figures of such a run are not comparable)
+const allocating = process.env.BENCH_ALLOC === '1'
 const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0
 const pin = (cpu, args) => (hasTaskset ? ['taskset', ['-c', String(cpu), ...args]] : [args[0], args.slice(1)])
 
@@ -33,6 +35,7 @@ async function startServer(root) {
   const [cmd, args] = pin(0, [
     process.execPath,
     ...(process.env.BENCH_SERVER_ARGS?.split(' ') ?? []),
+    ...(allocating ? [`--import=${here}../lib/alloc-probe.mjs`] : []),
     `${root}/bench/transports/server.mjs`,
   ])
   const server = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] })
@@ -48,6 +51,24 @@ async function startServer(root) {
   })
   if (process.env.BENCH_VERBOSE) server.stdout.pipe(process.stderr) // e.g. BENCH_SERVER_ARGS=--trace-gc
   return { server, ports, token }
+}
+/**
+ * Toggles the server's allocation sampling (bench/lib/alloc-probe.mjs): the first call starts it, the
+ * next stops it and resolves with the bytes allocated in between.
+ */
+function allocMark(server) {
+  return new Promise((resolve) => {
+    let text = ''
+    const onData = (chunk) => {
+      text += chunk
+      const m = /ALLOC (\S+)\n/.exec(text)
+      if (m === null) return
+      server.stdout.off('data', onData)
+      resolve(Number(m[1]))
+    }
+    server.stdout.on('data', onData)
+    server.kill('SIGUSR2')
+  })
 }
 const beforeRoot = process.env.BENCH_BEFORE
 const trees = [{ label: '', ...(await startServer(new URL('../..', import.meta.url).pathname)) }]
@@ -163,12 +184,15 @@ try {
   const samples = Object.fromEntries(cases.map(([n]) => [n, []]))
   const cpu = Object.fromEntries(cases.map(([n]) => [n, []]))
   const serverCpu = Object.fromEntries(cases.map(([n]) => [n, []]))
+  const allocated = Object.fromEntries(cases.map(([n]) => [n, []]))
   for (const [, run] of cases) run(1) // warm-up
   for (let r = 0; r < rounds; r++) {
     for (const [name, run, server] of cases) {
+      if (allocating) await allocMark(server)
       const cpu0 = serverCpuSeconds(server)
       const res = run(duration)
       const cpu1 = serverCpuSeconds(server)
+      if (allocating && res.rps > 0) allocated[name].push((await allocMark(server)) / (res.rps * duration))
       // Frame clients also run 0.3 s of connection set-up and a close: a small, constant overcount.
       if (cpu0 !== undefined && cpu1 !== undefined && res.rps > 0)
         serverCpu[name].push(((cpu1 - cpu0) * 1e6) / (res.rps * duration))
@@ -187,7 +211,8 @@ try {
   for (const [name] of cases) {
     const s = serverCpu[name].length ? `server CPU ${median(serverCpu[name]).toFixed(2)} µs/req` : ''
     const c = cpu[name].length ? `client CPU ${median(cpu[name]).toFixed(2)}` : ''
-    console.log(name.padEnd(34), String(Math.round(m[name])).padStart(8), 'req/s  ', s.padEnd(26), c)
+    const a = allocated[name].length ? `  allocated ${Math.round(median(allocated[name]))} B/req` : ''
+    console.log(name.padEnd(34), String(Math.round(m[name])).padStart(8), 'req/s  ', s.padEnd(26), c + a)
   }
   const sc = Object.fromEntries(Object.entries(serverCpu).map(([k, v]) => [k, v.length ? median(v) : 0]))
   for (const { label: L } of trees) {

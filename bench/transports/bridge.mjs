@@ -40,7 +40,10 @@ if (process.env.BRIDGE_APP === 'stack') {
 }
 const paths = { direct: new InjectBridge(app) }
 if (process.env.BENCH_BEFORE) {
-  // Another built checkout's bridge on the same app, interleaved (e.g. the commit before a change).
+  // Another built checkout's bridge on the same app, interleaved. Not like for like: that bridge imports
+  // its own @trivium/core, whose marks this app's core does not know, so its calls take another path (the
+  // same build loaded from a copy measured 2.1× this one's CPU per call, 2026-11-28). To compare builds,
+  // run this file from each tree in turn (bench/README.md, "Transport cost per message").
   const before = new URL(`file://${process.env.BENCH_BEFORE}/packages/tcp/dist/inject.js`).href
   paths.before = new (await import(before).then((m) => m.InjectBridge))(app)
 }

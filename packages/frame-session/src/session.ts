@@ -121,8 +121,6 @@ export class FrameSession implements Session {
   #closing: UnauthorizedException | undefined
   /** The connection's credential (WebSocket: from the upgrade), found when a call asks: one per session. */
   readonly #connectionCredential: () => string | undefined
-  /** The user id as the last identity adopted gave it (before its string form, `userId`). */
-  #userIdGiven: unknown = undefined
   /**
    * Every call's `onIdentity`: the connection learns who it is the moment authentication accepts a call's
    * token, before the handler runs, so `closeSessions` and the expiry timer see a connection whose only
@@ -477,14 +475,10 @@ export class FrameSession implements Session {
       this.expiresAt = expiresAt
       this.#armExpiry()
     }
-    // Every call of a connection reports the same user: its id as given is compared first, so the string
-    // form (a number's conversion allocates) is made only when it changes.
-    const given = identity.userId
-    const userId = given === this.#userIdGiven && this.userId !== undefined ? this.userId : String(given)
+    const userId = String(identity.userId)
     if (this.userId === userId && (identity.tokenId === undefined || this.tokenId === identity.tokenId))
       return
-    this.#ctx.hub.identify(this, given, identity.tokenId)
-    this.#userIdGiven = given
+    this.#ctx.hub.identify(this, identity.userId, identity.tokenId)
   }
 
   #armExpiry(): void {

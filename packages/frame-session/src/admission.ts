@@ -13,7 +13,6 @@ import {
   type WireFormat,
 } from '@trivium/core'
 import { SHUTDOWN_MESSAGE } from '@trivium/core/internal'
-import type { Frame } from '@trivium/wire'
 import type { RequestParts } from './carrier.js'
 import type { ClientStreams } from './client-streams.js'
 import type { CallTable } from './flow-control.js'
@@ -21,61 +20,50 @@ import type { CallTable } from './flow-control.js'
 /** A refused frame: the typed error its ERROR carries and the reason diagnostics see. */
 export type Refusal = [TriviumError, FrameRejectReason]
 
-/** What admission looks at, from the session and its server. */
-export interface AdmissionState {
-  shuttingDown: boolean
-  /** Set while a closed session answers its calls in flight: new calls get the same error. */
-  closing: TriviumError | undefined
-  calls: CallTable
-  maxInFlight: number
-}
-
-/** Why the connection takes no call with request id `id` now, or undefined to take it. */
-export function admissionRefusal(id: number, state: AdmissionState): Refusal | undefined {
-  if (state.shuttingDown) return [new ServiceUnavailableException(SHUTDOWN_MESSAGE), 'shutting_down']
-  if (state.closing !== undefined) return [state.closing, 'session_closed']
-  if (state.calls.inFlight.has(id)) {
+/**
+ * Why the connection takes no call with request id `id` now, or undefined to take it. `closing` is set
+ * while a closed session answers its calls in flight: new calls get the same error. (Arguments, not an
+ * object: this runs for every REQUEST frame.)
+ */
+export function admissionRefusal(
+  id: number,
+  shuttingDown: boolean,
+  closing: TriviumError | undefined,
+  calls: CallTable,
+  maxInFlight: number,
+): Refusal | undefined {
+  if (shuttingDown) return [new ServiceUnavailableException(SHUTDOWN_MESSAGE), 'shutting_down']
+  if (closing !== undefined) return [closing, 'session_closed']
+  if (calls.inFlight.has(id)) {
     return [new ValidationException(`Request id ${id} is already in flight`), 'duplicate_id']
   }
-  const max = state.maxInFlight
-  if (state.calls.running >= max) {
+  if (calls.running >= maxInFlight) {
     return [
-      new RateLimitExceededException(1, `Too many requests in flight on this connection (limit ${max})`),
+      new RateLimitExceededException(
+        1,
+        `Too many requests in flight on this connection (limit ${maxInFlight})`,
+      ),
       'in_flight_limit',
     ]
   }
   return undefined
 }
 
-/** An admitted REQUEST's parts: the model's bytes, the frame's metadata (TCP) and the payload format. */
-export interface AdmittedRequest {
-  payload: Uint8Array
-  metadata: Record<string, string> | undefined
-  format: WireFormat
-}
-
 /**
- * Reads a REQUEST's parts where the carrier has a `split` (TCP: metadata and a per-frame format in front
- * of the model; elsewhere the payload is the model). A refusal for bad metadata or an unknown format.
+ * The format of a REQUEST whose carrier splits it (TCP: a `format` in the frame's metadata), or the
+ * connection's when the frame names none; a refusal for a format the server does not know.
  */
-export function readRequest(
-  frame: Frame,
+export function requestFormat(
+  parts: RequestParts,
   trivium: Trivium,
   format: WireFormat,
-  split: (payload: Uint8Array) => RequestParts,
-): AdmittedRequest | Refusal {
-  let parts: RequestParts
-  try {
-    parts = split(frame.payload)
-  } catch (err) {
-    return [new ValidationException((err as Error).message), 'bad_metadata']
-  }
-  if (parts.formatName === undefined) return { payload: parts.payload, metadata: parts.metadata, format }
+): WireFormat | Refusal {
+  if (parts.formatName === undefined) return format
   const named = trivium.formats.get(parts.formatName)
   if (named === undefined) {
     return [new UnsupportedMediaTypeException(`Unsupported format: ${parts.formatName}`), 'bad_format']
   }
-  return { payload: parts.payload, metadata: parts.metadata, format: named }
+  return named
 }
 
 /** A client stream's own limits: streams open on the connection, and a REQUEST with no model. */

@@ -17,6 +17,9 @@ import type { RouteAnswer } from './route-bridge.js'
 const logged = new WeakSet<EndpointDefinition>()
 const NO_HEADERS = { getHeader: () => undefined }
 
+/** What Fastify sets for a JSON reply: recognised without splitting and lower-casing the header per call. */
+const FASTIFY_JSON = 'application/json; charset=utf-8'
+
 function typeOf(contentType: string | undefined): string | undefined {
   return contentType?.split(';', 1)[0]?.trim().toLowerCase()
 }
@@ -26,14 +29,17 @@ function isType(contentType: string | undefined, expected: string | undefined): 
 }
 
 function isJson(contentType: string | undefined): boolean {
+  if (contentType === FASTIFY_JSON) return true
   const type = typeOf(contentType)
   if (type === undefined) return false
   return type === 'application/json' || (type?.startsWith('application/') === true && type.endsWith('+json'))
 }
 
-function isErrorBody(body: Uint8Array): boolean {
+function isErrorBody(body: Uint8Array | string): boolean {
   try {
-    const parsed: unknown = JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString())
+    const text =
+      typeof body === 'string' ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString()
+    const parsed: unknown = JSON.parse(text)
     if (typeof parsed !== 'object' || parsed === null) return false
     const { code, error, message } = parsed as Record<string, unknown>
     return typeof code === 'string' && typeof error === 'string' && typeof message === 'string'

@@ -46,8 +46,7 @@ export class TcpCarrier implements FrameCarrier {
 
   /** A REQUEST payload is `metadata | model` (PROTOCOL.md "TCP"). */
   splitRequest(payload: Uint8Array): RequestParts {
-    const { metadata, rest } = this.#metadata.read(payload)
-    return { metadata, formatName: metadata.format, payload: rest }
+    return this.#metadata.read(payload)
   }
 
   get open(): boolean {

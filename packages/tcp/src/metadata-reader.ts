@@ -5,6 +5,7 @@
 // One reader per connection: the block compared against is that connection's own previous one, so the
 // comparison, which is not constant-time, tells a client nothing but what it sent itself. Only blocks
 // that decoded without error are remembered, so a reused result is exactly what decoding would give.
+import type { RequestParts } from '@trivium/frame-session'
 import { decodeMetadata } from '@trivium/wire'
 
 /** Largest metadata block a reader remembers; a larger one is decoded on every frame. */
@@ -16,14 +17,15 @@ export class MetadataReader {
   #keys: string[] = []
   #values: string[] = []
 
-  read(bytes: Uint8Array): { metadata: Record<string, string>; rest: Uint8Array } {
+  /** A REQUEST payload's parts: its metadata, the `format` it names, and the model's bytes after it. */
+  read(bytes: Uint8Array): RequestParts & { metadata: Record<string, string> } {
     const block = this.#block
     if (block !== undefined && bytes.length >= block.length && block.compare(bytes, 0, block.length) === 0) {
       const metadata: Record<string, string> = Object.create(null)
       const keys = this.#keys
       const values = this.#values
       for (let i = 0; i < keys.length; i++) metadata[keys[i] as string] = values[i] as string
-      return { metadata, rest: bytes.subarray(block.length) }
+      return { metadata, formatName: metadata.format, payload: bytes.subarray(block.length) }
     }
     const decoded = decodeMetadata(bytes)
     const size = bytes.length - decoded.rest.length
@@ -36,6 +38,6 @@ export class MetadataReader {
       this.#keys = Object.keys(decoded.metadata)
       this.#values = this.#keys.map((key) => decoded.metadata[key] as string)
     }
-    return decoded
+    return { metadata: decoded.metadata, formatName: decoded.metadata.format, payload: decoded.rest }
   }
 }

@@ -19,13 +19,13 @@ t.test('the same block twice: equal maps, each call its own, the model bytes aft
   const second = reader.read(frame({ auth_token: token, format: 'json' }, '{"b":22}'))
   t.same({ ...second.metadata }, { auth_token: token, format: 'json' })
   t.equal(Object.getPrototypeOf(second.metadata), null)
-  t.equal(text(first.rest), '{"a":1}')
-  t.equal(text(second.rest), '{"b":22}')
+  t.equal(text(first.payload), '{"a":1}')
+  t.equal(text(second.payload), '{"b":22}')
   t.not(first.metadata, second.metadata, 'a map per call')
   second.metadata.extra = 'handler wrote this'
   const third = reader.read(frame({ auth_token: token, format: 'json' }, ''))
   t.same({ ...third.metadata }, { auth_token: token, format: 'json' }, "a call's changes stay in its map")
-  t.equal(third.rest.length, 0)
+  t.equal(third.payload.length, 0)
 })
 
 t.test('the remembered block is a copy: reusing the input buffer cannot change it', async (t) => {
@@ -52,7 +52,7 @@ t.test('a block that differs in any byte, or is shorter, is decoded again', asyn
   t.same({ ...reader.read(frame({}, '{}')).metadata }, {})
   const empty = reader.read(new Uint8Array(0))
   t.same({ ...empty.metadata }, {})
-  t.equal(empty.rest.length, 0)
+  t.equal(empty.payload.length, 0)
 })
 
 t.test('malformed metadata after a good block still throws (nothing remembered from it)', async (t) => {

@@ -9,7 +9,7 @@ import { optionNames, refuseUnknownOptions } from '@trivium/core/internal'
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import FindMyWay, { type HTTPMethod } from 'find-my-way'
-import { isTriviumRoute, isTriviumRouteConfig } from './security-headers.js'
+import { declareRouteKind, isTriviumReply, isTriviumRouteConfig } from './security-headers.js'
 import { SETUP } from './setup-errors.js'
 
 export interface CorsOptions {
@@ -181,6 +181,7 @@ const corsPlugin: FastifyPluginAsync<CorsOptions> = async (fastify, options) => 
     })
   }
 
+  declareRouteKind(fastify)
   fastify.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done) => {
     const origin = request.headers.origin
     if (request.method === 'OPTIONS' && (owned === undefined || owned.preflightFor(request))) {
@@ -191,7 +192,7 @@ const corsPlugin: FastifyPluginAsync<CorsOptions> = async (fastify, options) => 
       reply.header('access-control-allow-origin', origin).headers(preflight).code(200).send()
       return
     }
-    if (origin !== undefined && (everyRoute || isTriviumRoute(request)) && isAllowed(origin)) {
+    if (origin !== undefined && (everyRoute || isTriviumReply(request, reply)) && isAllowed(origin)) {
       reply.header('access-control-allow-origin', origin)
       for (let i = 0; i < actualCount; i++) {
         const name = actualNames[i]

@@ -1,19 +1,19 @@
 // Load-independent figures for bench/js-path (issue 42): instructions per request counted by valgrind's
 // callgrind, and garbage collections per 100k requests counted by `--trace-gc`. On a machine that other
 // work shares, the CPU time per request moves with the load (cache misses, frequency); the instructions a
-// request executes do not. Each case runs in one process under callgrind whose collection is on only for
+// request executes do not. Each case runs in one process under callgrind, instrumented only for
 // the measured requests (after JS_PATH_WARMUP batches of 50), so start-up, module loading and warm-up are
 // left out; the processes run side by side (their counts do not depend on each other).
 //
 //   node bench/js-path/instructions.mjs
-//   env: BENCH_CASES=bare,ceiling,core,public,secure  JS_PATH_IR_REQUESTS=5000  JS_PATH_WARMUP=200
+//   env: BENCH_CASES=bare,ceiling,core,public,secure  JS_PATH_IR_REQUESTS=10000  JS_PATH_WARMUP=2000
 //        JS_PATH_GC_REQUESTS=100000  BENCH_BEFORE=<another built checkout, with this case.mjs>
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
 
 const here = new URL('.', import.meta.url).pathname
 const cases = (process.env.BENCH_CASES ?? 'bare,ceiling,core,public,secure').split(',').filter(Boolean)
-const irRequests = Number(process.env.JS_PATH_IR_REQUESTS ?? 5000)
-const warmup = process.env.JS_PATH_WARMUP ?? '200'
+const irRequests = Number(process.env.JS_PATH_IR_REQUESTS ?? 10_000)
+const warmup = process.env.JS_PATH_WARMUP ?? '2000'
 const gcRequests = Number(process.env.JS_PATH_GC_REQUESTS ?? 100_000)
 const before = process.env.BENCH_BEFORE
 const trees = before
@@ -25,7 +25,8 @@ const trees = before
 
 /**
  * Instructions callgrind counted while one process of `which` served `requests` requests after its warm-up:
- * collection starts off and is switched on (`callgrind_control -i on`) once case.mjs says WARM, off when it
+ * instrumentation starts off (valgrind then runs the code uncounted, and faster) and is switched on
+ * (`callgrind_control -i on`) once case.mjs says WARM, off when it
  * says DONE (JS_PATH_GATE: it waits for a line on stdin at both points).
  */
 function instructions(dir, which, requests) {
@@ -34,7 +35,7 @@ function instructions(dir, which, requests) {
       'valgrind',
       [
         '--tool=callgrind',
-        '--collect-atstart=no',
+        '--instr-atstart=no',
         '--callgrind-out-file=/dev/null',
         process.execPath,
         `${dir}case.mjs`,

@@ -1,8 +1,8 @@
 // Where one js-path case spends its time (issue 42: profile before changing anything): the case runs
 // under `node --cpu-prof` (one process, one measured round after the usual warm-up), then the profile's
-// functions are listed by self time, all of them and Trivium's own (packages/*/dist) apart, with the
-// share of the whole run and µs per request. The warm-up and start-up are in the profile too, so the
-// shares are of the whole process; compare trees with the same command.
+// functions are listed by self time, all of them and Trivium's own (packages/*/dist) apart, as shares of
+// the profile (its samples are taken by the wall clock, so on a loaded machine only the shares mean
+// something). The warm-up and start-up are in the profile too; compare trees with the same command.
 //
 //   node bench/js-path/profile.mjs <case> [requests]     (case: as case.mjs; default 200000 requests)
 //   env: PROFILE_TOP=40
@@ -42,11 +42,7 @@ for (const node of profile.nodes) {
   byFunction.set(key, (byFunction.get(key) ?? 0) + (selfTime.get(node.id) ?? 0))
 }
 const rows = [...byFunction].sort((a, b) => b[1] - a[1])
-// The whole process's time per request (warm-up and start-up included): an upper bound per function.
-const warmup = Number(process.env.JS_PATH_WARMUP ?? 2000) * 50
-const perRequest = (us) => (us / (requests + warmup)).toFixed(3)
-const line = ([key, us]) =>
-  `${((100 * us) / total).toFixed(2).padStart(6)} %  ${perRequest(us).padStart(6)} µs  ${key}`
+const line = ([key, us]) => `${((100 * us) / total).toFixed(2).padStart(6)} %  ${key}`
 const own = rows.filter(([key]) => key.includes('trivium:'))
 console.log(
   `${which}: ${(total / 1000).toFixed(0)} ms profiled; Trivium's own code ${((100 * own.reduce((a, [, us]) => a + us, 0)) / total).toFixed(1)} % of it (self time)`,

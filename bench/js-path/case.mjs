@@ -6,18 +6,27 @@
 import { IncomingMessage, ServerResponse } from 'node:http'
 import { Duplex } from 'node:stream'
 
-// usage: case.mjs <bare|ceiling|core|deadline|async|async-deadline|public|secure> [requests per round]
+// usage: case.mjs <bare|ceiling|host-route|core|deadline|async|async-deadline|public|secure> [requests per round]
 const which = process.argv[2]
 const N = Number(process.argv[3] ?? 200_000)
 const IN_FLIGHT = 50
+// Fewer warm-up batches and rounds for a run under valgrind (instructions.mjs), where each request
+// costs ~50× its native time; the defaults are the timed runs'.
+const WARMUP_BATCHES = Number(process.env.JS_PATH_WARMUP ?? 2000)
+const MEASURED_ROUNDS = Number(process.env.JS_PATH_ROUNDS ?? 5)
 
 const headers = { host: 'localhost', origin: 'https://app.example.com' }
 let app
 let path
-if (which === 'bare' || which === 'ceiling') {
+if (which === 'bare' || which === 'ceiling' || which === 'host-route') {
+  // host-route: the bare route in an app that also registers @trivium/core (before the route, as an app
+  // adding Trivium beside its own routes does): what core costs a route of the host's that is not an
+  // endpoint, i.e. its app-wide preHandler, the early-route guard (bench/README.md).
+  const trivium = which === 'host-route' ? await import('@trivium/core') : undefined
   const { default: Fastify } = await import('fastify')
   const { SPEC_HEADERS } = await import('../side-by-side/headers.mjs')
-  app = Fastify({ logger: false })
+  app = Fastify({ ...trivium?.triviumFactoryOptions(), logger: false })
+  if (trivium) await app.register(trivium.default)
   if (which === 'ceiling') {
     app.addHook('onRequest', (_request, reply, done) => {
       reply.headers(SPEC_HEADERS)
@@ -98,8 +107,17 @@ async function batch() {
   // queue until the end (the heap grew to ~900 MB and garbage collection was ~40 % of the time).
   await new Promise(setImmediate)
 }
-for (let i = 0; i < 2000; i++) await batch() // warm-up
-for (let r = 0; r < 5; r++) {
+for (let i = 0; i < WARMUP_BATCHES; i++) await batch()
+// Marks the end of the warm-up in the output (`--trace-gc` lines after it are the measured rounds').
+console.log('WARM')
+// JS_PATH_GATE=1 (instructions.mjs): wait for a line on stdin before and after the measured rounds, so
+// that callgrind counts only them (its collection is switched on and off meanwhile).
+const gate = process.env.JS_PATH_GATE === '1'
+const lines = gate
+  ? (await import('node:readline')).createInterface({ input: process.stdin })[Symbol.asyncIterator]()
+  : undefined
+if (lines) await lines.next()
+for (let r = 0; r < MEASURED_ROUNDS; r++) {
   const t0 = process.hrtime.bigint()
   const cpu0 = process.cpuUsage()
   for (let i = 0; i < N / IN_FLIGHT; i++) await batch()
@@ -108,4 +126,9 @@ for (let r = 0; r < 5; r++) {
   // The process's CPU time (all its threads, pinned to one core): what other load on the machine
   // leaves of the figure when the wall clock is shared with it (bench/README.md, js-path).
   console.log(`CPU ${(cpu.user + cpu.system) / N}`)
+}
+if (lines) {
+  console.log('DONE')
+  await lines.next()
+  process.exit(0)
 }

@@ -19,6 +19,7 @@ const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0
 const cases = [
   ['bare', 'bare fastify'],
   ['ceiling', 'bare fastify + spec headers (ceiling)'],
+  ['host-route', "bare route beside @trivium/core (the host's route)"],
   ['core', 'trivium endpoint, no middleware'],
   ['deadline', 'the same + Trivium-Timeout-Ms'],
   ['async', 'trivium endpoint, async handler'],
@@ -79,6 +80,10 @@ function report(suffix) {
   console.log(
     `\nTrivium's own JavaScript over the ceiling: public ${(m.public - m.ceiling).toFixed(2)} µs, auth + permission ${(m.secure - m.ceiling).toFixed(2)} µs per request; endpoint over bare ${(m.core - m.bare).toFixed(2)} µs`,
   )
+  if (m['host-route'])
+    console.log(
+      `A host's own route beside @trivium/core (its early-route guard) over bare: ${(m['host-route'] - m.bare).toFixed(2)} µs`,
+    )
   if (m.deadline && m.core)
     console.log(
       `Deadline per call (PROTOCOL.md "Deadlines"): sync handler ${(m.deadline / m.core).toFixed(3)}x (+${(m.deadline - m.core).toFixed(2)} µs), async handler (timer + race) ${(m['async-deadline'] / m.async).toFixed(3)}x (+${(m['async-deadline'] - m.async).toFixed(2)} µs)`,

@@ -83,8 +83,6 @@ export class TriviumCall<Req = unknown, Target extends CallTarget = EndpointDefi
   /** Endpoint name. */
   readonly endpoint: string
   readonly protocol: Protocol
-  /** Mutable key/value map shared by middleware and handler (auth puts user_id, roles… here). */
-  readonly context: Record<string, unknown> = {}
   /** Request headers (HTTP; WebSocket: the upgrade request's headers). */
   readonly headers: HeaderMap
   /** HTTP method (HTTP only). */
@@ -107,6 +105,7 @@ export class TriviumCall<Req = unknown, Target extends CallTarget = EndpointDefi
    */
   readonly requests: AsyncIterable<Req> | undefined
 
+  private contextValue: Record<string, unknown> | undefined = undefined
   private identityValue: TriviumIdentity | undefined = undefined
   private readonly identityListener: ((identity: TriviumIdentity) => void) | undefined
   private bodyValue: Req | typeof UNSET = UNSET
@@ -137,6 +136,15 @@ export class TriviumCall<Req = unknown, Target extends CallTarget = EndpointDefi
     this.requests = init.requests
     this.deadlineState = init.deadline
     this.identityListener = init.onIdentity
+  }
+
+  /**
+   * Mutable key/value map shared by middleware and handler (auth puts user_id, roles… here). Made on
+   * first use: most calls to a public endpoint never read it.
+   */
+  get context(): Record<string, unknown> {
+    if (this.contextValue === undefined) this.contextValue = {}
+    return this.contextValue
   }
 
   /** The authenticated caller (set by authentication middleware); undefined when anonymous. */

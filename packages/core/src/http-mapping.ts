@@ -61,7 +61,9 @@ export class HttpMapping {
     }
     const out: Record<string, unknown> = {}
     if (query) {
-      for (const key of Object.keys(query)) {
+      // `for…in` with an own-key check: Object.keys' order and keys without its array per request.
+      for (const key in query) {
+        if (!Object.hasOwn(query, key)) continue
         // Only fields of the model: `token` and other transport parameters never reach the handler.
         if (this.kinds.size > 0 && !this.kinds.has(key)) continue
         out[key] = this.coerce(key, query[key])

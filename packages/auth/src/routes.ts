@@ -6,7 +6,7 @@
 // application gives that name to Trivium (`requestUser: true`).
 import type { GuardedRoute, TriviumEndpointConfig, TriviumIdentity } from '@trivium/core'
 import { guardPlainRoutes } from '@trivium/core/internal'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyRequest as HostRequest } from 'fastify'
 import { SETUP } from './setup-errors.js'
 
 /** The rules of a protected plain route: every endpoint setting the registered plugins declare. */
@@ -44,7 +44,7 @@ declare module 'fastify' {
 }
 
 /** The authenticated caller of a `config.triviumRoute` route (undefined when anonymous or unprotected). */
-export function triviumUser(request: FastifyRequest): TriviumIdentity | undefined {
+export function triviumUser(request: HostRequest): TriviumIdentity | undefined {
   return request[CALLER]
 }
 

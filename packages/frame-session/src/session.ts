@@ -258,10 +258,7 @@ export class FrameSession implements Session {
     }
   }
 
-  /**
-   * A frame the carrier could not decode: ERROR for its request id (0 when unreadable). With `fatal`
-   * (the byte stream is out of sync) the connection then closes.
-   */
+  /** An undecodable frame: ERROR for its id (0 when unreadable); `fatal` (stream out of sync) then closes. */
   rejectFrame(err: unknown, fatal: boolean): void {
     if (this.closed) return
     const frameError = err instanceof FrameError ? err : undefined
@@ -346,10 +343,7 @@ export class FrameSession implements Session {
     }
   }
 
-  /**
-   * Shutdown: GOAWAY, streams end with ERROR 503, unary calls get up to `graceMs` to answer, then the
-   * rest are aborted and the connection closes.
-   */
+  /** Shutdown: GOAWAY, streams end with ERROR 503, unary calls get `graceMs` to answer, the rest are aborted. */
   async goAway(graceMs: number): Promise<void> {
     if (this.closed) return
     this.#carrier.sendFrame({

@@ -48,10 +48,6 @@ t.test(
       'the route bridge (TCP inject, named routes) is scanned',
     )
     t.ok(
-      files.some((f) => f.endsWith('frame-session/src/bridge-objects.ts')),
-      "the bridge's Node request, response and socket are scanned",
-    )
-    t.ok(
       files.some((f) => f.endsWith('websocket/src/carrier.ts')),
       'the WebSocket sources are scanned',
     )

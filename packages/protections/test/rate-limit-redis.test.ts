@@ -254,6 +254,29 @@ t.test('a batch without a reply within timeoutMs fails every hit in it', async (
   )
 })
 
+t.test(
+  'a reply that arrived while the process was blocked past timeoutMs is used, not timed out',
+  async (t) => {
+    const { client, keyPrefix } = redisWithPrefix(t)
+    await client.script('LOAD', FIXED_WINDOW_LUA)
+    await client.ping() // connected: the hit below is one round trip
+    const store = new RedisStore(client, { prefix: keyPrefix, timeoutMs: 50 })
+    const hit = store.hit('lag', { requests: 5, windowMs: 60_000 })
+    // The batch is sent at setImmediate; then this process blocks (a loaded event loop) well past the
+    // timeout while Redis answers. The timer is due and the reply waits in the socket at the same time.
+    await new Promise<void>((resolve) =>
+      setImmediate(() => {
+        const until = Date.now() + 300
+        while (Date.now() < until) {}
+        resolve()
+      }),
+    )
+    const result = await hit
+    t.same(verdicts([result]), [[true, 4, 0]], 'the verdict Redis gave')
+    t.equal(await client.hget(`${keyPrefix}lag`, 'c'), '1')
+  },
+)
+
 t.test('NOSCRIPT (script cache flushed): falls back to EVAL with the script text', async (t) => {
   const { client, keyPrefix } = redisWithPrefix(t)
   const used: string[] = []

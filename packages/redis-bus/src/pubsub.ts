@@ -421,7 +421,12 @@ export class RedisPubSub {
   #withTimeout<T>(promise: Promise<T>, what: string): Promise<T> {
     let timer: NodeJS.Timeout | undefined
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new RedisBusUnavailableError(what)), this.#timeoutMs)
+      // After the due turn's I/O (setImmediate): a reply already in the socket of a process that was
+      // blocked past the timeout wins the race; the process's own lag is not Redis being down.
+      timer = setTimeout(
+        () => setImmediate(() => reject(new RedisBusUnavailableError(what))),
+        this.#timeoutMs,
+      )
     })
     return Promise.race([promise, timeout])
       .catch((err: unknown) => {

@@ -163,9 +163,15 @@ export class RedisStore implements RateLimitStore {
    */
   private flush({ keys, args, waiting }: Batch): void {
     let settled = false
+    // Timers run before I/O in an event-loop turn: after a turn that blocked past timeoutMs (a loaded
+    // process), the reply may already be in the socket. It gets the turn's I/O phase before the batch
+    // counts as unanswered, so the process's own lag is never taken for Redis being down.
     const timer = setTimeout(() => {
-      settled = true
-      failAll(waiting, new StoreUnavailableError(`no reply within ${this.timeoutMs} ms`))
+      setImmediate(() => {
+        if (settled) return
+        settled = true
+        failAll(waiting, new StoreUnavailableError(`no reply within ${this.timeoutMs} ms`))
+      })
     }, this.timeoutMs)
     const fail = (err: unknown) => {
       if (settled) return

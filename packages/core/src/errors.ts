@@ -14,33 +14,40 @@ import {
 
 export * from '@trivium/wire/errors'
 
+/** A request body over the limit (Fastify's own refusal, or an inflated body past it). */
+export const BODY_TOO_LARGE_MESSAGE = 'Request body is too large'
+/** A Content-Type no format decodes. */
+export const UNSUPPORTED_CONTENT_TYPE_MESSAGE = 'Unsupported Content-Type'
+/** A body that is not JSON (Fastify's parser, or a format's). */
+export const INVALID_JSON_MESSAGE = 'Request body is not valid JSON'
+
 // Fastify's own errors that are the client's fault, mapped onto our kinds so the body shape never varies.
 function fromFastifyError(err: object): TriviumError | null {
   const code = 'code' in err ? err.code : undefined
   const statusCode = 'statusCode' in err ? err.statusCode : undefined
   switch (code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new UnsupportedMediaTypeException('Unsupported Content-Type')
+      return new UnsupportedMediaTypeException(UNSUPPORTED_CONTENT_TYPE_MESSAGE)
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new PayloadTooLargeException('Request body is too large')
+      return new PayloadTooLargeException(BODY_TOO_LARGE_MESSAGE)
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new ValidationException('Request body is empty')
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return new ValidationException('Request body is not valid JSON')
+      return new ValidationException(INVALID_JSON_MESSAGE)
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new ValidationException('Content-Length does not match the body')
     case 'FST_ERR_CTP_EMPTY_TYPE':
     case 'FST_ERR_CTP_INVALID_TYPE':
-      return new UnsupportedMediaTypeException('Unsupported Content-Type')
+      return new UnsupportedMediaTypeException(UNSUPPORTED_CONTENT_TYPE_MESSAGE)
     default:
       break
   }
   // secure-json-parse and JSON.parse raise SyntaxError with statusCode 400 set by Fastify.
   if (err instanceof SyntaxError || (statusCode === 400 && !code)) {
-    return new ValidationException('Request body is not valid JSON')
+    return new ValidationException(INVALID_JSON_MESSAGE)
   }
-  if (statusCode === 413) return new PayloadTooLargeException('Request body is too large')
-  if (statusCode === 415) return new UnsupportedMediaTypeException('Unsupported Content-Type')
+  if (statusCode === 413) return new PayloadTooLargeException(BODY_TOO_LARGE_MESSAGE)
+  if (statusCode === 415) return new UnsupportedMediaTypeException(UNSUPPORTED_CONTENT_TYPE_MESSAGE)
   return null
 }
 

@@ -7,7 +7,7 @@ import {
   MAX_JSON_DEPTH,
   shortAscii,
 } from '@trivium/wire'
-import { UnsupportedMediaTypeException, ValidationException } from './errors.js'
+import { INVALID_JSON_MESSAGE, UnsupportedMediaTypeException, ValidationException } from './errors.js'
 import type { Model } from './model.js'
 import { isSchemaModel } from './models/resolve.js'
 
@@ -43,7 +43,7 @@ export function decodeUtf8(bytes: Uint8Array, what = 'Payload'): string {
   }
 }
 
-export const INVALID_JSON_MESSAGE = 'Request body is not valid JSON'
+export { INVALID_JSON_MESSAGE }
 
 // Keys that could reach an object's prototype if a handler copied the value (`Object.assign`, spread
 // into a class instance): refused in every JSON decoder (PROTOCOL.md "Decoding rules").

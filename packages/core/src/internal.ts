@@ -2,11 +2,13 @@
 // not a stable API (a user's service needs only `@trivium/core`).
 
 export {
+  invalidTimeoutMessage,
   optionNames,
   refuseUnknownOptions,
   SetupError,
   type SetupErrorRow,
   setupErrors,
+  TIMEOUT_HEADER,
   UNKNOWN_OPTION,
 } from '@trivium/wire'
 export type { CallInit, HeaderMap } from './call.js'
@@ -45,6 +47,7 @@ export {
 } from './http/framework-errors.js'
 /** The HTTP/2 SETTINGS and session limits `triviumHttp2Options()` applies (PROTOCOL.md "HTTP/2"). */
 export { HTTP2_LIMITS, HTTP2_SETTINGS } from './http/http2.js'
+export { ORIGIN_NOT_ALLOWED } from './http/origin.js'
 export { SHUTDOWN_MESSAGE } from './http/sse.js'
 export { errorOfStatus } from './http/status-errors.js'
 export {

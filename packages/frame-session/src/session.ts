@@ -26,6 +26,8 @@ import {
   FrameType,
   frameBody,
   frameTypeName,
+  INTERNAL_ERROR_MESSAGE,
+  MALFORMED_FRAME_MESSAGE,
 } from '@trivium/wire'
 import type { Session, SessionHub } from '@trivium/wire/sessions'
 import type { FastifyBaseLogger } from 'fastify'
@@ -230,7 +232,7 @@ export class FrameSession implements Session {
       }
     } catch (err) {
       this.log.error({ err }, 'frame handler failed')
-      this.#end('internal', 'Internal server error')
+      this.#end('internal', INTERNAL_ERROR_MESSAGE)
     }
   }
 
@@ -265,7 +267,7 @@ export class FrameSession implements Session {
     const typed =
       frameError?.code === FrameErrorCode.TOO_LARGE
         ? new PayloadTooLargeException(frameError.message)
-        : new ValidationException(frameError?.message ?? 'Malformed frame')
+        : new ValidationException(frameError?.message ?? MALFORMED_FRAME_MESSAGE)
     const reason: FrameRejectReason =
       frameError?.code === FrameErrorCode.TOO_LARGE
         ? 'too_large'

@@ -7,8 +7,10 @@ import {
   type ErrorKind,
   HTTP_CODINGS,
   INTERNAL_ERROR_MESSAGE,
+  invalidTimeoutMessage,
   JSON_CONTENT_TYPE,
   namedRouteStream,
+  TIMEOUT_HEADER,
 } from '@trivium/core/internal'
 import { COMPONENT_PREFIX, type RegisteredModel, type Schema, SchemaComponents } from './schemas.js'
 import { SETUP } from './setup-errors.js'
@@ -123,62 +125,67 @@ function described(kind: ErrorKind): string {
   return `${kind} (${ERROR_KINDS[kind].code})`
 }
 
-/** Shared error responses, by status. */
+/** A kind's HTTP status as a response key, from the same table. */
+function statusOf(kind: ErrorKind): string {
+  return String(ERROR_KINDS[kind].status)
+}
+
+/** Shared error responses, by status (each the status of its kind in ERROR_KINDS). */
 export const ERROR_RESPONSES: Readonly<Record<string, { name: string; response: Schema }>> = {
-  '400': {
+  [statusOf('ValidationException')]: {
     name: 'BadRequest',
     response: {
       description: `${described('ValidationException')}: the input fails a check or is malformed`,
       content: errorContent,
     },
   },
-  '401': {
+  [statusOf('UnauthorizedException')]: {
     name: 'Unauthorized',
     response: {
       description: `${described('UnauthorizedException')}: no token, or an invalid or revoked one; ${described('TokenExpiredException')}`,
       content: errorContent,
     },
   },
-  '403': {
+  [statusOf('ForbiddenException')]: {
     name: 'Forbidden',
     response: {
       description: `${described('ForbiddenException')}: a required permission or role is missing`,
       content: errorContent,
     },
   },
-  '404': {
+  [statusOf('NotFoundException')]: {
     name: 'NotFound',
     response: { description: described('NotFoundException'), content: errorContent },
   },
-  '409': {
+  [statusOf('ConflictException')]: {
     name: 'Conflict',
     response: {
       description: `${described('ConflictException')}: the request contradicts what is stored (a name that already exists), or a call with the same Idempotency-Key is still being processed`,
       content: errorContent,
     },
   },
-  '413': {
+  [statusOf('PayloadTooLargeException')]: {
     name: 'PayloadTooLarge',
     response: {
       description: `${described('PayloadTooLargeException')}: the body is over the limit`,
       content: errorContent,
     },
   },
-  '415': {
+  [statusOf('UnsupportedMediaTypeException')]: {
     name: 'UnsupportedMediaType',
     response: {
       description: `${described('UnsupportedMediaTypeException')}: a Content-Type the endpoint cannot decode`,
       content: errorContent,
     },
   },
-  '422': {
+  [statusOf('UnprocessableContentException')]: {
     name: 'UnprocessableContent',
     response: {
       description: `${described('UnprocessableContentException')}: the Idempotency-Key was already used with another request body`,
       content: errorContent,
     },
   },
-  '429': {
+  [statusOf('RateLimitExceededException')]: {
     name: 'RateLimited',
     response: {
       description: `${described('RateLimitExceededException')}: over the limit; retry after \`retryAfter\` seconds`,
@@ -191,24 +198,24 @@ export const ERROR_RESPONSES: Readonly<Record<string, { name: string; response: 
       content: errorContent,
     },
   },
-  '500': {
+  [statusOf('InternalErrorException')]: {
     name: 'InternalError',
     response: {
       description: `${described('InternalErrorException')}: message is always \`${INTERNAL_ERROR_MESSAGE}\``,
       content: errorContent,
     },
   },
-  '503': {
+  [statusOf('ServiceUnavailableException')]: {
     name: 'ServiceUnavailable',
     response: {
       description: `${described('ServiceUnavailableException')}: a store the request needs (database, Redis) is unreachable`,
       content: errorContent,
     },
   },
-  '504': {
+  [statusOf('TimeoutException')]: {
     name: 'Timeout',
     response: {
-      description: `${described('TimeoutException')}: the call's deadline (\`Trivium-Timeout-Ms\`, or the endpoint's own) passed, message \`Deadline of <ms> ms exceeded\`; the client may not assume the call did not run (PROTOCOL.md "Deadlines")`,
+      description: `${described('TimeoutException')}: the call's deadline (\`${TIMEOUT_HEADER}\`, or the endpoint's own) passed, message \`Deadline of <ms> ms exceeded\`; the client may not assume the call did not run (PROTOCOL.md "Deadlines")`,
       content: errorContent,
     },
   },
@@ -299,11 +306,10 @@ const IDEMPOTENCY_KEY_PARAMETER: Schema = {
 
 /** The client's deadline (PROTOCOL.md "Deadlines"), accepted on every endpoint. */
 const TIMEOUT_PARAMETER: Schema = {
-  name: 'Trivium-Timeout-Ms',
+  name: TIMEOUT_HEADER,
   in: 'header',
   required: false,
-  description:
-    "The call's deadline in milliseconds: when it passes the call stops and the answer is 504 (a stream ends with the error event). An invalid value is 400 `Invalid Trivium-Timeout-Ms header: must be a positive integer number of milliseconds, at most 2147483647`",
+  description: `The call's deadline in milliseconds: when it passes the call stops and the answer is ${statusOf('TimeoutException')} (a stream ends with the error event). An invalid value is ${statusOf('ValidationException')} \`${invalidTimeoutMessage('header')}\``,
   schema: { type: 'string', pattern: '^[1-9][0-9]{0,9}$' },
 }
 
@@ -356,7 +362,7 @@ export function buildOpenApi(
       tags.add(tag)
       components.add(endpoint.request)
       components.add(endpoint.response)
-      usedResponses.add('400')
+      usedResponses.add(statusOf('ValidationException'))
       const path = toOpenApiPath(endpoint.url)
       paths[path] = { ...paths[path], [endpoint.method.toLowerCase()]: requestStreamOperation(endpoint, tag) }
       continue
@@ -460,7 +466,7 @@ function requestStreamOperation(endpoint: EndpointDefinition, tag: string): Open
     operationId: endpoint.name,
     description: describeRequestStream(endpoint),
     tags: [tag],
-    responses: { '400': { $ref: '#/components/responses/BadRequest' } },
+    responses: { [statusOf('ValidationException')]: { $ref: '#/components/responses/BadRequest' } },
     'x-trivium-streaming': endpoint.streaming,
     'x-trivium-request-stream': true,
   }
@@ -574,14 +580,15 @@ function errorStatusesOf(
   authenticates: boolean,
   checksRights: boolean,
 ): string[] {
-  const errors = ['400']
-  if (authenticates) errors.push('401')
-  if (checksRights) errors.push('403')
-  errors.push('404')
-  if (endpoint.http.hasBody) errors.push('413', '415')
-  if (config.idempotencyKey === true) errors.push('409', '422')
-  if (config.rateLimit !== false) errors.push('429')
-  errors.push('500', '503', '504')
+  const kinds: ErrorKind[] = ['ValidationException']
+  if (authenticates) kinds.push('UnauthorizedException')
+  if (checksRights) kinds.push('ForbiddenException')
+  kinds.push('NotFoundException')
+  if (endpoint.http.hasBody) kinds.push('PayloadTooLargeException', 'UnsupportedMediaTypeException')
+  if (config.idempotencyKey === true) kinds.push('ConflictException', 'UnprocessableContentException')
+  if (config.rateLimit !== false) kinds.push('RateLimitExceededException')
+  kinds.push('InternalErrorException', 'ServiceUnavailableException', 'TimeoutException')
+  const errors = kinds.map(statusOf)
   // Statuses only the handler knows (a public login answers 401 to bad credentials).
   for (const status of errorStatuses(config.errorStatuses, endpoint.name)) {
     if (!errors.includes(status)) errors.push(status)

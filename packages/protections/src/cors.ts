@@ -6,7 +6,7 @@
 // match one of them (found with Fastify's own router, find-my-way, over the routes Trivium owns) — so the
 // host's routes, its OPTIONS routes and its @fastify/cors stay as they were; with `routes: 'all'` every one, but
 // an OPTIONS route registered before the plugin still answers its own requests (refuseLaterOptionsRoutes).
-import { optionNames, refuseUnknownOptions } from '@trivium/core/internal'
+import { ORIGIN_NOT_ALLOWED, optionNames, refuseUnknownOptions } from '@trivium/core/internal'
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import FindMyWay, { type HTTPMethod } from 'find-my-way'
@@ -52,7 +52,7 @@ export const CORS_DEFAULTS = Object.freeze({
   maxAge: 86_400,
 })
 
-export const ORIGIN_NOT_ALLOWED = 'Origin not allowed'
+export { ORIGIN_NOT_ALLOWED }
 
 function stringList(value: unknown, name: string): string[] {
   if (

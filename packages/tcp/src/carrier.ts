@@ -10,7 +10,13 @@ import {
   type RequestParts,
   waitForDrain,
 } from '@trivium/frame-session'
-import { encodeTcpFrame, type Frame, FrameError, TcpFrameReader } from '@trivium/wire'
+import {
+  encodeTcpFrame,
+  type Frame,
+  FrameError,
+  MALFORMED_FRAME_MESSAGE,
+  TcpFrameReader,
+} from '@trivium/wire'
 import { MetadataReader } from './metadata-reader.js'
 
 export class TcpCarrier implements FrameCarrier {
@@ -147,7 +153,7 @@ export class TcpCarrier implements FrameCarrier {
     } catch (err) {
       if (!(err instanceof FrameError)) {
         session.log.error({ err }, 'tcp frame reader failed')
-        session.fail(new ValidationException('Malformed frame'), 'internal')
+        session.fail(new ValidationException(MALFORMED_FRAME_MESSAGE), 'internal')
         return
       }
       session.rejectFrame(err, true)

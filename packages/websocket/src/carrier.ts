@@ -7,7 +7,7 @@
 // rest of the turn, so ws's writes of that turn leave as one `writev`.
 import type { Duplex } from 'node:stream'
 import { type CloseKind, type FrameCarrier, type FrameSession, waitForDrain } from '@trivium/frame-session'
-import { decodeWsFrame, encodeWsFrame, type Frame } from '@trivium/wire'
+import { decodeWsFrame, encodeWsFrame, type Frame, MALFORMED_FRAME_MESSAGE } from '@trivium/wire'
 import type { WebSocket } from 'ws'
 import { CloseCode } from './close-codes.js'
 
@@ -149,7 +149,7 @@ export class WebSocketCarrier implements FrameCarrier {
       return
     }
     if (data.length < 5) {
-      this.#closeNow(CloseCode.PROTOCOL_ERROR, 'Malformed frame')
+      this.#closeNow(CloseCode.PROTOCOL_ERROR, MALFORMED_FRAME_MESSAGE)
       return
     }
     let frame: Frame

@@ -3,7 +3,7 @@
 // @trivium/frame-session's, what bytes look like is carrier.ts's.
 import type { Duplex } from 'node:stream'
 import { ValidationException, websocketCredential } from '@trivium/core'
-import { jsonFormat } from '@trivium/core/internal'
+import { INTERNAL_ERROR_MESSAGE, jsonFormat } from '@trivium/core/internal'
 import { FrameServer, FrameSession } from '@trivium/frame-session'
 import { decodeMetadata } from '@trivium/wire'
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest, RouteOptions } from 'fastify'
@@ -194,7 +194,7 @@ const triviumWebSocket: FastifyPluginAsync<TriviumWebSocketOptions> = async (
       if (upgrade.identity) session.identify(upgrade.identity)
     } catch (err) {
       request.log.error({ err }, 'websocket connection setup failed')
-      socket.close(1011, 'Internal server error')
+      socket.close(1011, INTERNAL_ERROR_MESSAGE)
     }
   }
 

@@ -8,12 +8,12 @@ import {
   ValidationException,
   type WireFormat,
 } from '@trivium/core'
-import { hostMissing, jsonFormat, MISSING_HOST } from '@trivium/core/internal'
+import { hostMissing, jsonFormat, MISSING_HOST, ORIGIN_NOT_ALLOWED } from '@trivium/core/internal'
 import type { ConnectionIdentity, FrameServer } from '@trivium/frame-session'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { ResolvedOptions } from './options.js'
 
-export const ORIGIN_NOT_ALLOWED = 'Origin not allowed'
+export { ORIGIN_NOT_ALLOWED }
 export const UPGRADE_REQUIRED = 'This route only accepts a WebSocket upgrade (GET with Upgrade: websocket)'
 export const BAD_HANDSHAKE =
   'Invalid WebSocket handshake: Sec-WebSocket-Key must be 16 base64 bytes and Sec-WebSocket-Version 13'

@@ -9,6 +9,9 @@ export const FrameErrorCode = {
 } as const
 export type FrameErrorCodeValue = (typeof FrameErrorCode)[keyof typeof FrameErrorCode]
 
+/** The message of a frame that cannot be read (PROTOCOL.md: TCP's ERROR frame, WebSocket's close 1002 reason). */
+export const MALFORMED_FRAME_MESSAGE = 'Malformed frame'
+
 /**
  * A frame that cannot be encoded or decoded. `requestId` is set when the header was readable, so a
  * server can answer with an ERROR frame for that id.

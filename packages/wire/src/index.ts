@@ -22,7 +22,7 @@ export {
   encodeEnvelope,
   STREAM_CONTENT_TYPE_PREFIX,
 } from './envelope.js'
-export { FrameError, FrameErrorCode, type FrameErrorCodeValue } from './errors.js'
+export { FrameError, FrameErrorCode, type FrameErrorCodeValue, MALFORMED_FRAME_MESSAGE } from './errors.js'
 export * from './errors-vocabulary.js'
 export {
   CREDIT_BYTES,

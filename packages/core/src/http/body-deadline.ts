@@ -10,6 +10,7 @@ import { callDeadline } from '../deadline.js'
 import { TimeoutException, type TriviumError } from '../errors.js'
 import type { EndpointDefinition } from '../registry.js'
 import { replyWithError } from './error-reply.js'
+import { REQUEST_TIMED_OUT_MESSAGE } from './framework-errors.js'
 import { withStatus } from './status-errors.js'
 
 /** Node's HTTP/1.1 `requestTimeout` default: the longest a request may take to arrive without a deadline. */
@@ -29,7 +30,7 @@ function bound(
   }
   return {
     ms: HTTP2_REQUEST_TIMEOUT_MS,
-    error: () => withStatus(new TimeoutException('Request timed out'), 408),
+    error: () => withStatus(new TimeoutException(REQUEST_TIMED_OUT_MESSAGE), 408),
   }
 }
 

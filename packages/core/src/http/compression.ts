@@ -5,7 +5,12 @@ import { Readable } from 'node:stream'
 import * as zlib from 'node:zlib'
 import { DEFAULT_COMPRESSION_THRESHOLD } from '@trivium/wire'
 import type { FastifyReply, FastifyRequest, RequestPayload } from 'fastify'
-import { PayloadTooLargeException, UnsupportedMediaTypeException, ValidationException } from '../errors.js'
+import {
+  BODY_TOO_LARGE_MESSAGE,
+  PayloadTooLargeException,
+  UnsupportedMediaTypeException,
+  ValidationException,
+} from '../errors.js'
 import { SETUP } from '../setup-errors.js'
 
 type Coding = 'zstd' | 'br' | 'gzip' | 'deflate'
@@ -106,7 +111,7 @@ export class InflatedBody extends Readable {
   readonly #onInflated = (chunk: Buffer): void => {
     this.inflatedLength += chunk.length
     if (this.inflatedLength > this.#limit) {
-      this.destroy(new PayloadTooLargeException('Request body is too large'))
+      this.destroy(new PayloadTooLargeException(BODY_TOO_LARGE_MESSAGE))
       return
     }
     if (!this.push(chunk)) this.#inflater.pause()

@@ -21,6 +21,9 @@ import { loggedClientErrors, sendError } from './error-reply.js'
 import { SHUTDOWN_MESSAGE } from './sse.js'
 import { withStatus } from './status-errors.js'
 
+/** Node's own request timeout (a 408, before the call's deadline applies). */
+export const REQUEST_TIMED_OUT_MESSAGE = 'Request timed out'
+
 /** Headers put on every error answered below the routes, where route hooks do not run. */
 export type ErrorHeaders = Record<string, string>
 
@@ -29,7 +32,7 @@ function clientErrorOf(err: NodeJS.ErrnoException): TriviumError {
     case 'HPE_HEADER_OVERFLOW':
       return withStatus(new PayloadTooLargeException('Request headers are too large'), 431)
     case 'ERR_HTTP_REQUEST_TIMEOUT':
-      return withStatus(new TimeoutException('Request timed out'), 408)
+      return withStatus(new TimeoutException(REQUEST_TIMED_OUT_MESSAGE), 408)
     case 'HPE_INVALID_METHOD':
       return new ValidationException('Unknown HTTP method')
     default:

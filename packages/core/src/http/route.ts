@@ -3,7 +3,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { TriviumCall } from '../call.js'
 import { callDeadline } from '../deadline.js'
-import { ServiceUnavailableException, UnsupportedMediaTypeException, ValidationException } from '../errors.js'
+import {
+  ServiceUnavailableException,
+  UNSUPPORTED_CONTENT_TYPE_MESSAGE,
+  UnsupportedMediaTypeException,
+  ValidationException,
+} from '../errors.js'
 import {
   checkParsedJson,
   decodeRequest,
@@ -159,7 +164,7 @@ export function registerHttpRoute(
     if (mapping.hasBody && request.body !== undefined) {
       requestFormat = formats.forContentType(request.headers['content-type'])
       // Fastify parses text/plain too; an endpoint only takes the formats it can decode.
-      if (!requestFormat) throw new UnsupportedMediaTypeException('Unsupported Content-Type')
+      if (!requestFormat) throw new UnsupportedMediaTypeException(UNSUPPORTED_CONTENT_TYPE_MESSAGE)
     }
     const demanded = definition.streaming ? undefined : formats.demandedBy(request.headers.accept)
     if (demanded !== undefined) refuseAnswerFormat(definition.name, definition.response, demanded)

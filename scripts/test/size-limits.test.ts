@@ -44,8 +44,6 @@ const LONG_FUNCTIONS: Record<string, string> = {
     "the conformance server's endpoints, one per case; not split yet",
   'packages/core/src/http/route.ts:registerHttpRoute':
     'the HTTP route of an endpoint: handler and hooks in one closure; not split yet',
-  'packages/redis-bus/src/pubsub.ts:RedisPubSub.constructor':
-    "the subscriber's event handlers; not split yet",
   'packages/sql/src/pglite-wire.ts:ResponseReader.read': 'one case per PostgreSQL message type',
   'packages/sql/src/pglite.ts:connectPglite': 'the PGlite adapter in one closure; not split yet',
   'packages/sql/src/postgres.ts:connectPostgres': 'the postgres.js adapter in one closure; not split yet',

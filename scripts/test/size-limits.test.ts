@@ -27,10 +27,6 @@ const LONG_FILES: Record<string, string> = {
 const LONG_FUNCTIONS: Record<string, string> = {
   'packages/auth/src/session-flows.ts:createSessionFlows':
     'the session flows as one closure over their shared state; not split yet',
-  'packages/client/src/tcp.ts:TcpClient.openLink':
-    'the socket and its frame reader in one closure; not split yet',
-  'packages/client/src/tcp.ts:<callback of Promise>':
-    "openLink's connect callback (the body of the entry above)",
   'packages/client/src/websocket.ts:WebSocketClient.openLink':
     'the WebSocket and its handlers in one closure; not split yet',
   'packages/codec/src/generator/emit.ts:ModuleEmitter.emitHelpers':

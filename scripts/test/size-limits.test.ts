@@ -27,8 +27,6 @@ const LONG_FILES: Record<string, string> = {
 const LONG_FUNCTIONS: Record<string, string> = {
   'packages/auth/src/session-flows.ts:createSessionFlows':
     'the session flows as one closure over their shared state; not split yet',
-  'packages/client/src/websocket.ts:WebSocketClient.openLink':
-    'the WebSocket and its handlers in one closure; not split yet',
   'packages/codec/src/generator/emit.ts:ModuleEmitter.emitHelpers':
     'emits the runtime helpers as one template; not split yet',
   'packages/codec/src/generator/emit.ts:ModuleEmitter.model':

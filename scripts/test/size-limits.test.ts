@@ -38,7 +38,6 @@ const LONG_FUNCTIONS: Record<string, string> = {
     'the HTTP route of an endpoint: handler and hooks in one closure; not split yet',
   'packages/sql/src/pglite-wire.ts:ResponseReader.read': 'one case per PostgreSQL message type',
   'packages/sql/src/pglite.ts:connectPglite': 'the PGlite adapter in one closure; not split yet',
-  'packages/sql/src/postgres.ts:connectPostgres': 'the postgres.js adapter in one closure; not split yet',
 }
 
 function sourceFiles(dir: string): string[] {

@@ -31,7 +31,6 @@ const LONG_FUNCTIONS: Record<string, string> = {
     "emits one model's class as one template; not split yet",
   'packages/codec/src/generator/emit.ts:endpointsFile':
     'emits the endpoints file as one template; not split yet',
-  'packages/codec/src/generator/schema.ts:checkSchema': 'one case per JSON Schema keyword; not split yet',
   'packages/core/src/http/route.ts:registerHttpRoute':
     'the HTTP route of an endpoint: handler and hooks in one closure; not split yet',
   'packages/sql/src/pglite-wire.ts:ResponseReader.read': 'one case per PostgreSQL message type',

@@ -22,7 +22,33 @@ export const INVALID_CREDENTIALS = 'Invalid username or password'
 export const DUMMY_HASH = '$2b$12$baJMGXBP.oanLJye09cCtOXmulFJ.WHQY/FC4cGT8yfsdOGuJVF4S'
 
 export function createSessionFlows(ctx: FlowsContext) {
-  const { auth, users, ledger, encryptor, onTheft } = ctx
+  return { login: loginFlow(ctx), refresh: refreshFlow(ctx), logout: logoutFlow(ctx) }
+}
+
+/** Password, then the TOTP code when the user has enabled it. */
+function loginFlow(ctx: FlowsContext) {
+  const { auth, users, encryptor } = ctx
+  return async (req: {
+    username: string
+    password: string
+    totpCode?: string | null
+  }): Promise<TokenPair> => {
+    const user = req.username.length <= 254 ? await users.findByUsername(req.username) : undefined
+    const matches = await verifyPassword(req.password, user?.passwordHash ?? DUMMY_HASH)
+    if (!user || !matches) throw new UnauthorizedException(INVALID_CREDENTIALS)
+    if (user.totpEnabled) {
+      if (!req.totpCode) throw new UnauthorizedException(TOTP_REQUIRED)
+      const secret = user.totpSecret ? encryptor.decrypt(user.totpSecret) : ''
+      if (!(await acceptTotp(auth, user.id, req.totpCode, secret)))
+        throw new UnauthorizedException(INVALID_TOTP)
+    }
+    return auth.issueTokenPair(user)
+  }
+}
+
+/** A refresh token exchanged once for a new pair; a second use is theft: everything of the user is revoked. */
+function refreshFlow(ctx: FlowsContext) {
+  const { auth, users, ledger, onTheft } = ctx
   const tokens = auth.tokens
 
   function nowSec(): number {
@@ -38,67 +64,55 @@ export function createSessionFlows(ctx: FlowsContext) {
     }
   }
 
-  return {
-    login: async (req: {
-      username: string
-      password: string
-      totpCode?: string | null
-    }): Promise<TokenPair> => {
-      const user = req.username.length <= 254 ? await users.findByUsername(req.username) : undefined
-      const matches = await verifyPassword(req.password, user?.passwordHash ?? DUMMY_HASH)
-      if (!user || !matches) throw new UnauthorizedException(INVALID_CREDENTIALS)
-      if (user.totpEnabled) {
-        if (!req.totpCode) throw new UnauthorizedException(TOTP_REQUIRED)
-        const secret = user.totpSecret ? encryptor.decrypt(user.totpSecret) : ''
-        if (!(await acceptTotp(auth, user.id, req.totpCode, secret)))
-          throw new UnauthorizedException(INVALID_TOTP)
-      }
-      return auth.issueTokenPair(user)
-    },
-    refresh: async (req: { refreshToken: string }): Promise<TokenPair> => {
+  return async (req: { refreshToken: string }): Promise<TokenPair> => {
+    const result = tokens.validateRefresh(req.refreshToken)
+    if (result.isExpired) throw new TokenExpiredException(TOKEN_EXPIRED_MESSAGE)
+    if (!result.isValid || !result.claims) throw new UnauthorizedException(`Invalid token: ${result.error}`)
+    const { jti, userId, expiresAtMs } = result.claims
+    // A refresh token is good once. Listed or already exchanged means it was used before: someone
+    // holds a copy. Revoke everything issued to the user, and refuse.
+    const reused = (await auth.revocation.contains(jti)) || !(await ledger.consume(jti))
+    if (reused) {
+      // Flag first, then revoke: a concurrent winner either sees the flag below or has already
+      // recorded its new tokens, which revokeAllForUser then finds.
+      await ledger.markReused(jti)
+      await auth.revokeAllForUser(userId)
+      await announceTheft(userId)
+      throw new UnauthorizedException(TOKEN_REVOKED)
+    }
+    await auth.revocation.add(jti, Math.max(1, Math.floor(expiresAtMs / 1000) - nowSec()))
+    const user = await users.findById(userId)
+    if (!user) throw new UnauthorizedException(USER_GONE)
+    const pair = await auth.issueTokenPair(user)
+    if (await ledger.isReused(jti)) {
+      await auth.revokeToken(pair.accessToken)
+      await auth.revokeToken(pair.refreshToken)
+      throw new UnauthorizedException(TOKEN_REVOKED)
+    }
+    return pair
+  }
+}
+
+/** Revokes the call's access token and, when given, the user's own refresh token. */
+function logoutFlow(ctx: FlowsContext) {
+  const { auth } = ctx
+  const tokens = auth.tokens
+  return async (req: { refreshToken?: string | null }, call: TriviumCall<unknown, CallTarget>) => {
+    const userId = Number(call.identity?.userId)
+    let refreshToken: string | undefined
+    if (req.refreshToken !== undefined && req.refreshToken !== null) {
       const result = tokens.validateRefresh(req.refreshToken)
-      if (result.isExpired) throw new TokenExpiredException(TOKEN_EXPIRED_MESSAGE)
-      if (!result.isValid || !result.claims) throw new UnauthorizedException(`Invalid token: ${result.error}`)
-      const { jti, userId, expiresAtMs } = result.claims
-      // A refresh token is good once. Listed or already exchanged means it was used before: someone
-      // holds a copy. Revoke everything issued to the user, and refuse.
-      const reused = (await auth.revocation.contains(jti)) || !(await ledger.consume(jti))
-      if (reused) {
-        // Flag first, then revoke: a concurrent winner either sees the flag below or has already
-        // recorded its new tokens, which revokeAllForUser then finds.
-        await ledger.markReused(jti)
-        await auth.revokeAllForUser(userId)
-        await announceTheft(userId)
-        throw new UnauthorizedException(TOKEN_REVOKED)
+      if (result.isValid && result.claims) {
+        if (result.claims.userId !== userId)
+          throw new UnauthorizedException('Invalid token: refresh token of another user')
+        refreshToken = req.refreshToken
+      } else if (!result.isExpired) {
+        throw new UnauthorizedException(`Invalid token: ${result.error}`)
       }
-      await auth.revocation.add(jti, Math.max(1, Math.floor(expiresAtMs / 1000) - nowSec()))
-      const user = await users.findById(userId)
-      if (!user) throw new UnauthorizedException(USER_GONE)
-      const pair = await auth.issueTokenPair(user)
-      if (await ledger.isReused(jti)) {
-        await auth.revokeToken(pair.accessToken)
-        await auth.revokeToken(pair.refreshToken)
-        throw new UnauthorizedException(TOKEN_REVOKED)
-      }
-      return pair
-    },
-    logout: async (req: { refreshToken?: string | null }, call: TriviumCall<unknown, CallTarget>) => {
-      const userId = Number(call.identity?.userId)
-      let refreshToken: string | undefined
-      if (req.refreshToken !== undefined && req.refreshToken !== null) {
-        const result = tokens.validateRefresh(req.refreshToken)
-        if (result.isValid && result.claims) {
-          if (result.claims.userId !== userId)
-            throw new UnauthorizedException('Invalid token: refresh token of another user')
-          refreshToken = req.refreshToken
-        } else if (!result.isExpired) {
-          throw new UnauthorizedException(`Invalid token: ${result.error}`)
-        }
-      }
-      const accessToken = call.credential
-      if (accessToken) await auth.revokeToken(accessToken)
-      if (refreshToken) await auth.revokeToken(refreshToken)
-      return { loggedOut: true }
-    },
+    }
+    const accessToken = call.credential
+    if (accessToken) await auth.revokeToken(accessToken)
+    if (refreshToken) await auth.revokeToken(refreshToken)
+    return { loggedOut: true }
   }
 }

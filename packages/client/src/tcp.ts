@@ -128,16 +128,21 @@ export class TcpClient extends FrameClient {
     return out
   }
 
+  /** A socket connecting to the server, over TLS when configured. */
+  private connectSocket(): Socket {
+    return this.tls
+      ? tlsConnect({
+          ...this.tls,
+          host: this.host,
+          port: this.port,
+          servername: this.tls.servername ?? this.host,
+        })
+      : netConnect({ host: this.host, port: this.port })
+  }
+
   protected openLink(handlers: LinkHandlers): Promise<FrameLink> {
     return new Promise((resolve, reject) => {
-      const socket: Socket = this.tls
-        ? tlsConnect({
-            ...this.tls,
-            host: this.host,
-            port: this.port,
-            servername: this.tls.servername ?? this.host,
-          })
-        : netConnect({ host: this.host, port: this.port })
+      const socket = this.connectSocket()
       const reader = new TcpFrameReader({ maxFrameBytes: this.maxFrameBytes })
       const compression = this.compression && new FrameCompression(this.compression, this.maxFrameBytes)
       let opened = false
@@ -156,26 +161,11 @@ export class TcpClient extends FrameClient {
               socket.destroy()
             }, this.connectTimeoutMs)
           : undefined
-      // Frames written in one turn leave in one write (as the server batches): a client stream's items
-      // sent back to back within its credit cost one syscall, not one each.
-      let corked = false
-      const uncork = () => {
-        corked = false
-        socket.uncork()
-      }
+      const write = frameWriter(socket, compression)
       const link: FrameLink = {
         send(frame: Frame) {
           if (closed || socket.destroyed) throw new Error('the socket is closed')
-          if (!corked) {
-            corked = true
-            socket.cork()
-            process.nextTick(uncork)
-          }
-          if (compression === undefined) socket.write(encodeTcpFrame(frame))
-          else {
-            const [type, body] = compression.outgoing(frame)
-            socket.write(encodeTcpFrameBody(type, frame.requestId, body))
-          }
+          write(frame)
         },
         async close(reason: string) {
           if (closed) return
@@ -199,9 +189,7 @@ export class TcpClient extends FrameClient {
         if (closed) return
         let frames: Frame[]
         try {
-          frames = reader.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength))
-          if (compression) frames = frames.map((f) => compression.incoming(f)).filter((f) => f !== undefined)
-          else if (frames.some((f) => f.compressed)) throw new Error('a compressed frame, not negotiated')
+          frames = readFrames(reader, compression, chunk)
         } catch (err) {
           handlers.protocolError(err as Error)
           closingReason ??= 'protocol error'
@@ -229,4 +217,41 @@ export class TcpClient extends FrameClient {
       })
     })
   }
+}
+
+/**
+ * Writes frames on `socket`, compressed when negotiated. Frames written in one turn leave in one write
+ * (as the server batches): a client stream's items sent back to back within its credit cost one
+ * syscall, not one each.
+ */
+function frameWriter(socket: Socket, compression: FrameCompression | undefined): (frame: Frame) => void {
+  let corked = false
+  const uncork = () => {
+    corked = false
+    socket.uncork()
+  }
+  return (frame) => {
+    if (!corked) {
+      corked = true
+      socket.cork()
+      process.nextTick(uncork)
+    }
+    if (compression === undefined) socket.write(encodeTcpFrame(frame))
+    else {
+      const [type, body] = compression.outgoing(frame)
+      socket.write(encodeTcpFrameBody(type, frame.requestId, body))
+    }
+  }
+}
+
+/** The frames a chunk completes, inflated when compression was negotiated (throws on a protocol error). */
+function readFrames(
+  reader: TcpFrameReader,
+  compression: FrameCompression | undefined,
+  chunk: Buffer,
+): Frame[] {
+  const frames = reader.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength))
+  if (compression) return frames.map((f) => compression.incoming(f)).filter((f) => f !== undefined)
+  if (frames.some((f) => f.compressed)) throw new Error('a compressed frame, not negotiated')
+  return frames
 }

@@ -125,7 +125,8 @@ export class WebSocketClient extends FrameClient {
     this.drainCurrent()
   }
 
-  protected async openLink(handlers: LinkHandlers): Promise<FrameLink> {
+  /** A WebSocket connecting to the server, with the connection's format, token and traceparent. */
+  private async connectSocket(): Promise<WebSocketLike> {
     const url = new URL(this.url)
     url.searchParams.set('format', this.connFormat)
     url.searchParams.set('metadata', '1')
@@ -142,6 +143,15 @@ export class WebSocketClient extends FrameClient {
       })
     }
     ws.binaryType = 'arraybuffer'
+    return ws
+  }
+
+  private cannotConnect(detail: string): NetworkException {
+    return new NetworkException(`Cannot connect to ${this.target}: ${detail}`)
+  }
+
+  protected async openLink(handlers: LinkHandlers): Promise<FrameLink> {
+    const ws = await this.connectSocket()
     const maxFrameBytes = this.maxFrameBytes
     const compression = this.frameCompression && new FrameCompression(this.frameCompression, maxFrameBytes)
     let closed = false
@@ -159,27 +169,12 @@ export class WebSocketClient extends FrameClient {
     const link: FrameLink = {
       send(frame: Frame) {
         if (closed || ws.readyState !== OPEN) throw new Error('the WebSocket is not open')
-        if (compression === undefined) ws.send(encodeWsFrame(frame))
-        else {
-          const [type, body] = compression.outgoing(frame)
-          ws.send(encodeWsFrameBody(type, frame.requestId, body))
-        }
+        sendFrame(ws, compression, frame)
       },
       async close(reason: string) {
         if (!closed) {
           closingReason ??= reason
-          try {
-            ws.close(1000, reason.slice(0, 100))
-          } catch {
-            // already closing
-          }
-          // A server that never answers the close handshake must not hold close() up.
-          const timer = setTimeout(() => {
-            ;(ws as { terminate?: () => void }).terminate?.()
-            finish(reason)
-          }, 1000)
-          await closedPromise
-          clearTimeout(timer)
+          await closeSocket(ws, reason, closedPromise, finish)
         }
       },
     }
@@ -194,12 +189,8 @@ export class WebSocketClient extends FrameClient {
               try {
                 ws.close()
               } catch {}
-              ;(ws as { terminate?: () => void }).terminate?.()
-              reject(
-                new NetworkException(
-                  `Cannot connect to ${this.target}: timed out after ${this.connectTimeoutMs} ms`,
-                ),
-              )
+              terminate(ws)
+              reject(this.cannotConnect(`timed out after ${this.connectTimeoutMs} ms`))
             }, this.connectTimeoutMs)
           : undefined
       ws.onopen = () => {
@@ -216,31 +207,16 @@ export class WebSocketClient extends FrameClient {
         if (!opened) {
           closed = true
           onClosed?.()
-          reject(
-            new NetworkException(
-              `Cannot connect to ${this.target}: ${lastError || `closed (code ${ev.code})`}`,
-            ),
-          )
+          reject(this.cannotConnect(lastError || `closed (code ${ev.code})`))
           return
         }
         finish(closingReason ?? `closed by the server (code ${ev.code}${ev.reason ? `: ${ev.reason}` : ''})`)
       }
       ws.onmessage = (ev) => {
         if (closed) return
-        const data = ev.data
-        let bytes: Uint8Array
-        if (data instanceof ArrayBuffer) bytes = new Uint8Array(data)
-        else if (data instanceof Uint8Array) bytes = data
-        else {
-          handlers.protocolError(new Error('text message on a binary protocol'))
-          void link.close('protocol error')
-          return
-        }
         let frame: Frame | undefined
         try {
-          frame = decodeWsFrame(bytes, { maxFrameBytes })
-          if (compression) frame = compression.incoming(frame)
-          else if (frame.compressed) throw new Error('a compressed frame, not negotiated')
+          frame = decodeMessage(ev.data, maxFrameBytes, compression)
           if (frame === undefined) return
         } catch (err) {
           handlers.protocolError(err as Error)
@@ -252,4 +228,57 @@ export class WebSocketClient extends FrameClient {
     })
     return link
   }
+}
+
+/** Ends the connection at once (`terminate` is ws's; a browser WebSocket has none). */
+function terminate(ws: WebSocketLike): void {
+  ;(ws as { terminate?: () => void }).terminate?.()
+}
+
+/** Sends one frame, compressed when negotiated. */
+function sendFrame(ws: WebSocketLike, compression: FrameCompression | undefined, frame: Frame): void {
+  if (compression === undefined) ws.send(encodeWsFrame(frame))
+  else {
+    const [type, body] = compression.outgoing(frame)
+    ws.send(encodeWsFrameBody(type, frame.requestId, body))
+  }
+}
+
+/** Closes the WebSocket; a server that never answers the close handshake must not hold close() up. */
+async function closeSocket(
+  ws: WebSocketLike,
+  reason: string,
+  closedPromise: Promise<void>,
+  finish: (reason: string) => void,
+): Promise<void> {
+  try {
+    ws.close(1000, reason.slice(0, 100))
+  } catch {
+    // already closing
+  }
+  const timer = setTimeout(() => {
+    terminate(ws)
+    finish(reason)
+  }, 1000)
+  await closedPromise
+  clearTimeout(timer)
+}
+
+/**
+ * The frame a message carries, inflated when compression was negotiated (undefined when it carries
+ * none, such as a compression answer); throws on a protocol error.
+ */
+function decodeMessage(
+  data: unknown,
+  maxFrameBytes: number,
+  compression: FrameCompression | undefined,
+): Frame | undefined {
+  let bytes: Uint8Array
+  if (data instanceof ArrayBuffer) bytes = new Uint8Array(data)
+  else if (data instanceof Uint8Array) bytes = data
+  else throw new Error('text message on a binary protocol')
+  const frame = decodeWsFrame(bytes, { maxFrameBytes })
+  if (compression) return compression.incoming(frame)
+  if (frame.compressed) throw new Error('a compressed frame, not negotiated')
+  return frame
 }

@@ -46,7 +46,8 @@ export interface ConformanceServer {
 
 export type TokenKind = 'none' | 'member' | 'admin' | 'bad' | 'expired' | 'revoked' | 'refresh'
 
-export async function startConformanceServer(options: {
+/** What the conformance server runs with. */
+interface ConformanceServerOptions {
   tcpMode: 'direct' | 'inject'
   /** Registers more transports on the app before it listens (e.g. a test-only one). */
   register?: (app: FastifyInstance) => void | Promise<void>
@@ -59,8 +60,13 @@ export async function startConformanceServer(options: {
   log?: { level: string; stream: { write(line: string): void } }
   /** HTTP/2: over TLS with this certificate (HTTP/1.1 on the same port), or cleartext h2c (PROTOCOL.md "HTTP/2"). */
   http2?: Http2TlsSetting | 'h2c'
-}): Promise<ConformanceServer> {
-  const http2 = options.http2 === undefined ? undefined : triviumHttp2Options(options.http2)
+}
+
+/** The app with every plugin of the server under test registered (endpoints not yet). */
+async function createApp(
+  options: ConformanceServerOptions,
+  http2: ReturnType<typeof triviumHttp2Options> | undefined,
+) {
   // Without Node's own Host check: @trivium/core refuses a missing Host with the error body.
   const http = { ...(http2 && 'http' in http2 ? http2.http : {}), requireHostHeader: false }
   // Fastify's types make an HTTP/2 instance a type of its own; the plugins serve both alike.
@@ -88,21 +94,17 @@ export async function startConformanceServer(options: {
     clientStreamWindowBytes: CLIENT_STREAM_WINDOW_BYTES,
     ...(compress ? { compression: { threshold: 0 } } : {}),
   })
+  return app
+}
 
-  const finished = new Set<string>()
-  // The `gated` client stream: a handler that reads only as fast as the test lets it (backpressure).
-  const gates = new Map<
-    string,
-    { allowed: number; taken: number; reached: number; wake: (() => void) | undefined }
-  >()
-  const gate = (runId: string) => {
-    let g = gates.get(runId)
-    if (!g) {
-      g = { allowed: 0, taken: 0, reached: 0, wake: undefined }
-      gates.set(runId, g)
-    }
-    return g
-  }
+type Gate = { allowed: number; taken: number; reached: number; wake: (() => void) | undefined }
+
+/** The conformance endpoints; `finished` and `gate` are how the tests see the streams' ends and gates. */
+function registerConformanceEndpoints(
+  app: FastifyInstance,
+  finished: Set<string>,
+  gate: (runId: string) => Gate,
+): void {
   registerEndpoints(app.trivium, {
     'public.ping': () => ({ ok: true }),
     echo: (req) => {
@@ -173,7 +175,23 @@ export async function startConformanceServer(options: {
       }
     },
   })
+}
 
+export async function startConformanceServer(options: ConformanceServerOptions): Promise<ConformanceServer> {
+  const http2 = options.http2 === undefined ? undefined : triviumHttp2Options(options.http2)
+  const app = await createApp(options, http2)
+  const finished = new Set<string>()
+  // The `gated` client stream: a handler that reads only as fast as the test lets it (backpressure).
+  const gates = new Map<string, Gate>()
+  const gate = (runId: string) => {
+    let g = gates.get(runId)
+    if (!g) {
+      g = { allowed: 0, taken: 0, reached: 0, wake: undefined }
+      gates.set(runId, g)
+    }
+    return g
+  }
+  registerConformanceEndpoints(app, finished, gate)
   registerNamedRoutes(app)
   implementConformanceContract(app)
 

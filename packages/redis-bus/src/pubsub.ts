@@ -44,6 +44,31 @@ const consoleLogger: LoggerLike = {
   error: (obj, msg) => console.error(msg, obj),
 }
 
+/** The options, each checked in turn (the first bad one is refused), with their defaults. */
+function checkedOptions(options: RedisPubSubOptions) {
+  if (options === null || typeof options !== 'object') {
+    throw SETUP.TRV_REDIS_BUS_PUBSUB_OPTIONS()
+  }
+  const { redis } = options
+  const { Cluster, Redis } = ioredis()
+  if (typeof redis !== 'string' && !(redis instanceof Redis) && !(redis instanceof Cluster)) {
+    throw SETUP.TRV_REDIS_BUS_REDIS()
+  }
+  const timeoutMs = options.publishTimeoutMs ?? 500
+  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) {
+    throw SETUP.TRV_REDIS_BUS_PUBLISH_TIMEOUT()
+  }
+  const retryMax = options.retryMaxDelayMs ?? 1000
+  if (!Number.isSafeInteger(retryMax) || retryMax < 1) {
+    throw SETUP.TRV_REDIS_BUS_RETRY_MAX_DELAY()
+  }
+  const logger = options.logger ?? consoleLogger
+  if (typeof logger?.warn !== 'function' || typeof logger.info !== 'function') {
+    throw SETUP.TRV_REDIS_BUS_LOGGER()
+  }
+  return { redis, timeoutMs, retryMax, logger }
+}
+
 export class RedisPubSub {
   readonly logger: LoggerLike
   /** True on a Redis Cluster: messages travel by sharded pub/sub (SPUBLISH/SSUBSCRIBE). */
@@ -69,26 +94,8 @@ export class RedisPubSub {
   #closing: Promise<void> | undefined
 
   constructor(options: RedisPubSubOptions) {
-    if (options === null || typeof options !== 'object') {
-      throw SETUP.TRV_REDIS_BUS_PUBSUB_OPTIONS()
-    }
-    const { redis } = options
+    const { redis, timeoutMs, retryMax, logger } = checkedOptions(options)
     const { Cluster, Redis } = ioredis()
-    if (typeof redis !== 'string' && !(redis instanceof Redis) && !(redis instanceof Cluster)) {
-      throw SETUP.TRV_REDIS_BUS_REDIS()
-    }
-    const timeoutMs = options.publishTimeoutMs ?? 500
-    if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) {
-      throw SETUP.TRV_REDIS_BUS_PUBLISH_TIMEOUT()
-    }
-    const retryMax = options.retryMaxDelayMs ?? 1000
-    if (!Number.isSafeInteger(retryMax) || retryMax < 1) {
-      throw SETUP.TRV_REDIS_BUS_RETRY_MAX_DELAY()
-    }
-    const logger = options.logger ?? consoleLogger
-    if (typeof logger?.warn !== 'function' || typeof logger.info !== 'function') {
-      throw SETUP.TRV_REDIS_BUS_LOGGER()
-    }
     this.logger = logger
     this.#timeoutMs = timeoutMs
 
@@ -145,18 +152,26 @@ export class RedisPubSub {
         this.#pub = redis.duplicate(pubOptions)
         this.#sub = redis.duplicate(subOptions)
       }
-      const sub = this.#sub
-      sub.on('error', (err: Error) => this.#markDown('subscriber', err))
-      sub.on('close', () => this.#markDown('subscriber', undefined))
-      sub.on('ready', () => this.#markUp())
-      sub.on('close', () => this.#onSubscriberLost())
-      sub.on('ready', () => this.#onSubscriberReady())
-      sub.on('message', (channel: string, payload: string) => this.#dispatch(channel, payload))
+      this.#listenSubscriber(this.#sub)
     }
-    const pub = this.#pub
+    this.#listenPublisher(this.#pub)
+  }
+
+  /** The publisher's state follows its connection. */
+  #listenPublisher(pub: Redis | Cluster): void {
     pub.on('error', (err: Error) => this.#markDown('publisher', err))
     pub.on('close', () => this.#markDown('publisher', undefined))
     pub.on('ready', () => this.#markUp())
+  }
+
+  /** The subscriber's state, subscriptions and messages (on one Redis; a Cluster's are #shards'). */
+  #listenSubscriber(sub: Redis): void {
+    sub.on('error', (err: Error) => this.#markDown('subscriber', err))
+    sub.on('close', () => this.#markDown('subscriber', undefined))
+    sub.on('ready', () => this.#markUp())
+    sub.on('close', () => this.#onSubscriberLost())
+    sub.on('ready', () => this.#onSubscriberReady())
+    sub.on('message', (channel: string, payload: string) => this.#dispatch(channel, payload))
   }
 
   /** True while both connections are up (on a Cluster: the publisher and every subscriber connection). */

@@ -385,13 +385,14 @@ async function initialiseApart(dataDir: string, params: string[]): Promise<void>
   })
 }
 
-/** Starts an embedded PGlite database (in memory unless `dataDir` is given). */
-export async function connectPglite(opts: PgliteOptions = {}): Promise<SqlClient> {
-  if (typeof opts !== 'object' || opts === null) throw SETUP.TRV_SQL_PGLITE_OPTIONS()
-  const schema = checkSchema(opts.schema)
-  if (opts.dataDir !== undefined && (typeof opts.dataDir !== 'string' || opts.dataDir === '')) {
-    throw SETUP.TRV_SQL_PGLITE_DATA_DIR()
-  }
+/** A query on the engine's current state (inside a transaction for its client). */
+type RunQuery = <R>(text: string, params: unknown[] | undefined) => Promise<QueryResult<R>>
+
+/** Loads PGlite (an optional peer), starts the database and puts `schema` on its search_path. */
+async function openPglite(
+  opts: PgliteOptions,
+  schema: string | undefined,
+): Promise<{ lib: PgliteModule; db: PGlite }> {
   const lib = await import('@electric-sql/pglite').catch((err: NodeJS.ErrnoException) => {
     // An optional peer: PostgreSQL users never install the embedded engine.
     if (err.code !== 'ERR_MODULE_NOT_FOUND') throw err
@@ -412,6 +413,99 @@ export async function connectPglite(opts: PgliteOptions = {}): Promise<SqlClient
       `CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}; SET search_path TO ${quoteIdent(schema)};`,
     )
   }
+  return { lib, db }
+}
+
+/** BEGIN, COMMIT, SAVEPOINT …: after any PGlite call in flight. */
+async function simpleStatement(engine: Engine, sql: string): Promise<string[]> {
+  if (engine.isBusy) await engine.idle()
+  try {
+    return engine.simple(sql)
+  } catch (err) {
+    throw mapConnectionError(err)
+  }
+}
+
+/** The client of one transaction (`isOpen` until it ends); `transaction()` nests with a SAVEPOINT. */
+function transactionClient(engine: Engine, runQuery: RunQuery, isOpen: () => boolean): SqlClient {
+  const simple = (sql: string) => simpleStatement(engine, sql)
+  let savepoints = 0
+  const check = (): void => {
+    if (!isOpen()) throw new Error('Transaction is closed')
+  }
+  const client: SqlClient = {
+    dialect: 'pglite',
+    query(text, params, options) {
+      try {
+        check()
+      } catch (err) {
+        return Promise.reject(err)
+      }
+      return withSignal(options?.signal, () => runQuery(text, params))
+    },
+    exec: (sql) =>
+      withMappedErrors(() => {
+        check()
+        return engine.fallbackExec(sql)
+      }),
+    async transaction(fn) {
+      check()
+      const name = `trivium_sp_${++savepoints}`
+      await simple(`SAVEPOINT ${name}`)
+      try {
+        const value = await fn(client)
+        await simple(`RELEASE SAVEPOINT ${name}`)
+        return value
+      } catch (err) {
+        await simple(`ROLLBACK TO SAVEPOINT ${name}`).catch(noop)
+        throw err
+      }
+    },
+    async close() {
+      throw new Error('@trivium/sql: close() cannot be called on a transaction client')
+    },
+  }
+  return client
+}
+
+/** `fn` inside BEGIN … COMMIT (ROLLBACK when it throws); a transaction the callback left aborted is refused. */
+async function runTransaction<T>(
+  engine: Engine,
+  lib: PgliteModule,
+  runQuery: RunQuery,
+  fn: (tx: SqlClient) => Promise<T>,
+): Promise<T> {
+  const simple = (sql: string) => simpleStatement(engine, sql)
+  let open = true
+  await simple('BEGIN')
+  engine.inTransaction = true
+  try {
+    let value: T
+    try {
+      value = await fn(transactionClient(engine, runQuery, () => open))
+    } catch (err) {
+      open = false
+      await simple('ROLLBACK').catch(noop)
+      throw err
+    }
+    open = false
+    const tags = await simple('COMMIT')
+    // A failed statement the callback swallowed left the transaction aborted: COMMIT rolled back.
+    if (tags[tags.length - 1] === 'ROLLBACK') throw new lib.TransactionAbortedError()
+    return value
+  } finally {
+    engine.inTransaction = false
+  }
+}
+
+/** Starts an embedded PGlite database (in memory unless `dataDir` is given). */
+export async function connectPglite(opts: PgliteOptions = {}): Promise<SqlClient> {
+  if (typeof opts !== 'object' || opts === null) throw SETUP.TRV_SQL_PGLITE_OPTIONS()
+  const schema = checkSchema(opts.schema)
+  if (opts.dataDir !== undefined && (typeof opts.dataDir !== 'string' || opts.dataDir === '')) {
+    throw SETUP.TRV_SQL_PGLITE_DATA_DIR()
+  }
+  const { lib, db } = await openPglite(opts, schema)
   const engine = new Engine(db, lib)
   let closed = false
 
@@ -424,15 +518,10 @@ export async function connectPglite(opts: PgliteOptions = {}): Promise<SqlClient
       if (closed) throw closedError()
       return fn()
     })
-    const settled = run.then(
-      () => {
-        queued--
-      },
-      () => {
-        queued--
-      },
-    )
-    chain = settled
+    const dequeue = (): void => {
+      queued--
+    }
+    chain = run.then(dequeue, dequeue)
     return run
   }
 
@@ -462,56 +551,6 @@ export async function connectPglite(opts: PgliteOptions = {}): Promise<SqlClient
     return topLevel && queued === 0 ? exclusive(fallback) : fallback()
   }
 
-  /** BEGIN, COMMIT, SAVEPOINT …: after any PGlite call in flight. */
-  async function simple(sql: string): Promise<string[]> {
-    if (engine.isBusy) await engine.idle()
-    try {
-      return engine.simple(sql)
-    } catch (err) {
-      throw mapConnectionError(err)
-    }
-  }
-
-  function transactionClient(isOpen: () => boolean): SqlClient {
-    let savepoints = 0
-    const check = (): void => {
-      if (!isOpen()) throw new Error('Transaction is closed')
-    }
-    const client: SqlClient = {
-      dialect: 'pglite',
-      query(text, params, options) {
-        try {
-          check()
-        } catch (err) {
-          return Promise.reject(err)
-        }
-        return withSignal(options?.signal, () => runQuery(text, params))
-      },
-      exec: (sql) =>
-        withMappedErrors(() => {
-          check()
-          return engine.fallbackExec(sql)
-        }),
-      async transaction(fn) {
-        check()
-        const name = `trivium_sp_${++savepoints}`
-        await simple(`SAVEPOINT ${name}`)
-        try {
-          const value = await fn(client)
-          await simple(`RELEASE SAVEPOINT ${name}`)
-          return value
-        } catch (err) {
-          await simple(`ROLLBACK TO SAVEPOINT ${name}`).catch(noop)
-          throw err
-        }
-      },
-      async close() {
-        throw new Error('@trivium/sql: close() cannot be called on a transaction client')
-      },
-    }
-    return client
-  }
-
   return {
     dialect: 'pglite',
     query(text, params, options) {
@@ -523,30 +562,7 @@ export async function connectPglite(opts: PgliteOptions = {}): Promise<SqlClient
     exec(sql) {
       return exclusive(() => withMappedErrors(() => engine.fallbackExec(sql)))
     },
-    transaction(fn) {
-      return exclusive(async () => {
-        let open = true
-        await simple('BEGIN')
-        engine.inTransaction = true
-        try {
-          let value: Awaited<ReturnType<typeof fn>>
-          try {
-            value = await fn(transactionClient(() => open))
-          } catch (err) {
-            open = false
-            await simple('ROLLBACK').catch(noop)
-            throw err
-          }
-          open = false
-          const tags = await simple('COMMIT')
-          // A failed statement the callback swallowed left the transaction aborted: COMMIT rolled back.
-          if (tags[tags.length - 1] === 'ROLLBACK') throw new lib.TransactionAbortedError()
-          return value
-        } finally {
-          engine.inTransaction = false
-        }
-      })
-    },
+    transaction: (fn) => exclusive(() => runTransaction(engine, lib, runQuery, fn)),
     async close() {
       if (closed) return
       await exclusive(async () => {

@@ -113,6 +113,129 @@ function transactionClient(conn: PoolClient, cancel: (pid: number) => Promise<vo
   return tx
 }
 
+/** The adapter's own pool: every connection starts with the schema on its search_path. */
+async function createPool(opts: PostgresOptions, schema: string | undefined, max: number): Promise<Pool> {
+  const { default: pg } = await import('pg')
+  const config: PoolConfig = {
+    connectionString: opts.connectionString,
+    max,
+    connectionTimeoutMillis: opts.connectionTimeoutMillis ?? 5000,
+  }
+  if (schema) config.options = `-c search_path=${schema}`
+  const pool = new pg.Pool(config)
+  // An idle connection dropped by the server must not crash the process; the next query reconnects.
+  pool.on('error', () => {})
+  return pool
+}
+
+/**
+ * Checks out a connection; with `schema` (a pool passed in by the caller), sets search_path once on each
+ * connection it hands us.
+ */
+function connectionAcquirer(pool: Pool, schema: string | undefined): () => Promise<PoolClient> {
+  const prepared = new WeakSet<PoolClient>()
+  const guarded = new WeakSet<PoolClient>()
+  return async function acquire(): Promise<PoolClient> {
+    let conn: PoolClient
+    try {
+      conn = await pool.connect()
+    } catch (err) {
+      throw mapConnectionError(err)
+    }
+    if (!guarded.has(conn)) {
+      // pg-pool only listens for 'error' on idle connections: a connection lost while checked out
+      // would otherwise be an uncaught exception. The failing query rejects on its own.
+      conn.on('error', () => {})
+      guarded.add(conn)
+    }
+    if (schema && !prepared.has(conn)) {
+      try {
+        await conn.query(`SET search_path TO ${quoteIdent(schema)}`)
+        prepared.add(conn)
+      } catch (err) {
+        conn.release(err as Error)
+        throw mapConnectionError(err)
+      }
+    }
+    return conn
+  }
+}
+
+/** Creates the schema, or checks the connection; a failure ends the adapter's own pool (`ownPool`). */
+async function checkConnection(
+  client: SqlClient,
+  schema: string | undefined,
+  ownPool: Pool | undefined,
+): Promise<void> {
+  if (schema) {
+    try {
+      // Schema names were validated; IF NOT EXISTS can still race with another instance (23505/42P06).
+      await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`)
+    } catch (err) {
+      const code = (err as { code?: string }).code
+      if (code !== '23505' && code !== '42P06') {
+        await ownPool?.end().catch(() => {})
+        throw err
+      }
+    }
+  } else {
+    try {
+      await client.query('SELECT 1')
+    } catch (err) {
+      await ownPool?.end().catch(() => {})
+      throw err
+    }
+  }
+}
+
+// Cancels the statement of another connection: over a connection of its own when the adapter made
+// the pool (`ownConnectionString`: a pool full of statements waiting to be cancelled cannot lend one),
+// else one of the pool.
+async function cancelBackend(
+  pid: number,
+  pool: Pool,
+  ownConnectionString: string | undefined,
+): Promise<void> {
+  if (ownConnectionString !== undefined) {
+    const { default: pg } = await import('pg')
+    const side = new pg.Client({ connectionString: ownConnectionString })
+    side.on('error', () => {})
+    try {
+      await side.connect()
+      await side.query('SELECT pg_cancel_backend($1)', [pid])
+    } finally {
+      await side.end().catch(() => {})
+    }
+  } else {
+    await pool.query('SELECT pg_cancel_backend($1)', [pid])
+  }
+}
+
+/** `fn` on one checked-out connection inside BEGIN … COMMIT (ROLLBACK when it throws). */
+async function runTransaction<T>(
+  acquire: () => Promise<PoolClient>,
+  cancel: (pid: number) => Promise<void>,
+  fn: (tx: SqlClient) => Promise<T>,
+): Promise<T> {
+  const conn = await acquire()
+  let broken: Error | undefined
+  try {
+    await runSimple(conn, 'BEGIN')
+    const value = await fn(transactionClient(conn, cancel))
+    await runSimple(conn, 'COMMIT')
+    return value
+  } catch (err) {
+    try {
+      await conn.query('ROLLBACK')
+    } catch (rollbackErr) {
+      broken = rollbackErr as Error // the connection is unusable: destroy it instead of reusing
+    }
+    throw err
+  } finally {
+    conn.release(broken)
+  }
+}
+
 /**
  * Connects to PostgreSQL. Checks the connection (and creates `schema`) before resolving, so a
  * database that is down fails start-up with DatabaseUnavailableError.
@@ -127,50 +250,9 @@ export async function connectPostgres(opts: PostgresOptions): Promise<SqlClient>
   if (!Number.isInteger(max) || max < 1) throw SETUP.TRV_SQL_POOL_MAX()
 
   const ownsPool = opts.pool === undefined
-  let pool: Pool
-  if (opts.pool) {
-    pool = opts.pool
-  } else {
-    const { default: pg } = await import('pg')
-    const config: PoolConfig = {
-      connectionString: opts.connectionString,
-      max,
-      connectionTimeoutMillis: opts.connectionTimeoutMillis ?? 5000,
-    }
-    // Every connection of our own pool starts with the schema on its search_path.
-    if (schema) config.options = `-c search_path=${schema}`
-    pool = new pg.Pool(config)
-    // An idle connection dropped by the server must not crash the process; the next query reconnects.
-    pool.on('error', () => {})
-  }
+  const pool = opts.pool ? opts.pool : await createPool(opts, schema, max)
 
-  // A pool passed in by the caller: set search_path once on each connection it hands us.
-  const prepared = new WeakSet<PoolClient>()
-  const guarded = new WeakSet<PoolClient>()
-  async function acquire(): Promise<PoolClient> {
-    let conn: PoolClient
-    try {
-      conn = await pool.connect()
-    } catch (err) {
-      throw mapConnectionError(err)
-    }
-    if (!guarded.has(conn)) {
-      // pg-pool only listens for 'error' on idle connections: a connection lost while checked out
-      // would otherwise be an uncaught exception. The failing query rejects on its own.
-      conn.on('error', () => {})
-      guarded.add(conn)
-    }
-    if (schema && !ownsPool && !prepared.has(conn)) {
-      try {
-        await conn.query(`SET search_path TO ${quoteIdent(schema)}`)
-        prepared.add(conn)
-      } catch (err) {
-        conn.release(err as Error)
-        throw mapConnectionError(err)
-      }
-    }
-    return conn
-  }
+  const acquire = connectionAcquirer(pool, ownsPool ? undefined : schema)
 
   async function withConnection<T>(fn: (conn: PoolClient) => Promise<T>): Promise<T> {
     if (ownsPool || !schema) {
@@ -185,23 +267,7 @@ export async function connectPostgres(opts: PostgresOptions): Promise<SqlClient>
     }
   }
 
-  // Cancels the statement of another connection: over a connection of its own when the adapter made
-  // the pool (a pool full of statements waiting to be cancelled cannot lend one), else one of the pool.
-  async function cancel(pid: number): Promise<void> {
-    if (ownsPool) {
-      const { default: pg } = await import('pg')
-      const side = new pg.Client({ connectionString: opts.connectionString })
-      side.on('error', () => {})
-      try {
-        await side.connect()
-        await side.query('SELECT pg_cancel_backend($1)', [pid])
-      } finally {
-        await side.end().catch(() => {})
-      }
-    } else {
-      await pool.query('SELECT pg_cancel_backend($1)', [pid])
-    }
-  }
+  const cancel = (pid: number) => cancelBackend(pid, pool, ownsPool ? opts.connectionString : undefined)
 
   async function queryCancellable<R>(
     text: string,
@@ -225,48 +291,12 @@ export async function connectPostgres(opts: PostgresOptions): Promise<SqlClient>
         ? withConnection((conn) => run(conn, text, params))
         : queryCancellable(text, params, options.signal),
     exec: (sql) => withConnection((conn) => runSimple(conn, sql)),
-    async transaction(fn) {
-      const conn = await acquire()
-      let broken: Error | undefined
-      try {
-        await runSimple(conn, 'BEGIN')
-        const value = await fn(transactionClient(conn, cancel))
-        await runSimple(conn, 'COMMIT')
-        return value
-      } catch (err) {
-        try {
-          await conn.query('ROLLBACK')
-        } catch (rollbackErr) {
-          broken = rollbackErr as Error // the connection is unusable: destroy it instead of reusing
-        }
-        throw err
-      } finally {
-        conn.release(broken)
-      }
-    },
+    transaction: (fn) => runTransaction(acquire, cancel, fn),
     async close() {
       if (ownsPool) await pool.end()
     },
   }
 
-  if (schema) {
-    try {
-      // Schema names were validated; IF NOT EXISTS can still race with another instance (23505/42P06).
-      await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`)
-    } catch (err) {
-      const code = (err as { code?: string }).code
-      if (code !== '23505' && code !== '42P06') {
-        if (ownsPool) await pool.end().catch(() => {})
-        throw err
-      }
-    }
-  } else {
-    try {
-      await client.query('SELECT 1')
-    } catch (err) {
-      if (ownsPool) await pool.end().catch(() => {})
-      throw err
-    }
-  }
+  await checkConnection(client, schema, ownsPool ? pool : undefined)
   return client
 }

@@ -10,10 +10,10 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyRequest, RouteOptions 
 import fp from 'fastify-plugin'
 import { type WebSocket, WebSocketServer } from 'ws'
 import { WebSocketCarrier } from './carrier.js'
-import { resolveOptions, type TriviumWebSocketOptions } from './options.js'
+import { type ResolvedOptions, resolveOptions, type TriviumWebSocketOptions } from './options.js'
 import { SETUP } from './setup-errors.js'
 import { sendUpgradeError, UPGRADE_REQUIRED, type Upgrades, upgradeCheck } from './upgrade.js'
-import { upgradeRouter } from './upgrade-router.js'
+import { type UpgradeRouter, upgradeRouter } from './upgrade-router.js'
 
 export {
   MemoryBus,
@@ -69,43 +69,23 @@ function boundedErrorLog(fastify: FastifyInstance, limit = 10) {
 /** Marks this plugin's route in its config (the one route an upgrade is served on). */
 const WEBSOCKET_ROUTE = Symbol('trivium.websocket.route')
 
-const triviumWebSocket: FastifyPluginAsync<TriviumWebSocketOptions> = async (
-  fastify: FastifyInstance,
-  raw,
-) => {
-  const options = resolveOptions(
-    raw ?? {},
-    fastify.trivium.bodyLimit,
-    fastify.initialConfig.pluginTimeout ?? 10_000,
-  )
-  // An application's @fastify/websocket registered before (here or in an ancestor context) wraps this
-  // plugin's route like any `wsHandler` route of its own, and upgrades with its own ws server and options.
-  if (fastify.hasDecorator('websocketServer') && options.perMessageDeflate !== false) {
-    throw SETUP.TRV_WEBSOCKET_APP_DEFLATE()
-  }
-  const server = new FrameServer(fastify, 'websocket', options)
-  const upgrades: Upgrades = new WeakMap()
-  const router = upgradeRouter(fastify)
-  // Otherwise this plugin upgrades its route's requests itself (ws bounds the inflated message by
-  // maxPayload too: closes 1009 past it).
-  const wss = new WebSocketServer({
-    noServer: true,
-    maxPayload: options.maxPayload,
-    perMessageDeflate: options.perMessageDeflate,
-  })
-  const logClientError = boundedErrorLog(fastify)
-  // Listeners shared by every connection (`this` is the socket): a closure made in the upgrade handler
-  // would keep that handler's request, with Fastify's Request and Node's IncomingMessage, for the
-  // connection's life (bench/density).
-  const onSocketError = function (this: WebSocket, error: Error): void {
-    logClientError(error, this)
-  }
+/** `fastify.triviumWebSocket`: the open connections and closing sessions by who holds them. */
+function decorateServer(fastify: FastifyInstance, server: FrameServer): void {
+  fastify.decorate('triviumWebSocket', {
+    get connections() {
+      return server.sessions.size
+    },
+    closeSessions: (match, reason) => server.hub.closeSessions(match, reason),
+  } satisfies TriviumWebSocketServer)
+}
 
-  /** Every connection of this plugin, whichever ws server upgraded it. */
-  const sockets = new Set<WebSocket>()
-  const forgetSocket = function (this: WebSocket): void {
-    sockets.delete(this)
-  }
+/** Closes every session and ends every socket before the server closes. */
+function drainOnClose(
+  fastify: FastifyInstance,
+  server: FrameServer,
+  wss: WebSocketServer,
+  sockets: Set<WebSocket>,
+): void {
   fastify.addHook('preClose', async () => {
     await server.shutdownAll()
     wss.close()
@@ -116,25 +96,18 @@ const triviumWebSocket: FastifyPluginAsync<TriviumWebSocketOptions> = async (
       await new Promise((resolve) => setTimeout(resolve, 20))
     }
   })
+}
 
-  const tickMs = Math.max(10, Math.min(options.pingIntervalMs, Math.ceil(options.idleTimeoutMs / 4)))
-  fastify.addHook('onReady', async () => server.start(tickMs))
-
-  fastify.decorate('triviumWebSocket', {
-    get connections() {
-      return server.sessions.size
-    },
-    closeSessions: (match, reason) => server.hub.closeSessions(match, reason),
-  } satisfies TriviumWebSocketServer)
-
-  const checkUpgrade = upgradeCheck(fastify, server, options, upgrades)
-
+/**
+ * Refuses upgrades no WebSocket route serves, and closes the socket of every upgrade this plugin answered
+ * over HTTP.
+ */
+function refuseUnservedUpgrades(fastify: FastifyInstance, router: UpgradeRouter, servedAt: string): void {
   // An upgrade elsewhere is refused when no WebSocket route serves it: with no @fastify/websocket in the
   // application (this plugin routes the upgrades), every other path; with one, only a path without a
   // route (404): its routes, WebSocket or not, stay its own.
   const unserved = (request: FastifyRequest): boolean =>
     request.is404 || router.upgradeOf(request.raw)?.routedByTrivium === true
-  const servedAt = `${fastify.prefix}${options.path}`
   // ws would refuse a bad handshake with its own text/html 400: the refusal is the error body.
   // Requests without an Upgrade header only pay the header check.
   fastify.addHook('onRequest', function refuseOtherUpgrades(request, reply, done) {
@@ -161,8 +134,19 @@ const triviumWebSocket: FastifyPluginAsync<TriviumWebSocketOptions> = async (
     }
     done()
   })
+}
 
-  const openSession = (socket: WebSocket, raw: Duplex, request: FastifyRequest): void => {
+/** Opens the frame session of an upgraded socket (`raw` is its TCP socket). */
+function sessionOpener(
+  server: FrameServer,
+  options: ResolvedOptions,
+  upgrades: Upgrades,
+  sockets: Set<WebSocket>,
+): (socket: WebSocket, raw: Duplex, request: FastifyRequest) => void {
+  const forgetSocket = function (this: WebSocket): void {
+    sockets.delete(this)
+  }
+  return (socket, raw, request) => {
     sockets.add(socket)
     socket.once('close', forgetSocket)
     try {
@@ -197,7 +181,51 @@ const triviumWebSocket: FastifyPluginAsync<TriviumWebSocketOptions> = async (
       socket.close(1011, INTERNAL_ERROR_MESSAGE)
     }
   }
+}
 
+const triviumWebSocket: FastifyPluginAsync<TriviumWebSocketOptions> = async (
+  fastify: FastifyInstance,
+  raw,
+) => {
+  const options = resolveOptions(
+    raw ?? {},
+    fastify.trivium.bodyLimit,
+    fastify.initialConfig.pluginTimeout ?? 10_000,
+  )
+  // An application's @fastify/websocket registered before (here or in an ancestor context) wraps this
+  // plugin's route like any `wsHandler` route of its own, and upgrades with its own ws server and options.
+  if (fastify.hasDecorator('websocketServer') && options.perMessageDeflate !== false) {
+    throw SETUP.TRV_WEBSOCKET_APP_DEFLATE()
+  }
+  const server = new FrameServer(fastify, 'websocket', options)
+  const upgrades: Upgrades = new WeakMap()
+  const router = upgradeRouter(fastify)
+  // Otherwise this plugin upgrades its route's requests itself (ws bounds the inflated message by
+  // maxPayload too: closes 1009 past it).
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: options.maxPayload,
+    perMessageDeflate: options.perMessageDeflate,
+  })
+  const logClientError = boundedErrorLog(fastify)
+  // Listeners shared by every connection (`this` is the socket): a closure made in the upgrade handler
+  // would keep that handler's request, with Fastify's Request and Node's IncomingMessage, for the
+  // connection's life (bench/density).
+  const onSocketError = function (this: WebSocket, error: Error): void {
+    logClientError(error, this)
+  }
+
+  /** Every connection of this plugin, whichever ws server upgraded it. */
+  const sockets = new Set<WebSocket>()
+  drainOnClose(fastify, server, wss, sockets)
+  const tickMs = Math.max(10, Math.min(options.pingIntervalMs, Math.ceil(options.idleTimeoutMs / 4)))
+  fastify.addHook('onReady', async () => server.start(tickMs))
+
+  decorateServer(fastify, server)
+
+  const checkUpgrade = upgradeCheck(fastify, server, options, upgrades)
+  refuseUnservedUpgrades(fastify, router, `${fastify.prefix}${options.path}`)
+  const openSession = sessionOpener(server, options, upgrades, sockets)
   const route: RouteOptions & { wsHandler: (socket: WebSocket, request: FastifyRequest) => void } = {
     method: 'GET',
     url: options.path,

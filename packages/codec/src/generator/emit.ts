@@ -97,122 +97,134 @@ class ModuleEmitter {
     const cls = this.ts(t, 'class')
     const data = this.ts(t, 'data')
     const lines: string[] = [`// ${typeKey(t)}`]
-    if (t.kind === 'list') {
-      const item = t.item
-      const itemCls = this.ts(item, 'class')
-      lines.push(
-        `function $r${id}(r: ${RT}.BinaryReader): ${cls} {`,
-        `  const n = r.count(${this.minSize(item)})`,
-        `  const a = new Array<${itemCls}>(n)`,
-        `  for (let i = 0; i < n; i++) a[i] = ${this.read(item)}`,
-        '  return a',
-        '}',
-        `function $w${id}(w: ${RT}.BinaryWriter, v: ${data}): void {`,
-        '  w.count(v.length)',
-        '  for (let i = 0; i < v.length; i++) {',
-        '    const x = v[i] as (typeof v)[number]',
-        `    ${this.write(item, 'x')}`,
-        '  }',
-        '}',
-        `function $j${id}(j: unknown, e: ${RT}.FieldError[], p: string, k: string | number): ${cls} {`,
-        '  if (!Array.isArray(j)) {',
-        `    ${RT}.fail(e, p, k, j === undefined ? 'is required' : j === null ? 'must not be null' : 'must be array')`,
-        '    return []',
-        '  }',
-        `  const q = k === '' ? p : ${RT}.joinPath(p, k)`,
-        `  const a = new Array<${itemCls}>(j.length)`,
-        `  for (let i = 0; i < j.length; i++) a[i] = ${this.fromJSON(item, 'j[i]', 'q', 'i')}`,
-        '  return a',
-        '}',
-        `function $t${id}(v: ${data}): unknown[] {`,
-        '  const a = new Array<unknown>(v.length)',
-        '  for (let i = 0; i < v.length; i++) {',
-        '    const x = v[i] as (typeof v)[number]',
-        `    a[i] = ${this.toJSON(item, 'x')}`,
-        '  }',
-        '  return a',
-        '}',
-        `function $e${id}(a: ${data}, b: ${data}): boolean {`,
-        '  if (a.length !== b.length) return false',
-        '  for (let i = 0; i < a.length; i++) {',
-        '    const x = a[i] as (typeof a)[number]',
-        '    const y = b[i] as (typeof b)[number]',
-        `    if (!(${this.equals(item, 'x', 'y')})) return false`,
-        '  }',
-        '  return true',
-        '}',
-        `function $h${id}(v: ${data}): number {`,
-        '  let h = 1',
-        '  for (let i = 0; i < v.length; i++) {',
-        '    const x = v[i] as (typeof v)[number]',
-        `    h = ${RT}.hashCombine(h, ${this.hash(item, 'x')})`,
-        '  }',
-        '  return h',
-        '}',
-      )
-    } else if (t.kind === 'map') {
-      const key: TypeNode = { kind: 'prim', name: t.key }
-      const keyTs = this.ts(key, 'class')
-      const valCls = this.ts(t.value, 'class')
-      const keyFromText =
-        t.key === 'string'
-          ? 'key'
-          : t.key === 'int32'
-            ? `${RT}.jMapKeyInt32(key, e, q)`
-            : `${RT}.jMapKeyInt64(key, e, q)`
-      lines.push(
-        `function $r${id}(r: ${RT}.BinaryReader): ${cls} {`,
-        `  const n = r.count(${this.minSize(key)} + ${this.minSize(t.value)})`,
-        `  const m = new Map<${keyTs}, ${valCls}>()`,
-        '  for (let i = 0; i < n; i++) {',
-        '    const at = r.pos',
-        `    const key = ${this.read(key)}`,
-        `    if (m.has(key)) { r.pos = at; r.fail(\`duplicate map key at offset \${at}\`) }`,
-        `    m.set(key, ${this.read(t.value)})`,
-        '  }',
-        '  return m',
-        '}',
-        `function $w${id}(w: ${RT}.BinaryWriter, v: ${data}): void {`,
-        '  w.count(v.size)',
-        '  for (const [key, x] of v) {',
-        `    ${this.write(key, 'key')}`,
-        `    ${this.write(t.value, 'x')}`,
-        '  }',
-        '}',
-        `function $j${id}(j: unknown, e: ${RT}.FieldError[], p: string, k: string | number): ${cls} {`,
-        `  const m = new Map<${keyTs}, ${valCls}>()`,
-        `  if (!${RT}.isObject(j)) {`,
-        `    ${RT}.fail(e, p, k, j === undefined ? 'is required' : j === null ? 'must not be null' : 'must be object')`,
-        '    return m',
-        '  }',
-        `  const q = k === '' ? p : ${RT}.joinPath(p, k)`,
-        '  for (const key of Object.keys(j)) {',
-        `    m.set(${keyFromText}, ${this.fromJSON(t.value, 'j[key]', 'q', 'key')})`,
-        '  }',
-        '  return m',
-        '}',
-        `function $t${id}(v: ${data}): Record<string, unknown> {`,
-        '  const o: Record<string, unknown> = Object.create(null)',
-        `  for (const [key, x] of v) o[${t.key === 'string' ? 'key' : 'String(key)'}] = ${this.toJSON(t.value, 'x')}`,
-        '  return o',
-        '}',
-        `function $e${id}(a: ${data}, b: ${data}): boolean {`,
-        '  if (a.size !== b.size) return false',
-        '  for (const [key, x] of a) {',
-        '    if (!b.has(key)) return false',
-        '    const y = b.get(key)!',
-        `    if (!(${this.equals(t.value, 'x', 'y')})) return false`,
-        '  }',
-        '  return true',
-        '}',
-        `function $h${id}(v: ${data}): number {`,
-        '  let h = 0',
-        `  for (const [key, x] of v) h = (h + (${this.hash(key, 'key')} ^ ${this.hash(t.value, 'x')})) | 0`,
-        '  return h',
-        '}',
-      )
-    }
+    if (t.kind === 'list') lines.push(...this.listHelpers(t, id, cls, data))
+    else if (t.kind === 'map') lines.push(...this.mapHelpers(t, id, cls, data))
     this.helpers.push(lines.join('\n'))
+  }
+
+  /** A list type's reader, writer, JSON reader and writer, equality and hash. */
+  private listHelpers(
+    t: Extract<TypeNode, { kind: 'list' }>,
+    id: number,
+    cls: string,
+    data: string,
+  ): string[] {
+    const item = t.item
+    const itemCls = this.ts(item, 'class')
+    return [
+      `function $r${id}(r: ${RT}.BinaryReader): ${cls} {`,
+      `  const n = r.count(${this.minSize(item)})`,
+      `  const a = new Array<${itemCls}>(n)`,
+      `  for (let i = 0; i < n; i++) a[i] = ${this.read(item)}`,
+      '  return a',
+      '}',
+      `function $w${id}(w: ${RT}.BinaryWriter, v: ${data}): void {`,
+      '  w.count(v.length)',
+      '  for (let i = 0; i < v.length; i++) {',
+      '    const x = v[i] as (typeof v)[number]',
+      `    ${this.write(item, 'x')}`,
+      '  }',
+      '}',
+      `function $j${id}(j: unknown, e: ${RT}.FieldError[], p: string, k: string | number): ${cls} {`,
+      '  if (!Array.isArray(j)) {',
+      `    ${RT}.fail(e, p, k, j === undefined ? 'is required' : j === null ? 'must not be null' : 'must be array')`,
+      '    return []',
+      '  }',
+      `  const q = k === '' ? p : ${RT}.joinPath(p, k)`,
+      `  const a = new Array<${itemCls}>(j.length)`,
+      `  for (let i = 0; i < j.length; i++) a[i] = ${this.fromJSON(item, 'j[i]', 'q', 'i')}`,
+      '  return a',
+      '}',
+      `function $t${id}(v: ${data}): unknown[] {`,
+      '  const a = new Array<unknown>(v.length)',
+      '  for (let i = 0; i < v.length; i++) {',
+      '    const x = v[i] as (typeof v)[number]',
+      `    a[i] = ${this.toJSON(item, 'x')}`,
+      '  }',
+      '  return a',
+      '}',
+      `function $e${id}(a: ${data}, b: ${data}): boolean {`,
+      '  if (a.length !== b.length) return false',
+      '  for (let i = 0; i < a.length; i++) {',
+      '    const x = a[i] as (typeof a)[number]',
+      '    const y = b[i] as (typeof b)[number]',
+      `    if (!(${this.equals(item, 'x', 'y')})) return false`,
+      '  }',
+      '  return true',
+      '}',
+      `function $h${id}(v: ${data}): number {`,
+      '  let h = 1',
+      '  for (let i = 0; i < v.length; i++) {',
+      '    const x = v[i] as (typeof v)[number]',
+      `    h = ${RT}.hashCombine(h, ${this.hash(item, 'x')})`,
+      '  }',
+      '  return h',
+      '}',
+    ]
+  }
+
+  /** A map type's reader, writer, JSON reader and writer, equality and hash. */
+  private mapHelpers(t: Extract<TypeNode, { kind: 'map' }>, id: number, cls: string, data: string): string[] {
+    const key: TypeNode = { kind: 'prim', name: t.key }
+    const keyTs = this.ts(key, 'class')
+    const valCls = this.ts(t.value, 'class')
+    const keyFromText =
+      t.key === 'string'
+        ? 'key'
+        : t.key === 'int32'
+          ? `${RT}.jMapKeyInt32(key, e, q)`
+          : `${RT}.jMapKeyInt64(key, e, q)`
+    return [
+      `function $r${id}(r: ${RT}.BinaryReader): ${cls} {`,
+      `  const n = r.count(${this.minSize(key)} + ${this.minSize(t.value)})`,
+      `  const m = new Map<${keyTs}, ${valCls}>()`,
+      '  for (let i = 0; i < n; i++) {',
+      '    const at = r.pos',
+      `    const key = ${this.read(key)}`,
+      `    if (m.has(key)) { r.pos = at; r.fail(\`duplicate map key at offset \${at}\`) }`,
+      `    m.set(key, ${this.read(t.value)})`,
+      '  }',
+      '  return m',
+      '}',
+      `function $w${id}(w: ${RT}.BinaryWriter, v: ${data}): void {`,
+      '  w.count(v.size)',
+      '  for (const [key, x] of v) {',
+      `    ${this.write(key, 'key')}`,
+      `    ${this.write(t.value, 'x')}`,
+      '  }',
+      '}',
+      `function $j${id}(j: unknown, e: ${RT}.FieldError[], p: string, k: string | number): ${cls} {`,
+      `  const m = new Map<${keyTs}, ${valCls}>()`,
+      `  if (!${RT}.isObject(j)) {`,
+      `    ${RT}.fail(e, p, k, j === undefined ? 'is required' : j === null ? 'must not be null' : 'must be object')`,
+      '    return m',
+      '  }',
+      `  const q = k === '' ? p : ${RT}.joinPath(p, k)`,
+      '  for (const key of Object.keys(j)) {',
+      `    m.set(${keyFromText}, ${this.fromJSON(t.value, 'j[key]', 'q', 'key')})`,
+      '  }',
+      '  return m',
+      '}',
+      `function $t${id}(v: ${data}): Record<string, unknown> {`,
+      '  const o: Record<string, unknown> = Object.create(null)',
+      `  for (const [key, x] of v) o[${t.key === 'string' ? 'key' : 'String(key)'}] = ${this.toJSON(t.value, 'x')}`,
+      '  return o',
+      '}',
+      `function $e${id}(a: ${data}, b: ${data}): boolean {`,
+      '  if (a.size !== b.size) return false',
+      '  for (const [key, x] of a) {',
+      '    if (!b.has(key)) return false',
+      '    const y = b.get(key)!',
+      `    if (!(${this.equals(t.value, 'x', 'y')})) return false`,
+      '  }',
+      '  return true',
+      '}',
+      `function $h${id}(v: ${data}): number {`,
+      '  let h = 0',
+      `  for (const [key, x] of v) h = (h + (${this.hash(key, 'key')} ^ ${this.hash(t.value, 'x')})) | 0`,
+      '  return h',
+      '}',
+    ]
   }
 
   // ----- per-type expressions -----
@@ -433,7 +445,18 @@ class ModuleEmitter {
     }
     out.push('  }', '')
 
-    // JSON
+    this.modelJsonMembers(m, out)
+    this.modelBinaryMembers(m, out)
+    this.modelValueMembers(m, out)
+    out.push('}')
+    out.push(`Object.defineProperty(${N}, 'name', { value: ${q(N)} })`)
+    return out.join('\n')
+  }
+
+  /** The model class's JSON members: fromJSON, fromJSONAt, toJSON. */
+  private modelJsonMembers(m: ModelDef, out: string[]): void {
+    const N = m.name
+    const f = m.fields
     out.push(
       `  /** Checks and converts the JSON form; throws a ValidationException naming every bad field. */`,
     )
@@ -466,8 +489,12 @@ class ModuleEmitter {
       out.push(`    if (v.${fd.name} != null) o.${fd.name} = ${this.toJSON(inner, prop('v', fd.name))}`)
     }
     out.push('    return o', '  }', '')
+  }
 
-    // binary
+  /** The model class's binary members: write, read, encode, decode. */
+  private modelBinaryMembers(m: ModelDef, out: string[]): void {
+    const N = m.name
+    const f = m.fields
     out.push(`  static write(w: ${RT}.BinaryWriter, v: ${N}Data): void {`)
     out.push('    const at = w.beginModel()')
     for (const fd of f) out.push(`    ${this.write(fd.type, prop('v', fd.name))}`)
@@ -490,8 +517,12 @@ class ModuleEmitter {
     out.push(`  static decode(bytes: Uint8Array, options?: ${RT}.ReaderOptions): ${N} {`)
     out.push(`    return ${RT}.decodeMessage(${N}.read, bytes, options)`)
     out.push('  }', '')
+  }
 
-    // value semantics
+  /** The model class's value members: equality, hash, copyWith, toJSON. */
+  private modelValueMembers(m: ModelDef, out: string[]): void {
+    const N = m.name
+    const f = m.fields
     out.push(`  static equalsValue(a: ${N}Data, b: ${N}Data): boolean {`)
     if (f.length === 0) out.push('    return a != null && b != null')
     else {
@@ -525,9 +556,6 @@ class ModuleEmitter {
     out.push('  toJSON(): Record<string, unknown> {')
     out.push(`    return ${N}.toJSON(this)`)
     out.push('  }')
-    out.push('}')
-    out.push(`Object.defineProperty(${N}, 'name', { value: ${q(N)} })`)
-    return out.join('\n')
   }
 
   // ----- JSON Schema -----
@@ -653,6 +681,58 @@ function modelImports(endpoints: EndpointDef[], withData: boolean): string[] {
   return withData ? out.flatMap((n) => [n, `type ${n}Data`]) : out
 }
 
+/** The typed client's nesting: endpoint names split at their dots. */
+type Tree = { [k: string]: Tree | EndpointDef }
+
+function endpointTree(eps: EndpointDef[]): Tree {
+  const tree: Tree = {}
+  for (const e of eps) {
+    const parts = e.name.split('.')
+    let node = tree
+    for (const part of parts.slice(0, -1)) {
+      if (node[part] === undefined) node[part] = {}
+      node = node[part] as Tree
+    }
+    node[parts[parts.length - 1]!] = e
+  }
+  return tree
+}
+
+/** A property name as written in the typed client: quoted unless an identifier. */
+const clientKey = (k: string) => (/^[A-Za-z_$][A-Za-z0-9_$]*$/.test(k) ? k : q(k))
+
+/** The typed client's members for `node`: one method per endpoint, one object per namespace. */
+function emitTree(node: Tree, indent: string): string[] {
+  const out: string[] = []
+  for (const [k, v] of Object.entries(node)) {
+    if ('request' in v && typeof (v as EndpointDef).request === 'string') {
+      const e = v as EndpointDef
+      if (e.requestStream) {
+        const [open, handle] = e.streaming
+          ? ['openBidiStream', 'RuntimeBidiStream']
+          : ['openClientStream', 'RuntimeClientStream']
+        out.push(
+          `${indent}${clientKey(k)}: (options?: ${RT}.CallOptions): ${RT}.${handle}<${e.request}Data, ${e.response}> =>`,
+          `${indent}  ${open}<${e.request}Data, ${e.response}>(${e.response}, client, ${q(e.name)}, options),`,
+        )
+      } else if (e.streaming) {
+        out.push(
+          `${indent}${clientKey(k)}: (request: ${e.request}Data, options?: ${RT}.CallOptions): AsyncIterable<${e.response}> =>`,
+          `${indent}  asModels(${e.response}, client.stream(${q(e.name)}, request, options)),`,
+        )
+      } else {
+        out.push(
+          `${indent}${clientKey(k)}: async (request: ${e.request}Data, options?: ${RT}.CallOptions): Promise<${e.response}> =>`,
+          `${indent}  asModel(${e.response}, await client.call(${q(e.name)}, request, options)),`,
+        )
+      }
+    } else {
+      out.push(`${indent}${clientKey(k)}: {`, ...emitTree(v as Tree, `${indent}  `), `${indent}},`)
+    }
+  }
+  return out
+}
+
 function endpointsFile(schema: SchemaDef, runtimeImport: string): string {
   const eps = schema.endpoints
   const lines = [HEADER, `import type * as ${RT} from ${q(runtimeImport)}`]
@@ -681,49 +761,6 @@ function endpointsFile(schema: SchemaDef, runtimeImport: string): string {
   lines.push('export type Endpoints = typeof endpoints')
   lines.push('export type EndpointName = keyof Endpoints', '')
 
-  // nested typed client
-  type Tree = { [k: string]: Tree | EndpointDef }
-  const tree: Tree = {}
-  for (const e of eps) {
-    const parts = e.name.split('.')
-    let node = tree
-    for (const part of parts.slice(0, -1)) {
-      if (node[part] === undefined) node[part] = {}
-      node = node[part] as Tree
-    }
-    node[parts[parts.length - 1]!] = e
-  }
-  const key = (k: string) => (/^[A-Za-z_$][A-Za-z0-9_$]*$/.test(k) ? k : q(k))
-  const emitTree = (node: Tree, indent: string): string[] => {
-    const out: string[] = []
-    for (const [k, v] of Object.entries(node)) {
-      if ('request' in v && typeof (v as EndpointDef).request === 'string') {
-        const e = v as EndpointDef
-        if (e.requestStream) {
-          const [open, handle] = e.streaming
-            ? ['openBidiStream', 'RuntimeBidiStream']
-            : ['openClientStream', 'RuntimeClientStream']
-          out.push(
-            `${indent}${key(k)}: (options?: ${RT}.CallOptions): ${RT}.${handle}<${e.request}Data, ${e.response}> =>`,
-            `${indent}  ${open}<${e.request}Data, ${e.response}>(${e.response}, client, ${q(e.name)}, options),`,
-          )
-        } else if (e.streaming) {
-          out.push(
-            `${indent}${key(k)}: (request: ${e.request}Data, options?: ${RT}.CallOptions): AsyncIterable<${e.response}> =>`,
-            `${indent}  asModels(${e.response}, client.stream(${q(e.name)}, request, options)),`,
-          )
-        } else {
-          out.push(
-            `${indent}${key(k)}: async (request: ${e.request}Data, options?: ${RT}.CallOptions): Promise<${e.response}> =>`,
-            `${indent}  asModel(${e.response}, await client.call(${q(e.name)}, request, options)),`,
-          )
-        }
-      } else {
-        out.push(`${indent}${key(k)}: {`, ...emitTree(v as Tree, `${indent}  `), `${indent}},`)
-      }
-    }
-    return out
-  }
   lines.push(
     '/**',
     ' * Typed view of a runtime client (HTTP, WebSocket or TCP): requests are handed over in their JSON',
@@ -731,7 +768,7 @@ function endpointsFile(schema: SchemaDef, runtimeImport: string): string {
     ' */',
     `export function createTypedClient(client: ${RT}.RuntimeClient) {`,
     '  return {',
-    ...emitTree(tree, '    '),
+    ...emitTree(endpointTree(eps), '    '),
     '  }',
     '}',
     '',

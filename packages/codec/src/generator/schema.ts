@@ -406,25 +406,13 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 
 // ---------- the whole schema ----------
 
-/** Checks a parsed schema and returns its definitions. Throws SchemaError listing every problem. */
-export function checkSchema(input: unknown): SchemaDef {
-  const problems: SchemaProblem[] = []
-  if (!isPlainObject(input))
-    throw new SchemaError([{ reason: 'schema must be a JSON object with a "models" object' }])
-  for (const key of Object.keys(input)) {
-    if (!['models', 'types', 'endpoints', '$schema', 'description'].includes(key)) {
-      problems.push({ reason: `unknown top-level key "${key}" (expected models, types, endpoints)` })
-    }
-  }
-  const rawModels = input.models
-  if (!isPlainObject(rawModels)) {
-    problems.push({ reason: 'schema must have a "models" object' })
-    throw new SchemaError(problems)
-  }
-
-  // custom types
+/** The custom types (`types`), each checked; every problem goes to `problems`. */
+function checkTypes(
+  rawTypes: unknown,
+  rawModels: Record<string, unknown>,
+  problems: SchemaProblem[],
+): CustomTypeDef[] {
   const types: CustomTypeDef[] = []
-  const rawTypes = input.types ?? {}
   if (!isPlainObject(rawTypes)) problems.push({ reason: '"types" must be an object' })
   else {
     for (const [name, def] of Object.entries(rawTypes)) {
@@ -448,10 +436,72 @@ export function checkSchema(input: unknown): SchemaDef {
       }
     }
   }
-  const customNames = new Set(types.map((t) => t.name))
-  const modelNames = new Set(Object.keys(rawModels))
+  return types
+}
 
-  // models
+/** One field of model `name`: its name, type expression and rules; undefined (with its problems) when bad. */
+function checkField(
+  name: string,
+  field: string,
+  expr: unknown,
+  modelNames: Set<string>,
+  customNames: Set<string>,
+  problems: SchemaProblem[],
+): FieldDef | undefined {
+  if (!FIELD_NAME.test(field)) {
+    problems.push({
+      model: name,
+      field,
+      reason: 'invalid field name: use letters, digits and _, not starting with a digit',
+    })
+    return undefined
+  }
+  if (RESERVED_FIELD_NAMES.has(field)) {
+    problems.push({ model: name, field, reason: `invalid field name: "${field}" is reserved` })
+    return undefined
+  }
+  const spec = isPlainObject(expr) ? expr : undefined
+  const text = spec ? spec.type : expr
+  if (typeof text !== 'string') {
+    problems.push({
+      model: name,
+      field,
+      reason: 'type expression must be a string (or { "type": "<expression>", …rules })',
+    })
+    return undefined
+  }
+  try {
+    const type = parseTypeExpression(
+      text,
+      (m) => modelNames.has(m),
+      (c) => customNames.has(c),
+    )
+    if (spec) {
+      const bad = ruleProblems(spec, type, '')
+      for (const reason of bad) problems.push({ model: name, field, reason })
+      if (bad.length > 0) return undefined
+      const { type: _type, ...rules } = spec
+      return { name: field, expr: text, type, rules: rules as FieldRules }
+    }
+    return { name: field, expr: text, type }
+  } catch (err) {
+    if (!(err instanceof ExprError)) throw err
+    const reason =
+      err.message.startsWith('unknown') || err.message.startsWith('map key')
+        ? err.message
+        : `malformed type expression "${text}": ${err.message}`
+    problems.push({ model: name, field, reason })
+    return undefined
+  }
+}
+
+/** The models, each field checked; every problem goes to `problems`. */
+function checkModels(
+  rawModels: Record<string, unknown>,
+  customNames: Set<string>,
+  problems: SchemaProblem[],
+): ModelDef[] {
+  const modelNames = new Set(Object.keys(rawModels))
   const models: ModelDef[] = []
   for (const [name, rawFields] of Object.entries(rawModels)) {
     if (!MODEL_NAME.test(name)) {
@@ -482,163 +532,163 @@ export function checkSchema(input: unknown): SchemaDef {
     }
     const fields: FieldDef[] = []
     for (const [field, expr] of Object.entries(rawFields)) {
-      if (!FIELD_NAME.test(field)) {
-        problems.push({
-          model: name,
-          field,
-          reason: 'invalid field name: use letters, digits and _, not starting with a digit',
-        })
-        continue
-      }
-      if (RESERVED_FIELD_NAMES.has(field)) {
-        problems.push({ model: name, field, reason: `invalid field name: "${field}" is reserved` })
-        continue
-      }
-      const spec = isPlainObject(expr) ? expr : undefined
-      const text = spec ? spec.type : expr
-      if (typeof text !== 'string') {
-        problems.push({
-          model: name,
-          field,
-          reason: 'type expression must be a string (or { "type": "<expression>", …rules })',
-        })
-        continue
-      }
-      try {
-        const type = parseTypeExpression(
-          text,
-          (m) => modelNames.has(m),
-          (c) => customNames.has(c),
-        )
-        if (spec) {
-          const bad = ruleProblems(spec, type, '')
-          for (const reason of bad) problems.push({ model: name, field, reason })
-          if (bad.length > 0) continue
-          const { type: _type, ...rules } = spec
-          fields.push({ name: field, expr: text, type, rules: rules as FieldRules })
-        } else fields.push({ name: field, expr: text, type })
-      } catch (err) {
-        if (!(err instanceof ExprError)) throw err
-        const reason =
-          err.message.startsWith('unknown') || err.message.startsWith('map key')
-            ? err.message
-            : `malformed type expression "${text}": ${err.message}`
-        problems.push({ model: name, field, reason })
-      }
+      const def = checkField(name, field, expr, modelNames, customNames, problems)
+      if (def) fields.push(def)
     }
     models.push({ name, fields })
   }
+  return models
+}
 
-  // endpoints
+/** An endpoint's settings (auth, permissions, roles, rateLimit, summary, timeoutMs, custom ones). */
+function endpointConfig(
+  raw: Record<string, unknown>,
+  bad: (reason: string) => void,
+): Record<string, unknown> {
+  const config: Record<string, unknown> = {}
+  for (const [key, v] of Object.entries(raw)) {
+    if (['request', 'response', 'streaming', 'requestStream', 'http'].includes(key)) continue
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) {
+      bad(`invalid setting name "${key}"`)
+      continue
+    }
+    if (key === 'auth' && !oneOf(['public', 'optional', 'required'], v)) {
+      bad('"auth" must be "public", "optional" or "required"')
+    } else if (
+      (key === 'permissions' || key === 'roles') &&
+      !(Array.isArray(v) && v.every((x) => typeof x === 'string'))
+    ) {
+      bad(`"${key}" must be a list of strings`)
+    } else if (
+      key === 'rateLimit' &&
+      v !== false &&
+      !(
+        isPlainObject(v) &&
+        isInteger(v.requests) &&
+        v.requests > 0 &&
+        isInteger(v.windowMs) &&
+        v.windowMs > 0 &&
+        Object.keys(v).every((k) => k === 'requests' || k === 'windowMs')
+      )
+    ) {
+      bad(
+        '"rateLimit" must be { "requests": <positive integer>, "windowMs": <positive integer> } or false (not limited)',
+      )
+    } else if (key === 'summary' && typeof v !== 'string') {
+      bad('"summary" must be a string')
+    } else if (key === 'timeoutMs' && !(isInteger(v) && v > 0)) {
+      bad('"timeoutMs" must be a positive integer')
+    } else config[key] = v
+  }
+  return config
+}
+
+/** One endpoint; undefined (with its problems) when bad. `names` are every endpoint's, for namespace clashes. */
+function checkEndpoint(
+  name: string,
+  raw: unknown,
+  names: string[],
+  modelNames: Set<string>,
+  problems: SchemaProblem[],
+): EndpointDef | undefined {
+  const bad = (reason: string) => problems.push({ endpoint: name, reason })
+  if (!ENDPOINT_NAME.test(name)) {
+    bad(
+      'invalid endpoint name: dot-separated segments of letters, digits, "_" and "-", each starting with a letter',
+    )
+    return undefined
+  }
+  const clash = names.find((other) => other.startsWith(`${name}.`))
+  if (clash) bad(`name is also the namespace of "${clash}" (the typed client cannot have both)`)
+  if (!isPlainObject(raw)) {
+    bad('must be an object with request, response and http')
+    return undefined
+  }
+  const modelRef = (key: 'request' | 'response'): string | undefined => {
+    const v = raw[key]
+    if (typeof v !== 'string') {
+      bad(`"${key}" must name a model ("@Model" or "Model")`)
+      return undefined
+    }
+    const m = v.startsWith('@') ? v.slice(1) : v
+    if (!modelNames.has(m)) {
+      bad(`"${key}": unknown model "${m}"`)
+      return undefined
+    }
+    return m
+  }
+  const request = modelRef('request')
+  const response = modelRef('response')
+  const streaming = raw.streaming ?? false
+  if (typeof streaming !== 'boolean') bad('"streaming" must be a boolean')
+  const requestStream = raw.requestStream ?? false
+  if (typeof requestStream !== 'boolean') bad('"requestStream" must be a boolean')
+  const http = raw.http
+  let method: HttpMethod = 'POST'
+  let url = ''
+  let status = 200
+  if (!isPlainObject(http)) bad('"http" must be an object { method, url, status? }')
+  else {
+    if (!oneOf(HTTP_METHODS, http.method)) bad(`"http.method" must be one of ${HTTP_METHODS.join(', ')}`)
+    else method = http.method
+    if (typeof http.url !== 'string' || !http.url.startsWith('/'))
+      bad('"http.url" must be a path starting with "/"')
+    else url = http.url
+    if (http.status !== undefined) {
+      if (!isInteger(http.status) || http.status < 200 || http.status > 299) {
+        bad('"http.status" must be a 2xx code')
+      } else status = http.status
+    }
+    for (const key of Object.keys(http)) {
+      if (!['method', 'url', 'status'].includes(key)) bad(`unknown key "http.${key}"`)
+    }
+  }
+  if (streaming === true && method !== 'GET' && method !== 'POST')
+    bad('a streaming endpoint must use GET or POST')
+  if (requestStream === true && method !== 'POST') bad('an endpoint with "requestStream" must use POST')
+  const config = endpointConfig(raw, bad)
+  if (!request || !response) return undefined
+  return {
+    name,
+    request,
+    response,
+    streaming: streaming === true,
+    requestStream: requestStream === true,
+    method,
+    url,
+    status,
+    config,
+  }
+}
+
+/** Checks a parsed schema and returns its definitions. Throws SchemaError listing every problem. */
+export function checkSchema(input: unknown): SchemaDef {
+  const problems: SchemaProblem[] = []
+  if (!isPlainObject(input))
+    throw new SchemaError([{ reason: 'schema must be a JSON object with a "models" object' }])
+  for (const key of Object.keys(input)) {
+    if (!['models', 'types', 'endpoints', '$schema', 'description'].includes(key)) {
+      problems.push({ reason: `unknown top-level key "${key}" (expected models, types, endpoints)` })
+    }
+  }
+  const rawModels = input.models
+  if (!isPlainObject(rawModels)) {
+    problems.push({ reason: 'schema must have a "models" object' })
+    throw new SchemaError(problems)
+  }
+  const types = checkTypes(input.types ?? {}, rawModels, problems)
+  const customNames = new Set(types.map((t) => t.name))
+  const modelNames = new Set(Object.keys(rawModels))
+  const models = checkModels(rawModels, customNames, problems)
+
   const endpoints: EndpointDef[] = []
   const rawEndpoints = input.endpoints ?? {}
   if (!isPlainObject(rawEndpoints)) problems.push({ reason: '"endpoints" must be an object' })
   else {
     const names = Object.keys(rawEndpoints)
     for (const [name, raw] of Object.entries(rawEndpoints)) {
-      const bad = (reason: string) => problems.push({ endpoint: name, reason })
-      if (!ENDPOINT_NAME.test(name)) {
-        bad(
-          'invalid endpoint name: dot-separated segments of letters, digits, "_" and "-", each starting with a letter',
-        )
-        continue
-      }
-      const clash = names.find((other) => other.startsWith(`${name}.`))
-      if (clash) bad(`name is also the namespace of "${clash}" (the typed client cannot have both)`)
-      if (!isPlainObject(raw)) {
-        bad('must be an object with request, response and http')
-        continue
-      }
-      const modelRef = (key: 'request' | 'response'): string | undefined => {
-        const v = raw[key]
-        if (typeof v !== 'string') {
-          bad(`"${key}" must name a model ("@Model" or "Model")`)
-          return undefined
-        }
-        const m = v.startsWith('@') ? v.slice(1) : v
-        if (!modelNames.has(m)) {
-          bad(`"${key}": unknown model "${m}"`)
-          return undefined
-        }
-        return m
-      }
-      const request = modelRef('request')
-      const response = modelRef('response')
-      const streaming = raw.streaming ?? false
-      if (typeof streaming !== 'boolean') bad('"streaming" must be a boolean')
-      const requestStream = raw.requestStream ?? false
-      if (typeof requestStream !== 'boolean') bad('"requestStream" must be a boolean')
-      const http = raw.http
-      let method: HttpMethod = 'POST'
-      let url = ''
-      let status = 200
-      if (!isPlainObject(http)) bad('"http" must be an object { method, url, status? }')
-      else {
-        if (!oneOf(HTTP_METHODS, http.method)) bad(`"http.method" must be one of ${HTTP_METHODS.join(', ')}`)
-        else method = http.method
-        if (typeof http.url !== 'string' || !http.url.startsWith('/'))
-          bad('"http.url" must be a path starting with "/"')
-        else url = http.url
-        if (http.status !== undefined) {
-          if (!isInteger(http.status) || http.status < 200 || http.status > 299) {
-            bad('"http.status" must be a 2xx code')
-          } else status = http.status
-        }
-        for (const key of Object.keys(http)) {
-          if (!['method', 'url', 'status'].includes(key)) bad(`unknown key "http.${key}"`)
-        }
-      }
-      if (streaming === true && method !== 'GET' && method !== 'POST')
-        bad('a streaming endpoint must use GET or POST')
-      if (requestStream === true && method !== 'POST') bad('an endpoint with "requestStream" must use POST')
-      const config: Record<string, unknown> = {}
-      for (const [key, v] of Object.entries(raw)) {
-        if (['request', 'response', 'streaming', 'requestStream', 'http'].includes(key)) continue
-        if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) {
-          bad(`invalid setting name "${key}"`)
-          continue
-        }
-        if (key === 'auth' && !oneOf(['public', 'optional', 'required'], v)) {
-          bad('"auth" must be "public", "optional" or "required"')
-        } else if (
-          (key === 'permissions' || key === 'roles') &&
-          !(Array.isArray(v) && v.every((x) => typeof x === 'string'))
-        ) {
-          bad(`"${key}" must be a list of strings`)
-        } else if (
-          key === 'rateLimit' &&
-          v !== false &&
-          !(
-            isPlainObject(v) &&
-            isInteger(v.requests) &&
-            v.requests > 0 &&
-            isInteger(v.windowMs) &&
-            v.windowMs > 0 &&
-            Object.keys(v).every((k) => k === 'requests' || k === 'windowMs')
-          )
-        ) {
-          bad(
-            '"rateLimit" must be { "requests": <positive integer>, "windowMs": <positive integer> } or false (not limited)',
-          )
-        } else if (key === 'summary' && typeof v !== 'string') {
-          bad('"summary" must be a string')
-        } else if (key === 'timeoutMs' && !(isInteger(v) && v > 0)) {
-          bad('"timeoutMs" must be a positive integer')
-        } else config[key] = v
-      }
-      if (request && response) {
-        endpoints.push({
-          name,
-          request,
-          response,
-          streaming: streaming === true,
-          requestStream: requestStream === true,
-          method,
-          url,
-          status,
-          config,
-        })
-      }
+      const def = checkEndpoint(name, raw, names, modelNames, problems)
+      if (def) endpoints.push(def)
     }
   }
 

@@ -127,7 +127,9 @@ t.test('durable source: the database keeps the list, Redis and the mirrors are c
       async () => (await direct.exists(`${PREFIX}r1`)) === 1 && (await direct.get(PREFIX)) === runId,
       'the Redis key is rebuilt, then marked',
     )
-    t.equal(await direct.get(PREFIX), runId, 'the marker names the server the copy was written to')
+    // (The wait above saw the marker name this server. A rebuild that began before the restart, on a loaded
+    // machine, may still write the old server's id after it: readers then distrust the copy and rebuild it
+    // again, as the failover case below checks; so the marker is not read a second time here.)
     const pttl = await direct.pttl(`${PREFIX}r1`)
     t.ok(pttl > 570_000 && pttl <= 600_000, `with the remaining lifetime (${pttl} ms)`)
     t.ok(reloadedWith.includes('r1'), 'B reloaded from the database and told its listener')

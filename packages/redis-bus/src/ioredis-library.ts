@@ -1,12 +1,12 @@
-// ioredis (~45 CommonJS files, about as much start-up work as Fastify's own import) is loaded when the
-// first pub/sub pair is built, not when @trivium/redis-bus is imported: an app that imports the package
-// but runs without Redis never pays for it (bench/README.md, "Cold import").
-import { createRequire } from 'node:module'
+// ioredis, imported statically. Loading it lazily (createRequire at the first pub/sub pair) saved ~460 M
+// instructions of cold import, but a `require` bypasses ESM loader hooks: an app (or the ioredis version
+// matrix, scripts/matrix/ioredis-version.mjs) whose `import 'ioredis'` resolves to another copy then built
+// clients this package's `instanceof` checks refused. Correct first; the import cost is in bench/README.md.
+import { Cluster, Redis } from 'ioredis'
 
-let library: typeof import('ioredis') | undefined
+const library = { Cluster, Redis }
 
-/** ioredis, the same instance a static `import` would give (resolved from this package). */
-export function ioredis(): typeof import('ioredis') {
-  library ??= createRequire(import.meta.url)('ioredis') as typeof import('ioredis')
+/** ioredis's client classes, the same ones an `import` from this package gives. */
+export function ioredis(): typeof library {
   return library
 }

@@ -52,8 +52,8 @@ export class PlainRoutes {
     }
   }
 
-  // Routes added before this plugin cannot be seen by onRoute, and Fastify has no public listing of them
-  // (printRoutes() draws a tree, not an API). So an app-wide preHandler reads each request's route config
+  // Routes added before this plugin cannot be seen by onRoute, and Fastify has no public listing of
+  // them. So an app-wide preHandler reads each request's route config
   // (request.routeOptions, public) and guards (or refuses) those with the option that onRoute never saw.
   #guardEarlyRoutes(fastify: FastifyInstance, errorHeaders: ErrorHeaders): void {
     const guarded = this.#guarded

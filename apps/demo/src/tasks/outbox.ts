@@ -4,7 +4,9 @@
 // (Redis) and deletes them once published. Rights changes (role assignments, made by @trivium/rbac in
 // statements of its own) go through it too, added right after the change. While Redis is down it retries with backoff, so the
 // events arrive once it is back: at least once (a publish that timed out may still have been
-// delivered), in id order per batch; subscribers drop a repeated event id (fanout.ts).
+// delivered), in id order across instances (one relay at a time holds the relay lease); subscribers drop a
+// repeated event id (fanout.ts).
+import { randomUUID } from 'node:crypto'
 import type { SqlClient } from '@trivium/sql'
 import type { FastifyBaseLogger } from 'fastify'
 import type { TaskEventRecord } from './events.js'
@@ -16,6 +18,18 @@ export const OUTBOX_TABLE_SQL = `
     event jsonb NOT NULL,
     created_at timestamptz NOT NULL DEFAULT now(),
     lease_until timestamptz
+  );` // lease_until: per-row leases before the relay lease below; unused, kept as migration 3 made it
+
+/**
+ * Who relays the outbox now: one row, held by one relay at a time until `lease_until`. Rows are published
+ * in id order by whoever holds it, so the events of one database reach the bus in one order, whichever
+ * instance wrote them (per-row leases let two instances publish neighbouring rows out of order).
+ */
+export const OUTBOX_RELAY_TABLE_SQL = `
+  CREATE TABLE IF NOT EXISTS demo_outbox_relay (
+    id int PRIMARY KEY CHECK (id = 1),
+    holder text NOT NULL,
+    lease_until timestamptz NOT NULL
   );`
 
 /** The JSON form of an event (stored in the outbox, sent over Redis). */
@@ -75,18 +89,25 @@ export interface OutboxRelayOptions {
   log: FastifyBaseLogger
   /** How often rows left by failures or other instances are looked for (default 1000 ms). */
   pollMs?: number
+  /** How soon to try again while another instance holds the relay lease (default 20 ms). */
+  busyRetryMs?: number
   /** First delay after a failure; doubles up to `maxBackoffMs` (defaults 100 / 5000 ms). */
   backoffMs?: number
   maxBackoffMs?: number
-  /** How long a claimed batch belongs to this instance before another may take it (default 30 s). */
+  /**
+   * How long the relay lease belongs to this instance before another may take it (default 30 s; renewed
+   * before every batch, given back at the end of each pass). An instance that dies holding it delays the
+   * others' events by at most this long.
+   */
   leaseMs?: number
   batch?: number
 }
 
 /**
- * One relay per instance. Batches are claimed with a lease (one UPDATE … FOR UPDATE SKIP LOCKED), so
- * instances sharing a database do not publish the same rows, and no transaction is held while
- * publishing. `kick()` after a commit relays at once; the poll picks up whatever was left.
+ * One relay per instance. A pass first takes the relay lease (OUTBOX_RELAY_TABLE_SQL, one upsert), so
+ * instances sharing a database do not publish the same rows nor overtake each other, and no transaction is
+ * held while publishing. `kick()` after a commit relays at once (or soon after, when another instance holds
+ * the lease); the poll picks up whatever was left.
  */
 export class OutboxRelay {
   readonly #sql: SqlClient
@@ -97,10 +118,21 @@ export class OutboxRelay {
   #again = false
   #failures = 0
   #closed = false
+  /** The last pass found the lease held by another instance: try again after `busyRetryMs`. */
+  #busy = false
+  readonly #holder = randomUUID()
 
   constructor(sql: SqlClient, options: OutboxRelayOptions) {
     this.#sql = sql
-    this.#o = { pollMs: 1000, backoffMs: 100, maxBackoffMs: 5000, leaseMs: 30_000, batch: 100, ...options }
+    this.#o = {
+      pollMs: 1000,
+      busyRetryMs: 20,
+      backoffMs: 100,
+      maxBackoffMs: 5000,
+      leaseMs: 30_000,
+      batch: 100,
+      ...options,
+    }
   }
 
   start(): void {
@@ -132,7 +164,9 @@ export class OutboxRelay {
       this.#again = false
       const delay =
         this.#failures === 0
-          ? this.#o.pollMs
+          ? this.#busy
+            ? this.#o.busyRetryMs
+            : this.#o.pollMs
           : Math.min(this.#o.maxBackoffMs, this.#o.backoffMs * 2 ** (this.#failures - 1))
       this.#timer = setTimeout(() => {
         this.#timer = undefined
@@ -151,10 +185,16 @@ export class OutboxRelay {
 
   async #pass(): Promise<void> {
     try {
+      this.#busy = false
       for (;;) {
+        if (!(await this.#takeLease())) {
+          this.#busy = true
+          break
+        }
         const count = await this.#relayBatch()
         if (count < this.#o.batch || this.#closed) break
       }
+      if (!this.#busy) await this.#giveLeaseBack()
       if (this.#failures > 0) this.#o.log.info('task events relayed again: the event bus is back')
       this.#failures = 0
     } catch (err) {
@@ -164,16 +204,33 @@ export class OutboxRelay {
     }
   }
 
-  /** Claims, publishes in id order and deletes one batch; the number of rows claimed. */
+  /** Takes or renews the relay lease; false while another instance holds it. */
+  async #takeLease(): Promise<boolean> {
+    const { rows } = await this.#sql.query(
+      `INSERT INTO demo_outbox_relay (id, holder, lease_until)
+       VALUES (1, $1, now() + $2 * interval '1 millisecond')
+       ON CONFLICT (id) DO UPDATE SET holder = EXCLUDED.holder, lease_until = EXCLUDED.lease_until
+       WHERE demo_outbox_relay.holder = EXCLUDED.holder OR demo_outbox_relay.lease_until < now()
+       RETURNING holder`,
+      [this.#holder, this.#o.leaseMs],
+    )
+    return rows.length === 1
+  }
+
+  /** Ends this pass's lease so another instance's rows go out without waiting for it to pass. */
+  async #giveLeaseBack(): Promise<void> {
+    await this.#sql.query(
+      `UPDATE demo_outbox_relay SET lease_until = now() - interval '1 millisecond' WHERE holder = $1`,
+      [this.#holder],
+    )
+  }
+
+  /** Publishes in id order and deletes one batch (the relay lease held); the number of rows read. */
   async #relayBatch(): Promise<number> {
     const { rows } = await this.#sql.query<{ id: string; event: OutboxMessage }>(
-      `UPDATE demo_outbox SET lease_until = now() + $1 * interval '1 millisecond'
-       WHERE id IN (SELECT id FROM demo_outbox WHERE lease_until IS NULL OR lease_until < now()
-                    ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)
-       RETURNING id, event`,
-      [this.#o.leaseMs, this.#o.batch],
+      'SELECT id, event FROM demo_outbox ORDER BY id LIMIT $1',
+      [this.#o.batch],
     )
-    rows.sort((a, b) => Number(a.id) - Number(b.id))
     const published: string[] = []
     let failure: unknown
     for (const row of rows) {
@@ -188,10 +245,7 @@ export class OutboxRelay {
     if (published.length > 0)
       await this.#sql.query('DELETE FROM demo_outbox WHERE id = ANY($1::bigint[])', [published])
     if (failure !== undefined) {
-      const rest = rows.slice(published.length).map((r) => String(r.id))
-      await this.#sql
-        .query('UPDATE demo_outbox SET lease_until = NULL WHERE id = ANY($1::bigint[])', [rest])
-        .catch(() => {}) // the lease passes on its own
+      await this.#giveLeaseBack().catch(() => {}) // else the lease passes on its own
       throw failure
     }
     return rows.length

@@ -2,7 +2,7 @@
 import { IDEMPOTENCY_TABLE_SQL, NotFoundException, ValidationException } from '@trivium/core'
 import { type Migration, runMigrations, type SqlClient } from '@trivium/sql'
 import type { TaskEventKind } from './events.js'
-import { addToOutbox, OUTBOX_TABLE_SQL } from './outbox.js'
+import { addToOutbox, OUTBOX_RELAY_TABLE_SQL, OUTBOX_TABLE_SQL } from './outbox.js'
 
 export interface TaskRecord {
   id: number
@@ -84,6 +84,12 @@ const MIGRATIONS: Migration[] = [
     version: 3,
     name: 'task event outbox and idempotency keys',
     sql: OUTBOX_TABLE_SQL + IDEMPOTENCY_TABLE_SQL,
+  },
+  {
+    // One relay at a time publishes the outbox, so events keep one order across instances (outbox.ts).
+    version: 4,
+    name: 'outbox relay lease',
+    sql: OUTBOX_RELAY_TABLE_SQL,
   },
 ]
 

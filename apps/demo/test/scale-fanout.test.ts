@@ -95,10 +95,23 @@ t.test('tasks.watch on B receives the events of tasks created on A', async (t) =
     10000,
   )
   t.ok(done, '40 events reached every subscriber')
-  await new Promise((r) => setTimeout(r, 200)) // anything duplicated would arrive now
-  const onB = skip(items(sseB))
-  const onBws = skip(wsEvents)
-  const onA = skip(items(sseA))
+  // An end marker: events reach the bus in one order (PROTOCOL.md "Writes and their events"), so anything
+  // repeated among the 40 would arrive before it.
+  const end = (await api(a.base, 'POST', '/tasks', { token, body: { title: 'end marker' } })).body
+  t.ok(
+    await until(async () => all().every((list) => list.some((e) => e.task.id === end.id)), 10000),
+    'the end marker reached every subscriber',
+  )
+  const upToEnd = (list: Event[]) => {
+    const after = skip(list)
+    return after.slice(
+      0,
+      after.findIndex((e) => e.task.id === end.id),
+    )
+  }
+  const onB = upToEnd(items(sseB))
+  const onBws = upToEnd(wsEvents)
+  const onA = upToEnd(items(sseA))
   t.equal(onB.length, 40, 'SSE on B: nothing duplicated, nothing lost')
   t.equal(onBws.length, 40, 'WebSocket on B: nothing duplicated, nothing lost')
   t.ok(

@@ -5,6 +5,9 @@ import { type ErrorBody, fromErrorBody, isTriviumError, TriviumError } from '@tr
 
 export * from '@trivium/wire/errors'
 
+/** The message of the NetworkException every call fails with once `close()` was called. */
+export const CLIENT_CLOSED_MESSAGE = 'Client closed'
+
 /**
  * An error with a Trivium code from another copy of @trivium/wire (two installed versions) becomes
  * this copy's class, so `instanceof` works on every path. Anything else is returned unchanged.

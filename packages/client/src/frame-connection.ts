@@ -4,7 +4,13 @@
 import { type Frame, FrameError, FrameType } from '@trivium/wire'
 import { BaseClient, checkNonNegative, optionError } from './base.js'
 import type { Conn } from './call-table.js'
-import { NetworkException, TriviumError, toClientError, ValidationException } from './errors.js'
+import {
+  CLIENT_CLOSED_MESSAGE,
+  NetworkException,
+  TriviumError,
+  toClientError,
+  ValidationException,
+} from './errors.js'
 import type { CommonClientOptions, ReconnectOptions } from './types.js'
 
 const EMPTY = new Uint8Array(0)
@@ -70,7 +76,7 @@ export abstract class FrameConnection extends BaseClient {
   }
 
   protected ensureConnection(signal: AbortSignal | undefined): Promise<Conn> {
-    if (this.userClosed) return Promise.reject(new NetworkException('Client closed'))
+    if (this.userClosed) return Promise.reject(new NetworkException(CLIENT_CLOSED_MESSAGE))
     const conn = this.conn
     if (conn && !conn.closed && !conn.draining) return Promise.resolve(conn)
     if (!this.connecting) this.startConnecting(1, false)
@@ -116,12 +122,12 @@ export abstract class FrameConnection extends BaseClient {
     let lastError: unknown
     for (let attempt = 0; attempt < attempts; attempt++) {
       if (attempt > 0 || delayFirst) await this.sleep(this.backoff(attempt))
-      if (this.userClosed) throw new NetworkException('Client closed')
+      if (this.userClosed) throw new NetworkException(CLIENT_CLOSED_MESSAGE)
       try {
         const conn = await this.openConn()
         if (this.userClosed) {
           await conn.link.close('client closed')
-          throw new NetworkException('Client closed')
+          throw new NetworkException(CLIENT_CLOSED_MESSAGE)
         }
         const reconnected = this.everConnected
         this.everConnected = true
@@ -131,7 +137,7 @@ export abstract class FrameConnection extends BaseClient {
         this.connectionOpened(conn)
         return conn
       } catch (err) {
-        if (this.userClosed) throw new NetworkException('Client closed')
+        if (this.userClosed) throw new NetworkException(CLIENT_CLOSED_MESSAGE)
         lastError = err
         this.emit('error', err instanceof TriviumError ? err : new NetworkException(String(err)))
       }
@@ -215,7 +221,7 @@ export abstract class FrameConnection extends BaseClient {
     conn.closed = true
     if (conn.heartbeat) clearInterval(conn.heartbeat)
     this.oldConns.delete(conn)
-    const message = this.userClosed ? 'Client closed' : `Connection lost: ${reason}`
+    const message = this.userClosed ? CLIENT_CLOSED_MESSAGE : `Connection lost: ${reason}`
     this.failPending(conn, message)
     if (conn !== this.conn) return // a drained (GOAWAY) connection: its replacement is already there
     this.conn = undefined
@@ -275,7 +281,7 @@ export abstract class FrameConnection extends BaseClient {
     this.setState('closed')
     await Promise.all(
       conns.map(async (c) => {
-        this.failPending(c, 'Client closed')
+        this.failPending(c, CLIENT_CLOSED_MESSAGE)
         if (c.heartbeat) clearInterval(c.heartbeat)
         await c.link.close('client closed')
         this.onClosed(c, 'client closed')

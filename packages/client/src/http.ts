@@ -11,6 +11,7 @@ import {
 } from '@trivium/wire'
 import { BaseClient, optionError, timeoutToSend, usageError } from './base.js'
 import {
+  CLIENT_CLOSED_MESSAGE,
   type ErrorBody,
   ForbiddenException,
   fromErrorBody,
@@ -104,13 +105,13 @@ export class HttpClient extends BaseClient {
   }
 
   async connect(): Promise<void> {
-    if (this.closed) throw new NetworkException('Client closed')
+    if (this.closed) throw new NetworkException(CLIENT_CLOSED_MESSAGE)
   }
 
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
-    for (const c of this.active) c.abort(new NetworkException('Client closed'))
+    for (const c of this.active) c.abort(new NetworkException(CLIENT_CLOSED_MESSAGE))
     this.active.clear()
     this.setState('closed')
     await this.onCloseHook?.()
@@ -175,7 +176,7 @@ export class HttpClient extends BaseClient {
     init: RequestInit & Record<string, unknown>,
     controller: AbortController,
   ): Promise<Response> {
-    if (this.closed) throw new NetworkException('Client closed')
+    if (this.closed) throw new NetworkException(CLIENT_CLOSED_MESSAGE)
     try {
       return await this.fetchFn(url, { ...init, signal: controller.signal })
     } catch (err) {

@@ -162,6 +162,64 @@ export interface ExchangeResult {
   status?: string
 }
 
+// One reader per backend message the exchange keeps: `body` is where the message's content starts (after
+// its type byte and length), `next` where the following message starts.
+
+/** D: DataRow, its values as text (null for SQL NULL). */
+function dataRow(buf: Buffer, body: number): (string | null)[] {
+  const n = buf.readInt16BE(body)
+  const row: (string | null)[] = new Array(n)
+  let p = body + 2
+  for (let i = 0; i < n; i++) {
+    const len = buf.readInt32BE(p)
+    p += 4
+    if (len < 0) {
+      row[i] = null
+    } else {
+      row[i] = buf.toString('utf8', p, p + len)
+      p += len
+    }
+  }
+  return row
+}
+
+/** T: RowDescription, each column's name and type. */
+function rowDescription(buf: Buffer, body: number): FieldInfo[] {
+  const n = buf.readInt16BE(body)
+  const fields: FieldInfo[] = new Array(n)
+  let p = body + 2
+  for (let i = 0; i < n; i++) {
+    const z = buf.indexOf(0, p)
+    const name = buf.toString('utf8', p, z)
+    p = z + 1
+    const typeId = buf.readUInt32BE(p + 6)
+    p += 18 // table oid 4, column 2, type oid 4, type size 2, modifier 4, format 2
+    fields[i] = { name, typeId }
+  }
+  return fields
+}
+
+/** t: ParameterDescription, each parameter's type. */
+function parameterDescription(buf: Buffer, body: number): number[] {
+  const n = buf.readInt16BE(body)
+  const types: number[] = new Array(n)
+  for (let i = 0; i < n; i++) types[i] = buf.readUInt32BE(body + 2 + 4 * i)
+  return types
+}
+
+/** E: ErrorResponse, its fields by their one-letter codes. */
+function errorResponse(buf: Buffer, body: number, next: number): ErrorFields {
+  const fields: ErrorFields = {}
+  let p = body
+  while (p < next && buf[p] !== 0) {
+    const code = String.fromCharCode(buf[p] as number)
+    const z = buf.indexOf(0, p + 1)
+    fields[code] = buf.toString('utf8', p + 1, z)
+    p = z + 1
+  }
+  return fields
+}
+
 /** Decodes the raw backend bytes of one exchange. */
 export class ResponseReader {
   /** Decodes what the exchange answered (`bytes` read in place; nothing returned refers to them). */
@@ -176,70 +234,27 @@ export class ResponseReader {
       const body = pos + 5
       const next = pos + 1 + length
       switch (type) {
-        case 0x44: {
-          // D: DataRow
-          const n = buf.readInt16BE(body)
-          const row: (string | null)[] = new Array(n)
-          let p = body + 2
-          for (let i = 0; i < n; i++) {
-            const len = buf.readInt32BE(p)
-            p += 4
-            if (len < 0) {
-              row[i] = null
-            } else {
-              row[i] = buf.toString('utf8', p, p + len)
-              p += len
-            }
-          }
-          out.rows.push(row)
+        case 0x44: // D: DataRow
+          out.rows.push(dataRow(buf, body))
           break
-        }
         case 0x43: // C: CommandComplete
           out.tags.push(buf.toString('utf8', body, next - 1))
           break
-        case 0x54: {
-          // T: RowDescription
-          const n = buf.readInt16BE(body)
-          const fields: FieldInfo[] = new Array(n)
-          let p = body + 2
-          for (let i = 0; i < n; i++) {
-            const z = buf.indexOf(0, p)
-            const name = buf.toString('utf8', p, z)
-            p = z + 1
-            const typeId = buf.readUInt32BE(p + 6)
-            p += 18 // table oid 4, column 2, type oid 4, type size 2, modifier 4, format 2
-            fields[i] = { name, typeId }
-          }
-          out.fields = fields
+        case 0x54: // T: RowDescription
+          out.fields = rowDescription(buf, body)
           break
-        }
         case 0x6e: // n: NoData
           out.fields = null
           break
-        case 0x74: {
-          // t: ParameterDescription
-          const n = buf.readInt16BE(body)
-          const types: number[] = new Array(n)
-          for (let i = 0; i < n; i++) types[i] = buf.readUInt32BE(body + 2 + 4 * i)
-          out.paramTypes = types
+        case 0x74: // t: ParameterDescription
+          out.paramTypes = parameterDescription(buf, body)
           break
-        }
-        case 0x45: {
-          // E: ErrorResponse
+        case 0x45: // E: ErrorResponse (the first one is kept)
           if (out.error === undefined) {
-            const fields: ErrorFields = {}
-            let p = body
-            while (p < next && buf[p] !== 0) {
-              const code = String.fromCharCode(buf[p] as number)
-              const z = buf.indexOf(0, p + 1)
-              fields[code] = buf.toString('utf8', p + 1, z)
-              p = z + 1
-            }
-            out.error = fields
+            out.error = errorResponse(buf, body, next)
             out.errorLength = length
           }
           break
-        }
         case 0x5a: // Z: ReadyForQuery
           out.status = String.fromCharCode(buf[body] as number)
           break

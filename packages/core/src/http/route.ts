@@ -1,6 +1,6 @@
 // The HTTP transport adapter: one Fastify route per endpoint. Fastify receives the request; this
 // file is the parser (Fastify request → common request form) and the sender (value → reply).
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import { TriviumCall } from '../call.js'
 import { callDeadline } from '../deadline.js'
 import {
@@ -23,12 +23,12 @@ import { routeToHandler } from '../router.js'
 import { isThenable } from '../thenable.js'
 import { http2BodyDeadline } from './body-deadline.js'
 import { compressionHook, type ResolvedHttpCompression } from './compression.js'
-import { abortOnClientClose, type HttpDrain } from './drain.js'
+import { abortOnClientClose, type HttpCallInFlight, type HttpDrain } from './drain.js'
 import { sendError } from './error-reply.js'
 import { registerRequestStreamRoute } from './request-stream.js'
 import { type EventStreams, SHUTDOWN_MESSAGE, sendEventStream } from './sse.js'
 import { strictBody } from './strict-body.js'
-import { CALL, transportOf } from './symbols.js'
+import { CALL, type TransportOverride, transportOf } from './symbols.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -124,59 +124,110 @@ export function sendValue(
     )
 }
 
-export function registerHttpRoute(
-  fastify: FastifyInstance,
-  definition: EndpointDefinition,
-  ctx: HttpRouteContext,
-  /** The URL within `fastify`'s prefix (`definition.url` is the full URL). */
-  url: string = definition.url,
-): void {
-  const { pipeline, formats, streams, drain } = ctx
-  const mapping = definition.http
-  const decodeJson = jsonDecoder(definition)
+/** What an endpoint's HTTP handler reads on each request: gathered once, at registration. */
+interface EndpointRoute {
+  readonly definition: EndpointDefinition
+  readonly pipeline: Pipeline
+  readonly formats: FormatRegistry
+  readonly streams: EventStreams
+  readonly drain: HttpDrain
+  readonly decodeJson: (this: TriviumCall) => unknown
+}
 
-  /** Sender: the handler's value (or stream) as the reply. */
-  function respond(
-    request: FastifyRequest,
-    reply: FastifyReply,
-    call: TriviumCall,
-    requestFormat: WireFormat | undefined,
-    result: unknown,
-    stream: AbortController | undefined,
-  ): FastifyReply {
-    if (call.responseHeaders) reply.headers(call.responseHeaders)
-    if (stream !== undefined) {
-      const items = result as AsyncIterable<unknown>
-      return sendEventStream(request, reply, definition, jsonFormat, items, call, streams, stream)
-    }
-    return sendValue(request, reply, definition, formats, requestFormat, result)
+/** Sender: the handler's value (or stream) as the reply. */
+function respond(
+  route: EndpointRoute,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  call: TriviumCall,
+  requestFormat: WireFormat | undefined,
+  result: unknown,
+  stream: AbortController | undefined,
+): FastifyReply {
+  if (call.responseHeaders) reply.headers(call.responseHeaders)
+  if (stream !== undefined) {
+    const items = result as AsyncIterable<unknown>
+    return sendEventStream(request, reply, route.definition, jsonFormat, items, call, route.streams, stream)
   }
+  return sendValue(request, reply, route.definition, route.formats, requestFormat, result)
+}
 
+/**
+ * The request body's format (undefined: no body), once the request is one this endpoint takes: a body
+ * format it decodes, an answer format it can write, and not a call that arrived during shutdown.
+ */
+function admittedFormat(
+  route: EndpointRoute,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  transport: TransportOverride | undefined,
+): WireFormat | undefined {
+  const { definition, formats } = route
+  let requestFormat: WireFormat | undefined
+  if (definition.http.hasBody && request.body !== undefined) {
+    requestFormat = formats.forContentType(request.headers['content-type'])
+    // Fastify parses text/plain too; an endpoint only takes the formats it can decode.
+    if (!requestFormat) throw new UnsupportedMediaTypeException(UNSUPPORTED_CONTENT_TYPE_MESSAGE)
+  }
+  const demanded = definition.streaming ? undefined : formats.demandedBy(request.headers.accept)
+  if (demanded !== undefined) refuseAnswerFormat(definition.name, definition.response, demanded)
+  // A call that arrived while the app shuts down (Fastify routes it with `Connection: close` once
+  // closing, when its `return503OnClosing` is off) gets our 503 body; one routed before is answered.
+  if (route.streams.closing && transport === undefined && reply.raw.getHeader('connection') === 'close') {
+    throw new ServiceUnavailableException(SHUTDOWN_MESSAGE)
+  }
+  return requestFormat
+}
+
+/**
+ * A unary call whose pipeline answered with a promise: counted until it settles. At shutdown, one still
+ * running after the grace is answered 503 by the drain, and its late value or error is dropped (never a
+ * second answer).
+ */
+function answerWhenSettled(
+  route: EndpointRoute,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  call: TriviumCall,
+  requestFormat: WireFormat | undefined,
+  result: PromiseLike<unknown>,
+  unary: HttpCallInFlight,
+): Promise<FastifyReply | undefined> {
+  const drain = route.drain
+  drain.running(unary)
+  return Promise.resolve(result).then(
+    (value) => {
+      drain.settled(unary)
+      return unary.cut
+        ? undefined
+        : pending(respond(route, request, reply, call, requestFormat, value, undefined))
+    },
+    (err: unknown) => {
+      drain.settled(unary)
+      if (unary.cut) return undefined
+      throw err
+    },
+  )
+}
+
+type EndpointHandler = (
+  request: FastifyRequest,
+  reply: FastifyReply,
+) => FastifyReply | Promise<FastifyReply | undefined> | undefined
+
+/** The route's handler: one closure per route (over `route`), none per request beyond the call's own. */
+function endpointHandler(route: EndpointRoute): EndpointHandler {
   // Not async: when the middleware and the handler answer synchronously (no middleware, a handler that
   // returns a value), the reply is sent in this turn and Fastify gets `undefined` (no promise, no
   // microtask hops). A promise from the pipeline is returned to Fastify, which sends its rejection to
   // the route's error handler, as it does for an error thrown here.
-  function handler(
-    request: FastifyRequest,
-    reply: FastifyReply,
-  ): FastifyReply | Promise<FastifyReply | undefined> | undefined {
-    let requestFormat: WireFormat | undefined
-    if (mapping.hasBody && request.body !== undefined) {
-      requestFormat = formats.forContentType(request.headers['content-type'])
-      // Fastify parses text/plain too; an endpoint only takes the formats it can decode.
-      if (!requestFormat) throw new UnsupportedMediaTypeException(UNSUPPORTED_CONTENT_TYPE_MESSAGE)
-    }
-    const demanded = definition.streaming ? undefined : formats.demandedBy(request.headers.accept)
-    if (demanded !== undefined) refuseAnswerFormat(definition.name, definition.response, demanded)
+  return function handler(request, reply) {
+    const definition = route.definition
     const transport = transportOf(request)
-    // A call that arrived while the app shuts down (Fastify routes it with `Connection: close` once
-    // closing, when its `return503OnClosing` is off) gets our 503 body; one routed before is answered.
-    if (streams.closing && transport === undefined && reply.raw.getHeader('connection') === 'close') {
-      throw new ServiceUnavailableException(SHUTDOWN_MESSAGE)
-    }
+    const requestFormat = admittedFormat(route, request, reply, transport)
     // A stream's signal also aborts when the stream ends (revocation, shutdown): made up front.
     const stream = definition.streaming ? new AbortController() : undefined
-    const unary = stream ? undefined : drain.track(request, reply)
+    const unary = stream ? undefined : route.drain.track(request, reply)
     const protocol = transport?.protocol ?? 'http'
     const deadline = callDeadline(protocol, request.headers, transport?.metadata, definition.timeoutMs)
     const call = new TriviumCall({
@@ -197,54 +248,69 @@ export function registerHttpRoute(
       // the query; a bridged frame: its metadata).
       decodeBody:
         requestFormat === undefined || requestFormat === jsonFormat
-          ? decodeJson
+          ? route.decodeJson
           : bytesDecoder(definition, request, requestFormat),
       signal: unary ? () => unary.signal() : abortOnClientClose(reply, stream as AbortController),
     })
     request[CALL] = call
-    const result = pipeline.run(call, routeToHandler, deadline)
+    const result = route.pipeline.run(call, routeToHandler, deadline)
     if (isThenable(result)) {
-      if (unary === undefined) {
-        return Promise.resolve(result).then((value) =>
-          pending(respond(request, reply, call, requestFormat, value, stream)),
-        )
+      if (unary !== undefined) {
+        return answerWhenSettled(route, request, reply, call, requestFormat, result, unary)
       }
-      // Counted until it settles: at shutdown, one still running after the grace is answered 503 by
-      // the drain, and its late value or error is dropped (never a second answer).
-      drain.running(unary)
-      return Promise.resolve(result).then(
-        (value) => {
-          drain.settled(unary)
-          return unary.cut ? undefined : pending(respond(request, reply, call, requestFormat, value, stream))
-        },
-        (err: unknown) => {
-          drain.settled(unary)
-          if (unary.cut) return undefined
-          throw err
-        },
+      return Promise.resolve(result).then((value) =>
+        pending(respond(route, request, reply, call, requestFormat, value, stream)),
       )
     }
-    const sent = respond(request, reply, call, requestFormat, result, stream)
+    const sent = respond(route, request, reply, call, requestFormat, result, stream)
     // Sent in this turn: Fastify needs nothing more (an async onSend hook finishes the reply itself),
     // except for a stream, which Fastify waits on.
     return definition.streaming ? pending(sent) : undefined
   }
+}
 
-  if (definition.requestStream) {
-    registerRequestStreamRoute(fastify, definition, ctx, url)
-    return
-  }
-  fastify.route({
+/** The route's shape and hooks: body limit and strict body, HTTP/2 body deadline, compression. */
+function routeOptions(
+  fastify: FastifyInstance,
+  definition: EndpointDefinition,
+  ctx: HttpRouteContext,
+  url: string,
+  handler: EndpointHandler,
+): RouteOptions {
+  const hasBody = definition.http.hasBody
+  return {
     method: definition.method,
     url,
     config: { trivium: definition },
     bodyLimit: definition.config.bodyLimit ?? ctx.bodyLimit,
     errorHandler: sendError,
-    preParsing: mapping.hasBody ? strictBody : undefined,
+    preParsing: hasBody ? strictBody : undefined,
     // HTTP/2 has no request timeout of Node's: a body still arriving at the deadline is answered then.
-    onRequest: mapping.hasBody && fastify.initialConfig.http2 ? http2BodyDeadline(definition) : undefined,
+    onRequest: hasBody && fastify.initialConfig.http2 ? http2BodyDeadline(definition) : undefined,
     // Event streams are not compressed (each event must reach the client as it is written).
     onSend: ctx.compression && !definition.streaming ? compressionHook(ctx.compression) : undefined,
     handler,
-  })
+  }
+}
+
+export function registerHttpRoute(
+  fastify: FastifyInstance,
+  definition: EndpointDefinition,
+  ctx: HttpRouteContext,
+  /** The URL within `fastify`'s prefix (`definition.url` is the full URL). */
+  url: string = definition.url,
+): void {
+  if (definition.requestStream) {
+    registerRequestStreamRoute(fastify, definition, ctx, url)
+    return
+  }
+  const route: EndpointRoute = {
+    definition,
+    pipeline: ctx.pipeline,
+    formats: ctx.formats,
+    streams: ctx.streams,
+    drain: ctx.drain,
+    decodeJson: jsonDecoder(definition),
+  }
+  fastify.route(routeOptions(fastify, definition, ctx, url, endpointHandler(route)))
 }

@@ -2,7 +2,7 @@
 // refresh-and-retry-once, per-call deadlines and abort signals.
 
 import type { Contract } from '@trivium/contract'
-import { MAX_TIMEOUT_MS, type Untyped } from '@trivium/wire'
+import { MAX_TIMEOUT_MS } from '@trivium/wire'
 import { contractEndpoints, type DeriveBinaryForm } from './contract.js'
 import {
   ConflictException,
@@ -281,8 +281,9 @@ export abstract class BaseClient implements TriviumClient {
     return spec
   }
 
-  async call<Res = Untyped>(
-    endpoint: string | EndpointSpec<Untyped, Res>,
+  // `any`: a call by name the client's type cannot see is read without a cast (a spec or contract types it)
+  async call<Res = any>(
+    endpoint: string | EndpointSpec<unknown, Res>,
     request?: unknown,
     options: CallOptions = {},
   ): Promise<Res> {
@@ -321,8 +322,9 @@ export abstract class BaseClient implements TriviumClient {
     }
   }
 
-  stream<Item = Untyped>(
-    endpoint: string | EndpointSpec<Untyped, Item>,
+  // `any`: as for call(), an item of a stream by name is read without a cast
+  stream<Item = any>(
+    endpoint: string | EndpointSpec<unknown, Item>,
     request?: unknown,
     options: StreamOptions = {},
   ): AsyncIterable<Item> {
@@ -384,7 +386,7 @@ export abstract class BaseClient implements TriviumClient {
     }
   }
 
-  clientStream<Req = Untyped, Res = Untyped>(
+  clientStream<Req = unknown, Res = unknown>(
     endpoint: string | EndpointSpec<Req, Res>,
     options: StreamOptions = {},
   ): ClientStreamCall<Req, Res> {
@@ -392,7 +394,7 @@ export abstract class BaseClient implements TriviumClient {
     return this.openRequestStream(spec, false, options.signal) as ClientStreamCall<Req, Res>
   }
 
-  bidiStream<Req = Untyped, Item = Untyped>(
+  bidiStream<Req = unknown, Item = unknown>(
     endpoint: string | EndpointSpec<Req, Item>,
     options: StreamOptions = {},
   ): BidiStreamCall<Req, Item> {

@@ -1,6 +1,5 @@
 // Public types shared by every transport.
 import type { Contract } from '@trivium/contract'
-import type { Untyped } from '@trivium/wire'
 import type { DeriveBinaryForm } from './contract.js'
 import type { TriviumError } from './errors.js'
 
@@ -9,7 +8,7 @@ import type { TriviumError } from './errors.js'
  * @trivium/core's `Model` (generated models of @trivium/codec and core's `jsonSchemaModel` fit), declared
  * here so the browser entry does not depend on core.
  */
-export interface ClientModel<T = Untyped> {
+export interface ClientModel<T = unknown> {
   readonly name?: string
   /** JSON Schema of the JSON form (not used by the client; kept for structural compatibility). */
   readonly jsonSchema?: Record<string, unknown>
@@ -23,7 +22,7 @@ export interface ClientModel<T = Untyped> {
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE'
 
 /** One entry of the endpoint table: the same facts the server registered. */
-export interface EndpointSpec<Req = Untyped, Res = Untyped> {
+export interface EndpointSpec<Req = unknown, Res = unknown> {
   /** Endpoint name on the wire, e.g. `tasks.create`. */
   name: string
   /** HTTP route (used by the HTTP transport). */
@@ -44,8 +43,10 @@ export interface EndpointSpec<Req = Untyped, Res = Untyped> {
    * Streams only: how to resume after a lost connection. Given the original request and the last
    * item received, returns the request that continues the stream after that item. Without it, a
    * stream that loses its connection ends with NetworkException (see README "Streams and reconnection").
+   * A method (its parameters bivariant) so that a typed spec is still an EndpointSpec<unknown>: a table
+   * holds specs of every type side by side.
    */
-  resume?: (request: Req, lastItem: Res) => Req
+  resume?(request: Req, lastItem: Res): Req
 }
 
 export type EndpointTable = Record<string, EndpointSpec>
@@ -185,23 +186,25 @@ export interface TriviumClient {
   readonly transport: 'http' | 'websocket' | 'tcp'
   /** Connection state (HTTP: always `connected` until `close()`). */
   readonly state: ConnectionState
-  call<Res = Untyped>(
-    endpoint: string | EndpointSpec<Untyped, Res>,
+  // `any`: a call by name the client's type cannot see is read without a cast (a spec or contract types it)
+  call<Res = any>(
+    endpoint: string | EndpointSpec<unknown, Res>,
     request?: unknown,
     options?: CallOptions,
   ): Promise<Res>
-  stream<Item = Untyped>(
-    endpoint: string | EndpointSpec<Untyped, Item>,
+  // `any`: as for call(), an item of a stream by name is read without a cast
+  stream<Item = any>(
+    endpoint: string | EndpointSpec<unknown, Item>,
     request?: unknown,
     options?: StreamOptions,
   ): AsyncIterable<Item>
   /** Opens a client stream (WebSocket and TCP; the HTTP client refuses with `TRV_CLIENT_USAGE`). */
-  clientStream<Req = Untyped, Res = Untyped>(
+  clientStream<Req = unknown, Res = unknown>(
     endpoint: string | EndpointSpec<Req, Res>,
     options?: StreamOptions,
   ): ClientStreamCall<Req, Res>
   /** Opens a bidirectional stream (WebSocket and TCP; the HTTP client refuses with `TRV_CLIENT_USAGE`). */
-  bidiStream<Req = Untyped, Item = Untyped>(
+  bidiStream<Req = unknown, Item = unknown>(
     endpoint: string | EndpointSpec<Req, Item>,
     options?: StreamOptions,
   ): BidiStreamCall<Req, Item>

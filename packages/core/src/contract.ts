@@ -10,8 +10,6 @@ import {
   type RequestOutput,
   type ResponseInput,
 } from '@trivium/contract'
-import type { TriviumCall } from './call.js'
-import type { Untyped } from './model.js'
 import {
   type BidiStreamHandler,
   type ClientStreamHandler,
@@ -52,8 +50,8 @@ interface Registrar {
   bidiStream(name: string, options: EndpointOptions, handler: BidiStreamHandler): EndpointDefinition
 }
 
-/** A handler of the contract as registration takes it (the contract's types checked it at compile time). */
-type ContractHandlerFn = (input: Untyped, call: TriviumCall<Untyped>) => Untyped
+/** A handler of the contract as registration takes it: the one of its kind (the contract's types checked that). */
+type ContractHandlerFn = UnaryHandler & StreamHandler & ClientStreamHandler & BidiStreamHandler
 
 /** Every handler and setting names an endpoint of the contract, and every endpoint has a handler function. */
 function checkHandlers(

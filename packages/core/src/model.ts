@@ -2,7 +2,6 @@
 // generator) implement this; `jsonSchemaModel` builds one by hand from a JSON Schema.
 
 import { createRequire } from 'node:module'
-import type { Untyped } from '@trivium/wire'
 import type { Ajv, ErrorObject } from 'ajv'
 import { type FieldError, ValidationException } from './errors.js'
 
@@ -72,11 +71,8 @@ export function jsonSchemaModel<T = unknown>(name: string, schema: JsonSchema): 
   }
 }
 
-/** The type of a value no model describes (`@trivium/wire`'s one alias for it). */
-export type { Untyped }
-
 /** Accepts any JSON value as is. The default when an endpoint names no model. */
-export const anyModel: Model<Untyped> = {
+export const anyModel: Model<unknown> = {
   name: 'any',
   fromJSON: (json: unknown) => json,
   toJSON: (value: unknown) => value,

@@ -3,7 +3,7 @@
 import { MAX_TIMEOUT_MS } from '@trivium/wire'
 import type { TriviumCall } from './call.js'
 import { HttpMapping } from './http-mapping.js'
-import { anyModel, type Model, type Untyped } from './model.js'
+import { anyModel, type Model } from './model.js'
 import { resolveModel } from './models/resolve.js'
 import type { ModelSource } from './models/schema-types.js'
 
@@ -17,7 +17,7 @@ export const HTTP_METHODS: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'DELET
 // biome-ignore lint/suspicious/noEmptyInterface: extended by declaration merging
 export interface TriviumEndpointConfig {}
 
-export interface EndpointOptions<Req = Untyped, Res = Untyped> extends TriviumEndpointConfig {
+export interface EndpointOptions<Req = unknown, Res = unknown> extends TriviumEndpointConfig {
   method: HttpMethod
   /** Fastify route path, e.g. `/tasks/:id`. */
   url: string
@@ -44,28 +44,28 @@ export interface EndpointOptions<Req = Untyped, Res = Untyped> extends TriviumEn
  * Standard Schema (Zod 4, Valibot, ArkType), a TypeBox schema or a JSON Schema (see `resolveModel`).
  */
 export interface SchemaEndpointOptions<
-  Q extends ModelSource = Model<Untyped>,
-  R extends ModelSource = Model<Untyped>,
+  Q extends ModelSource = Model<unknown>,
+  R extends ModelSource = Model<unknown>,
 > extends Omit<EndpointOptions, 'request' | 'response'> {
   request?: Q
   response?: R
 }
 
-export type UnaryHandler<Req = Untyped, Res = Untyped> = (
+export type UnaryHandler<Req = unknown, Res = unknown> = (
   request: Req,
   call: TriviumCall<Req>,
 ) => Res | Promise<Res>
-export type StreamHandler<Req = Untyped, Item = Untyped> = (
+export type StreamHandler<Req = unknown, Item = unknown> = (
   request: Req,
   call: TriviumCall<Req>,
 ) => AsyncIterable<Item>
 /** A client stream's handler: the request items as they arrive, answered by one response. */
-export type ClientStreamHandler<Req = Untyped, Res = Untyped> = (
+export type ClientStreamHandler<Req = unknown, Res = unknown> = (
   requests: AsyncIterable<Req>,
   call: TriviumCall<Req>,
 ) => Res | Promise<Res>
 /** A bidirectional stream's handler: the request items as they arrive, answered by a stream of items. */
-export type BidiStreamHandler<Req = Untyped, Item = Untyped> = (
+export type BidiStreamHandler<Req = unknown, Item = unknown> = (
   requests: AsyncIterable<Req>,
   call: TriviumCall<Req>,
 ) => AsyncIterable<Item>
@@ -84,33 +84,33 @@ interface DefinitionBase<Req, Res> {
   readonly http: HttpMapping
 }
 
-export interface UnaryDefinition<Req = Untyped, Res = Untyped> extends DefinitionBase<Req, Res> {
+export interface UnaryDefinition<Req = unknown, Res = unknown> extends DefinitionBase<Req, Res> {
   readonly streaming: false
   readonly requestStream: false
   readonly handler: UnaryHandler<Req, Res>
 }
 
-export interface StreamDefinition<Req = Untyped, Item = Untyped> extends DefinitionBase<Req, Item> {
+export interface StreamDefinition<Req = unknown, Item = unknown> extends DefinitionBase<Req, Item> {
   readonly streaming: true
   readonly requestStream: false
   readonly handler: StreamHandler<Req, Item>
 }
 
 /** Takes a stream of requests (WebSocket and TCP only), answers one response. */
-export interface ClientStreamDefinition<Req = Untyped, Res = Untyped> extends DefinitionBase<Req, Res> {
+export interface ClientStreamDefinition<Req = unknown, Res = unknown> extends DefinitionBase<Req, Res> {
   readonly streaming: false
   readonly requestStream: true
   readonly handler: ClientStreamHandler<Req, Res>
 }
 
 /** Takes a stream of requests and answers a stream of items (WebSocket and TCP only). */
-export interface BidiStreamDefinition<Req = Untyped, Item = Untyped> extends DefinitionBase<Req, Item> {
+export interface BidiStreamDefinition<Req = unknown, Item = unknown> extends DefinitionBase<Req, Item> {
   readonly streaming: true
   readonly requestStream: true
   readonly handler: BidiStreamHandler<Req, Item>
 }
 
-export type EndpointDefinition<Req = Untyped, Res = Untyped> =
+export type EndpointDefinition<Req = unknown, Res = unknown> =
   | UnaryDefinition<Req, Res>
   | StreamDefinition<Req, Res>
   | ClientStreamDefinition<Req, Res>
@@ -140,8 +140,11 @@ export interface GuardedRoute {
   readonly streaming: false
 }
 
-/** What a call runs: an endpoint, or a guarded plain route. Middleware sees both (`definition.kind`). */
-export type CallTarget = EndpointDefinition | GuardedRoute
+/**
+ * What a call runs: an endpoint, or a guarded plain route. Middleware sees both (`definition.kind`).
+ * `any` because a handler's request type is contravariant: no other type holds every typed endpoint.
+ */
+export type CallTarget = EndpointDefinition<any, any> | GuardedRoute
 
 /** True for a call to an endpoint (models, status, handler); false for a guarded plain route's. */
 export function isEndpointCall<Req>(
@@ -246,7 +249,8 @@ function checkLimits<Req, Res>(name: string, options: EndpointOptions<Req, Res>)
 }
 
 export class EndpointRegistry {
-  private readonly byName = new Map<string, EndpointDefinition>()
+  // `any`: every endpoint, whatever its types (see CallTarget)
+  private readonly byName = new Map<string, EndpointDefinition<any, any>>()
   private readonly byRoute = new Map<string, string>()
   private sealed = false
 
@@ -299,8 +303,9 @@ export class EndpointRegistry {
       )
     }
     const status = checkLimits(name, options)
-    const request: Model<Req> = modelOf(name, 'request', options.request) ?? anyModel
-    const response: Model<Res> = modelOf(name, 'response', options.response) ?? anyModel
+    // Without a model the body is any JSON value: the endpoint's own types are what its author declared.
+    const request: Model<Req> = modelOf(name, 'request', options.request) ?? (anyModel as Model<Req>)
+    const response: Model<Res> = modelOf(name, 'response', options.response) ?? (anyModel as Model<Res>)
     const definition = {
       kind: 'endpoint',
       name,

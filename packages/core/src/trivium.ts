@@ -6,7 +6,7 @@ import type { FormatRegistry, WireFormat } from './formats.js'
 import type { ErrorHeaders } from './http/framework-errors.js'
 import type { InvokeInit, InvokeResult, StartedCall } from './invoke.js'
 import type { Middleware, MiddlewareOptions, Pipeline } from './middleware.js'
-import type { Model, Untyped } from './model.js'
+import type { Model } from './model.js'
 import type { ModelSource, SchemaInput, SchemaOutput } from './models/schema-types.js'
 import type {
   BidiStreamDefinition,
@@ -27,24 +27,24 @@ import type { EarlyRouteGuard } from './route-guard/guard.js'
 
 export interface Trivium {
   /** Registers a unary endpoint under `name`, served on every transport. */
-  endpoint<Req = Untyped, Res = Untyped>(
+  endpoint<Req = unknown, Res = unknown>(
     name: string,
     options: EndpointOptions<Req, Res>,
     handler: UnaryHandler<Req, Res>,
   ): UnaryDefinition<Req, Res>
   /** The same with schemas as models (TypeBox, Standard Schema, JSON Schema): the handler is typed from them. */
-  endpoint<Q extends ModelSource = Model<Untyped>, R extends ModelSource = Model<Untyped>>(
+  endpoint<Q extends ModelSource = Model<unknown>, R extends ModelSource = Model<unknown>>(
     name: string,
     options: SchemaEndpointOptions<Q, R>,
     handler: UnaryHandler<SchemaOutput<Q>, SchemaInput<R>>,
   ): UnaryDefinition<SchemaOutput<Q>, SchemaInput<R>>
   /** Registers a streaming endpoint: the handler is an async generator of response items. */
-  stream<Req = Untyped, Item = Untyped>(
+  stream<Req = unknown, Item = unknown>(
     name: string,
     options: EndpointOptions<Req, Item>,
     handler: StreamHandler<Req, Item>,
   ): StreamDefinition<Req, Item>
-  stream<Q extends ModelSource = Model<Untyped>, R extends ModelSource = Model<Untyped>>(
+  stream<Q extends ModelSource = Model<unknown>, R extends ModelSource = Model<unknown>>(
     name: string,
     options: SchemaEndpointOptions<Q, R>,
     handler: StreamHandler<SchemaOutput<Q>, SchemaInput<R>>,
@@ -54,23 +54,23 @@ export interface Trivium {
    * and answers one response. Over HTTP the route refuses every call (PROTOCOL.md "Client and
    * bidirectional streams"). POST only.
    */
-  clientStream<Req = Untyped, Res = Untyped>(
+  clientStream<Req = unknown, Res = unknown>(
     name: string,
     options: EndpointOptions<Req, Res>,
     handler: ClientStreamHandler<Req, Res>,
   ): ClientStreamDefinition<Req, Res>
-  clientStream<Q extends ModelSource = Model<Untyped>, R extends ModelSource = Model<Untyped>>(
+  clientStream<Q extends ModelSource = Model<unknown>, R extends ModelSource = Model<unknown>>(
     name: string,
     options: SchemaEndpointOptions<Q, R>,
     handler: ClientStreamHandler<SchemaOutput<Q>, SchemaInput<R>>,
   ): ClientStreamDefinition<SchemaOutput<Q>, SchemaInput<R>>
   /** Registers a bidirectional stream (WebSocket and TCP): request items in, response items out. POST only. */
-  bidiStream<Req = Untyped, Item = Untyped>(
+  bidiStream<Req = unknown, Item = unknown>(
     name: string,
     options: EndpointOptions<Req, Item>,
     handler: BidiStreamHandler<Req, Item>,
   ): BidiStreamDefinition<Req, Item>
-  bidiStream<Q extends ModelSource = Model<Untyped>, R extends ModelSource = Model<Untyped>>(
+  bidiStream<Q extends ModelSource = Model<unknown>, R extends ModelSource = Model<unknown>>(
     name: string,
     options: SchemaEndpointOptions<Q, R>,
     handler: BidiStreamHandler<SchemaOutput<Q>, SchemaInput<R>>,

@@ -79,4 +79,3 @@ export {
   TCP_MIN_LENGTH,
   TcpFrameReader,
 } from './tcp.js'
-export type { Untyped } from './untyped.js'

@@ -11,7 +11,7 @@ import {
   type TriviumIdentity,
   UnauthorizedException,
 } from '@trivium/core'
-import { enforcesSettings, TOKEN_EXPIRED_MESSAGE } from '@trivium/core/internal'
+import { enforcesSettings, fillContext, TOKEN_EXPIRED_MESSAGE } from '@trivium/core/internal'
 import type { TokenClaims } from './claims.js'
 import { publishFailure } from './diagnostics.js'
 import { MemoryRevocationStore, type RevocationStore } from './revocation.js'
@@ -107,14 +107,16 @@ export function identityOf(claims: TokenClaims): TriviumIdentity {
 /** Sets `call.identity` and the context keys of PROTOCOL.md "Authentication". */
 export function setUserContext(call: TriviumCall<unknown, CallTarget>, claims: TokenClaims): void {
   call.identity = identityOf(claims)
-  const context = call.context
-  context.user_id = claims.userId
-  context.username = claims.username
-  context.email = claims.email
-  context.roles = claims.roles
-  context.permissions = claims.permissions
-  context.token_claims = claims
-  context.authenticated = true
+  // One literal: the call's context when it has none yet (the usual case), else assigned onto it.
+  fillContext(call, {
+    user_id: claims.userId,
+    username: claims.username,
+    email: claims.email,
+    roles: claims.roles,
+    permissions: claims.permissions,
+    token_claims: claims,
+    authenticated: true,
+  })
 }
 
 /** The call's credential; a malformed one (given twice) counts as an invalid credential. */

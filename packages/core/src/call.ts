@@ -78,44 +78,55 @@ function defaultCredential(
 
 const UNSET = Symbol('unset')
 
+/**
+ * Gives a call the context keys in `values` (an object literal of the caller's): the call's context when
+ * it has none yet (one allocation with its final shape, instead of an empty object grown key by key:
+ * bench/README.md "bench/js-path"), else assigned onto the existing one, as `call.context.k = v` each
+ * would be. Exported from `@trivium/core/internal` for @trivium/auth.
+ */
+export let fillContext: (call: TriviumCall<any, any>, values: Record<string, unknown>) => void
+
 /** A call to an endpoint, or (`TriviumCall<unknown, CallTarget>`, what middleware sees) to a guarded plain route. */
 export class TriviumCall<Req = unknown, Target extends CallTarget = EndpointDefinition<Req>> {
+  // Every field is `declare`d and set once, in the constructor, in one order (one shape for every call):
+  // a class field without `declare` is defined (as undefined) before the constructor runs, and the
+  // constructor then stores it a second time (bench/README.md "bench/js-path").
   /** Endpoint name. */
-  readonly endpoint: string
-  readonly protocol: Protocol
+  declare readonly endpoint: string
+  declare readonly protocol: Protocol
   /** Request headers (HTTP; WebSocket: the upgrade request's headers). */
-  readonly headers: HeaderMap
+  declare readonly headers: HeaderMap
   /** HTTP method (HTTP only). */
-  readonly method: string | undefined
+  declare readonly method: string | undefined
   /** Query parameters (HTTP; WebSocket: the upgrade URL's query). */
-  readonly query: Record<string, unknown>
+  declare readonly query: Record<string, unknown>
   /** Request metadata (TCP frames: e.g. `auth_token`). */
-  readonly metadata: Record<string, string>
-  readonly clientIp: string | undefined
-  readonly requestId: string
-  readonly log: FastifyBaseLogger
-  readonly definition: Target
-  readonly raw: FastifyRequest | undefined
-  readonly connection: Record<string, unknown> | undefined
+  declare readonly metadata: Record<string, string>
+  declare readonly clientIp: string | undefined
+  declare readonly requestId: string
+  declare readonly log: FastifyBaseLogger
+  declare readonly definition: Target
+  declare readonly raw: FastifyRequest | undefined
+  declare readonly connection: Record<string, unknown> | undefined
   /** Headers to add to an HTTP response; other transports ignore them. */
-  responseHeaders: Record<string, string> | undefined = undefined
+  declare responseHeaders: Record<string, string> | undefined
   /**
    * The request items of a client or bidirectional stream, as they arrive (the handler's first argument);
    * undefined for other endpoints. `body` is undefined for these calls.
    */
-  readonly requests: AsyncIterable<Req> | undefined
+  declare readonly requests: AsyncIterable<Req> | undefined
 
-  private contextValue: Record<string, unknown> | undefined = undefined
-  private identityValue: TriviumIdentity | undefined = undefined
-  private readonly identityListener: ((identity: TriviumIdentity) => void) | undefined
-  private bodyValue: Req | typeof UNSET = UNSET
+  declare private contextValue: Record<string, unknown> | undefined
+  declare private identityValue: TriviumIdentity | undefined
+  declare private readonly identityListener: ((identity: TriviumIdentity) => void) | undefined
+  declare private bodyValue: Req | typeof UNSET
   // Not typed by Target: a call to an endpoint is also a call that middleware sees (`TriviumCall<any, CallTarget>`).
-  private readonly decodeBody: (this: TriviumCall<Req, any>) => Req
-  private signalValue: AbortSignal | undefined
-  private readonly signalSource: AbortSignal | (() => AbortSignal) | undefined
-  private credentialValue: string | undefined | typeof UNSET = UNSET
-  private readonly credentialSource: string | (() => string | undefined) | undefined
-  private readonly deadlineState: CallDeadline | undefined
+  declare private readonly decodeBody: (this: TriviumCall<Req, any>) => Req
+  declare private signalValue: AbortSignal | undefined
+  declare private readonly signalSource: AbortSignal | (() => AbortSignal) | undefined
+  declare private credentialValue: string | undefined | typeof UNSET
+  declare private readonly credentialSource: string | (() => string | undefined) | undefined
+  declare private readonly deadlineState: CallDeadline | undefined
 
   constructor(init: CallInit<Req, Target>) {
     this.definition = init.definition
@@ -130,12 +141,25 @@ export class TriviumCall<Req = unknown, Target extends CallTarget = EndpointDefi
     this.clientIp = init.clientIp
     this.raw = init.raw
     this.connection = init.connection
+    this.responseHeaders = undefined
     this.decodeBody = init.decodeBody
     this.signalSource = init.signal
     this.credentialSource = init.credential
     this.requests = init.requests
     this.deadlineState = init.deadline
     this.identityListener = init.onIdentity
+    this.contextValue = undefined
+    this.identityValue = undefined
+    this.bodyValue = UNSET
+    this.signalValue = undefined
+    this.credentialValue = UNSET
+  }
+
+  static {
+    fillContext = (call, values) => {
+      if (call.contextValue === undefined) call.contextValue = values
+      else Object.assign(call.contextValue, values)
+    }
   }
 
   /**

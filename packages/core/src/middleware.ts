@@ -173,8 +173,7 @@ export class Pipeline {
 
   /**
    * Runs the chain, then `terminal` (the router): their value, or a promise of it; a step that throws
-   * before anything asynchronous happened may throw here. One `next` closure per call, not one per
-   * middleware: the position lives in a local counter.
+   * before anything asynchronous happened may throw here. The position lives in a local counter.
    *
    * With a `deadline`, everything after the `first` middleware is bounded by it (deadline.ts): the
    * observers' `next()` settles with the answer the client gets — TimeoutException at the deadline —
@@ -194,28 +193,51 @@ export class Pipeline {
     if (fns.length === 0) {
       return deadline ? deadline.run(call, () => terminal(call), streaming) : terminal(call)
     }
+    if (deadline !== undefined) return runBounded(chain, call, terminal, deadline, streaming)
     const direct = chain.direct
     let index = 0
-    const advance = (): unknown => {
-      const fn = fns[index]
-      index++
-      return fn !== undefined ? fn(call, next) : terminal(call)
-    }
-    const firsts = chain.firsts
-    const step =
-      deadline === undefined
-        ? advance
-        : (): unknown => (index === firsts ? deadline.run(call, advance, streaming) : advance())
+    // One closure per call (bench/README.md "bench/js-path"): `next` takes the step at `index` itself.
     // Called by the middleware at `index - 1`: a direct one takes the next step's value as it is; any
-    // other gets a promise (a throw becomes its rejection).
+    // other gets a promise (a throw becomes its rejection). The first step is taken as a direct one.
     const next: Next = () => {
-      if (direct[index - 1] === true) return step() as Promise<unknown>
+      const at = index++
+      const fn = fns[at]
+      if (at === 0 || direct[at - 1] === true)
+        return (fn !== undefined ? fn(call, next) : terminal(call)) as Promise<unknown>
       try {
-        return Promise.resolve(step())
+        return Promise.resolve(fn !== undefined ? fn(call, next) : terminal(call))
       } catch (err) {
         return Promise.reject(err)
       }
     }
-    return step()
+    return next()
   }
+}
+
+/** `Pipeline.run` with a deadline: the step after the `first` middleware runs under `deadline.run`. */
+function runBounded<C extends TriviumCall<any, CallTarget>>(
+  chain: Chain,
+  call: C,
+  terminal: (call: C) => unknown,
+  deadline: CallDeadline,
+  streaming: boolean,
+): unknown {
+  const { fns, direct, firsts } = chain
+  let index = 0
+  const advance = (): unknown => {
+    const fn = fns[index]
+    index++
+    return fn !== undefined ? fn(call, next) : terminal(call)
+  }
+  const step = (): unknown => (index === firsts ? deadline.run(call, advance, streaming) : advance())
+  // As in `Pipeline.run`: a direct middleware takes the next step's value as it is, any other a promise.
+  const next: Next = () => {
+    if (direct[index - 1] === true) return step() as Promise<unknown>
+    try {
+      return Promise.resolve(step())
+    } catch (err) {
+      return Promise.reject(err)
+    }
+  }
+  return step()
 }

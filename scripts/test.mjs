@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // Runs every package's tests and ends with the plain summary line CI reads: "N passed, N failed". Arguments
-// are a file list (default: every test file). First it brings what the tests need (scripts/environment.mjs).
+// are a file list (default: every test file), `--coverage`, `--typecheck` (below). First it brings what the tests
+// need (scripts/environment.mjs).
 //
-// A tap test file is a Node program that prints TAP, so each runs as `node --import=tsx <file>`, three at a
-// time, rather than under tap's runner: the runner loads @tapjs/processinfo's module hooks into every test
+// A tap test file is a Node program that prints TAP, so each runs as `node --import=<scripts/ts/register.mjs>
+// <file>` (TSX below), three at a time, rather than under tap's runner: the runner loads @tapjs/processinfo's module hooks into every test
 // process and, through NODE_OPTIONS, into every Node process a test starts (a demo instance, npm), which cost
 // ~1–2 s of CPU per demo test file and ~2 s per demo instance started, about a sixth of the suite's CPU time.
 // `npx tap <file>` still runs a file under tap's runner (.taprc).

@@ -1,5 +1,5 @@
 // Module hooks that run the test files' TypeScript (scripts/ts/register.mjs registers them; scripts/test.mjs
-// uses them in place of tsx). Why not tsx: its hooks cost ~0.5 s of CPU to start in every test process and
+// uses them in place of tsx). Why not tsx: its hooks cost ~0.4–0.5 s of CPU more to start in every test process and
 // ~1 s more to load the demo's ~800 dist modules (its resolver tries tsconfig paths and extensions for each),
 // measured with /usr/bin/time on `node --import=tsx` vs these (docs/DEVELOPING.md). These hooks only touch what
 // needs it: a `.ts` file is compiled by esbuild with tsx's own options (so the code and its stack traces are

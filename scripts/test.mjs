@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // Runs every package's tests and ends with the plain summary line CI reads: "N passed, N failed". Arguments
-// are a file list (default: every test file). First it brings what the tests need (scripts/environment.mjs).
+// are a file list (default: every test file), `--coverage`, `--typecheck` (below). First it brings what the tests
+// need (scripts/environment.mjs).
 //
-// A tap test file is a Node program that prints TAP, so each runs as `node --import=tsx <file>`, three at a
-// time, rather than under tap's runner: the runner loads @tapjs/processinfo's module hooks into every test
+// A tap test file is a Node program that prints TAP, so each runs as `node --import=<scripts/ts/register.mjs>
+// <file>` (TSX below), three at a time, rather than under tap's runner: the runner loads @tapjs/processinfo's module hooks into every test
 // process and, through NODE_OPTIONS, into every Node process a test starts (a demo instance, npm), which cost
 // ~1–2 s of CPU per demo test file and ~2 s per demo instance started, about a sixth of the suite's CPU time.
 // `npx tap <file>` still runs a file under tap's runner (.taprc).
@@ -49,16 +50,24 @@ const TOP = process.env.TRIVIUM_TEST_TOP === '0' ? 0 : positive('TRIVIUM_TEST_TO
 const TIME = executable('/usr/bin/time')
 /** Where each file's last CPU and wall time are kept (for the next run's order, and to read). */
 const TIMES_FILE = join('node_modules', '.cache', 'trivium-test-times.json')
+/**
+ * A fresh clone has no TIMES_FILE, so its files would run in name order; this committed copy of one idle run's
+ * TIMES_FILE, when present, orders them instead (refresh it by copying TIMES_FILE after a whole idle run).
+ */
+const TIMES_SEED = join('scripts', 'test-times.json')
 /** Files started so far (names each one's GNU time record). */
 let timedFiles = 0
 /**
- * TypeScript through tsx (esbuild, no type check: that is `pnpm typecheck`). `--liftoff-only`: WebAssembly
+ * TypeScript through scripts/ts/register.mjs (esbuild with tsx's options, no type check: that is `pnpm typecheck`),
+ * not tsx itself, whose hooks cost ~0.4 s of CPU more to start in each of the ~260 test processes and ~1 s more
+ * where a file loads the demo (scripts/ts/hooks.mjs). An absolute path: a test that starts Node with its own
+ * `process.execArgv` from another folder loads it too. `--liftoff-only`: WebAssembly
  * (PGlite, the embedded PostgreSQL of the demo and @trivium/sql's tests) runs on V8's baseline compiler only,
  * never optimised by TurboFan, whose compiling of PGlite's hot functions cost more CPU than a test file's
  * queries win back (CPU time of a file, load ~35: demo http.test.ts 9.5 / 10.5 s → 8.7 / 9.0 s, demo
  * idempotency.test.ts 7.8 → 6.3 s, sql pglite.test.ts 25.3 → 22.8 s). Not a setting of the code under test.
  */
-const TSX = ['--import=tsx', '--liftoff-only']
+const TSX = [`--import=${new URL('./ts/register.mjs', import.meta.url).href}`, '--liftoff-only']
 
 /** `/dev/shm/trivium-tests-<uid>` when /dev/shm is a writable tmpfs, else the usual temporary folder. */
 function memoryScratch() {
@@ -95,7 +104,9 @@ function positive(name, fallback) {
 
 // `--coverage` (or TRIVIUM_COVERAGE=1, or CI=true): line coverage of the packages' sources (scripts/coverage.mjs).
 const coverage = coverageWanted(process.argv.slice(2))
-const args = process.argv.slice(2).filter((arg) => arg !== '--coverage')
+// `--typecheck`: `tsc -p tsconfig.test.json` (`pnpm typecheck`) runs beside the first test files (`pnpm test`).
+const typecheck = process.argv.includes('--typecheck')
+const args = process.argv.slice(2).filter((arg) => arg !== '--coverage' && arg !== '--typecheck')
 // `--matrix`: only the version matrix run (below), e.g. to try a Fastify release.
 const matrixOnly = args.length === 1 && args[0] === '--matrix'
 function testFiles(dir) {
@@ -165,20 +176,20 @@ if (args.length === 0 || matrixOnly)
   })
 
 const coverageEnv = coverage ? startCoverage() : {}
-let passed = 0
-let failed = 0
-const failures = []
-const timings = []
-const runStarted = Date.now()
 for (const run of runs) {
   Object.assign(run.env, coverageEnv)
-  if (run.label) console.log(`\nversion matrix: ${run.files.length} files against ${run.label.slice(1, -2)}`)
-  const result = await runFiles(run)
-  passed += result.passed
-  failed += result.failed
-  failures.push(...result.failures.map((f) => run.label + f))
-  timings.push(...result.timings.map((t) => ({ ...t, file: run.label + t.file })))
+  if (run.label) console.log(`version matrix: ${run.files.length} files against ${run.label.slice(1, -2)}`)
 }
+const runStarted = Date.now()
+// One queue for the main run and the matrix runs (each file with its run's loader and environment): run one after
+// the other, each ended with its own tail: its last files running while a core had nothing left to start.
+const result = await runFiles(
+  runs.flatMap(({ label, files, nodeArgs, env }) =>
+    files.map((file) => ({ file, name: label + file, nodeArgs, env })),
+  ),
+)
+const { passed, failures, timings } = result
+let failed = result.failed
 if (TIME && TOP > 0) console.log(timeReport(timings, Date.now() - runStarted).join('\n'))
 saveTimes(timings)
 if (coverage) {
@@ -193,44 +204,80 @@ console.log(`${passed} passed, ${failed} failed`)
 process.exit(failed > 0 ? 1 : 0)
 
 /**
- * Runs each file as its own `node --import=tsx <file>` (a tap test file is a Node program that prints TAP),
- * `JOBS` at a time, and prints each file's output as one block when it ends: a `# Subtest: <file>` line, its
- * TAP indented, then `ok N - <file>` or `not ok N - <file>`. Its counts and failures, each failure named
- * with the subtests it sits in.
+ * Runs each file (`{ file, name, nodeArgs, env }`: `name` is the file with its run's label) as its own
+ * `node <nodeArgs> <file>` (a tap test file is a Node program that prints TAP), `JOBS` at a time, and prints each
+ * file's output as one block when it ends: a `# Subtest: <name>` line, its TAP indented, then `ok N - <name>` or
+ * `not ok N - <name>`. With `--typecheck`, the type check takes one of the `JOBS` places first: it is one
+ * single-threaded tsc process, and before the tests it left the second core idle for its ~40 s. Its counts and
+ * failures, each failure named with the subtests it sits in.
  */
-async function runFiles({ files, nodeArgs, env }) {
+async function runFiles(entries) {
   // The longest first (by the last run's wall time, kept in TIMES_FILE; a file without one counts as longest),
   // so the run does not end with one long file running alone while the other workers have nothing left.
   const last = savedTimes()
-  const took = (file) => last[file]?.ms ?? Number.POSITIVE_INFINITY
-  const queue = files.map((file, i) => ({ file, id: i + 1 })).sort((a, b) => took(b.file) - took(a.file))
+  const took = (name) => last[name]?.ms ?? Number.POSITIVE_INFINITY
+  const queue = entries
+    .map((entry, i) => ({ ...entry, id: i + 1 }))
+    .sort((a, b) => took(b.name) - took(a.name))
+  if (typecheck) queue.unshift({ check: true })
   let passed = 0
   let failed = 0
   const failures = []
   const timings = []
-  console.log(`TAP version 14\n1..${files.length}`)
+  console.log(`TAP version 14\n1..${entries.length}`)
   async function worker() {
     for (let next = queue.shift(); next; next = queue.shift()) {
-      const result = await runFile(next.file, nodeArgs, env)
-      process.stdout.write(block(next, result))
+      const result = next.check ? await runTypecheck() : await runFile(next)
+      process.stdout.write(next.check ? result.output : block(next, result))
       passed += result.passed
       failed += result.failed
       failures.push(...result.failures)
-      timings.push({ file: next.file, cpu: result.cpu, ms: result.ms })
+      if (!next.check) timings.push({ file: next.name, cpu: result.cpu, ms: result.ms })
     }
   }
-  await Promise.all(Array.from({ length: Math.min(JOBS, files.length) }, worker))
+  await Promise.all(Array.from({ length: Math.min(JOBS, queue.length) }, worker))
   console.log(`# { total: ${passed + failed}, pass: ${passed}, fail: ${failed} }`)
   return { passed, failed, failures, timings }
 }
 
-/** Each file's last time (`{ [file]: { cpu, ms } }`), or none. */
+/** `tsc -p tsconfig.test.json` (`pnpm typecheck`): its errors as TAP comments, one failure if it found any. */
+function runTypecheck() {
+  const started = Date.now()
+  const tsc = join('node_modules', 'typescript', 'bin', 'tsc')
+  const child = spawn(process.execPath, [tsc, '-p', 'tsconfig.test.json'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let output = ''
+  child.stdout.setEncoding('utf8').on('data', (text) => {
+    output += text
+  })
+  child.stderr.setEncoding('utf8').on('data', (text) => {
+    output += text
+  })
+  return new Promise((resolve) => {
+    child.on('close', (code, signal) => {
+      const ok = code === 0
+      const lines = output.trim() === '' ? [] : output.trimEnd().split('\n')
+      const seconds = ((Date.now() - started) / 1000).toFixed(1)
+      const head = `# typecheck (tsc -p tsconfig.test.json): ${ok ? 'no errors' : `exited with ${signal ?? code}`}, ${seconds} s`
+      resolve({
+        output: `${[head, ...lines.map((line) => `#   ${line}`)].join('\n')}\n\n`,
+        passed: 0,
+        failed: ok ? 0 : 1,
+        failures: ok ? [] : [`typecheck: tsc -p tsconfig.test.json exited with ${signal ?? code}`],
+      })
+    })
+  })
+}
+
+/** Each file's last time (`{ [file]: { cpu, ms } }`, from TIMES_FILE or else TIMES_SEED), or none. */
 function savedTimes() {
-  try {
-    return JSON.parse(readFileSync(TIMES_FILE, 'utf8'))
-  } catch {
-    return {}
+  for (const file of [TIMES_FILE, TIMES_SEED]) {
+    try {
+      return JSON.parse(readFileSync(file, 'utf8'))
+    } catch {}
   }
+  return {}
 }
 
 /** Adds this run's times to the saved ones. */
@@ -270,7 +317,7 @@ function timeReport(timings, wallMs) {
 }
 
 /** One file's output as a subtest of the run, its result line last. */
-function block({ file, id }, { output, ok, ms, note }) {
+function block({ name, id }, { output, ok, ms, note }) {
   const body = output
     .replace(/^TAP version \d+\n/, '')
     .replace(/\n$/, '')
@@ -278,11 +325,11 @@ function block({ file, id }, { output, ok, ms, note }) {
     .map((line) => (line === '' ? '' : `    ${line}`))
     .join('\n')
   const extra = note ? `    # ${note}\n` : ''
-  return `# Subtest: ${file}\n${body}\n${extra}${ok ? 'ok' : 'not ok'} ${id} - ${file} # time=${ms}ms\n\n`
+  return `# Subtest: ${name}\n${body}\n${extra}${ok ? 'ok' : 'not ok'} ${id} - ${name} # time=${ms}ms\n\n`
 }
 
 /** Runs one test file; its output, its counts (the `# { total, pass, fail }` line tap prints last). */
-function runFile(file, nodeArgs, env) {
+function runFile({ file, name, nodeArgs, env }) {
   const started = Date.now()
   const timesFile = join(SCRATCH, `.test-time-${process.pid}-${++timedFiles}`)
   const command = [process.execPath, ...nodeArgs, file]
@@ -314,7 +361,7 @@ function runFile(file, nodeArgs, env) {
         ? readTimes(timesFile, timeCode, timeSignal)
         : { code: timeCode, signal: timeSignal }
       const failures = []
-      const subtests = [file]
+      const subtests = [name]
       for (const line of output.split('\n')) readLine(line, subtests, failures)
       const counts = /^# \{ total: (\d+)(?:, pass: (\d+))?(?:, fail: (\d+))?/m.exec(output)
       let passed = Number(counts?.[2] ?? 0)
@@ -322,12 +369,12 @@ function runFile(file, nodeArgs, env) {
       let note = ''
       if (!counts || killed) {
         note = killed ? `killed after ${FILE_TIMEOUT_S + 60} s` : `exited with ${signal ?? code}`
-        failures.push(`${file}: no result (${note})`)
+        failures.push(`${name}: no result (${note})`)
         passed = 0
         failed = Math.max(failed, 1)
       } else if (code !== 0 && failed === 0) {
         note = `exited with ${signal ?? code} after its tests passed`
-        failures.push(`${file}: ${note}`)
+        failures.push(`${name}: ${note}`)
         failed = 1
       }
       resolve({ output, ok: failed === 0, ms, cpu, note, passed, failed, failures })

@@ -11,9 +11,9 @@
 //   node bench/transports/bridge-instructions.mjs        (env BRIDGE_CASES=endpoint,named,plain
 //        BRIDGE_IR_CALLS=5000 BRIDGE_WARMUP=20000 BENCH_BEFORE=<another built checkout>: its packages,
 //        run by this file)
-import { execFileSync, spawn } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { createInterface } from 'node:readline'
+import { gatedInstructions } from '../lib/callgrind.mjs'
 
 const which = process.argv[2]
 if (which === undefined) {
@@ -33,44 +33,9 @@ if (which === undefined) {
 
 /** Instructions of `calls` calls of one case, in one process under callgrind (gated, see above). */
 function count(root, c, calls) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      'valgrind',
-      [
-        '--tool=callgrind',
-        '--instr-atstart=no',
-        '--callgrind-out-file=/dev/null',
-        process.execPath,
-        '--single-threaded',
-        new URL(import.meta.url).pathname,
-        c,
-      ],
-      { env: { ...process.env, BRIDGE_IR_CALLS: String(calls), BRIDGE_TREE: root } },
-    )
-    let stderr = ''
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk
-    })
-    let stdout = ''
-    child.stdout.on('data', (chunk) => {
-      stdout += chunk
-      for (const [marker, state] of [
-        ['WARM\n', 'on'],
-        ['DONE\n', 'off'],
-      ]) {
-        if (stdout.includes(marker)) {
-          stdout = stdout.replace(marker, '')
-          execFileSync('callgrind_control', ['-i', state, String(child.pid)], { stdio: 'ignore' })
-          child.stdin.write('\n')
-        }
-      }
-    })
-    child.on('close', (status) => {
-      const match = /Collected : (\d+)/.exec(stderr)
-      if (status !== 0 || !match) reject(new Error(`${c} under callgrind: ${stderr.slice(-2000)}`))
-      else resolve(Number(match[1]) / calls)
-    })
-  })
+  const command = [process.execPath, '--single-threaded', new URL(import.meta.url).pathname, c]
+  const env = { ...process.env, BRIDGE_IR_CALLS: String(calls), BRIDGE_TREE: root }
+  return gatedInstructions(command, env, calls, c)
 }
 
 /** The child: warm up, say WARM, wait, run the measured calls, say DONE, wait. */

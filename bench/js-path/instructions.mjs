@@ -8,7 +8,8 @@
 //   node bench/js-path/instructions.mjs
 //   env: BENCH_CASES=bare,ceiling,core,public,secure  JS_PATH_IR_REQUESTS=10000  JS_PATH_WARMUP=2000
 //        JS_PATH_GC_REQUESTS=100000  BENCH_BEFORE=<another built checkout, with this case.mjs>
-import { execFileSync, spawn, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
+import { gatedInstructions } from '../lib/callgrind.mjs'
 
 const here = new URL('.', import.meta.url).pathname
 const cases = (process.env.BENCH_CASES ?? 'bare,ceiling,core,public,secure').split(',').filter(Boolean)
@@ -30,44 +31,13 @@ const trees = before
  * says DONE (JS_PATH_GATE: it waits for a line on stdin at both points).
  */
 function instructions(dir, which, requests) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      'valgrind',
-      [
-        '--tool=callgrind',
-        '--instr-atstart=no',
-        '--callgrind-out-file=/dev/null',
-        process.execPath,
-        `${dir}case.mjs`,
-        which,
-        String(requests),
-      ],
-      { env: { ...process.env, JS_PATH_WARMUP: warmup, JS_PATH_ROUNDS: '1', JS_PATH_GATE: '1' } },
-    )
-    let stderr = ''
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk
-    })
-    let stdout = ''
-    child.stdout.on('data', (chunk) => {
-      stdout += chunk
-      for (const [marker, state] of [
-        ['WARM\n', 'on'],
-        ['DONE\n', 'off'],
-      ]) {
-        if (stdout.includes(marker)) {
-          stdout = stdout.replace(marker, '')
-          execFileSync('callgrind_control', ['-i', state, String(child.pid)], { stdio: 'ignore' })
-          child.stdin.write('\n')
-        }
-      }
-    })
-    child.on('close', (status) => {
-      const match = /Collected : (\d+)/.exec(stderr)
-      if (status !== 0 || !match) reject(new Error(`${which} under callgrind: ${stderr.slice(-2000)}`))
-      else resolve(Number(match[1]) / requests)
-    })
-  })
+  const env = { ...process.env, JS_PATH_WARMUP: warmup, JS_PATH_ROUNDS: '1', JS_PATH_GATE: '1' }
+  return gatedInstructions(
+    [process.execPath, `${dir}case.mjs`, which, String(requests)],
+    env,
+    requests,
+    which,
+  )
 }
 
 /** Scavenges and mark-compacts (`--trace-gc`) during `gcRequests` requests after the usual warm-up. */

@@ -63,7 +63,7 @@ const cpu = {}
 /** One call: an options object (since issue 43), or the positional form of a BENCH_BEFORE build. */
 function callOnce(bridge) {
   const entry = new Cancellation(false)
-  if (bridge.call.length > 2) return bridge.call(definition, jsonFormat, jsonFormat, payload, override, entry)
+  if (bridge.call.length > 3) return bridge.call(definition, jsonFormat, jsonFormat, payload, override, entry)
   return bridge.call({
     definition,
     format: jsonFormat,

@@ -38,13 +38,17 @@ interface Chain {
   direct: boolean[]
   /** How many `first` middleware (observers) lead the chain: the deadline bounds what comes after them. */
   firsts: number
+  /** Some middleware is not direct: it may read what `next()` resolves to. */
+  observed: boolean
 }
 
 function chainOf(entries: readonly Entry[]): Chain {
+  const direct = entries.map((e) => DIRECT.has(e.fn))
   return {
     fns: entries.map((e) => e.fn),
-    direct: entries.map((e) => DIRECT.has(e.fn)),
+    direct,
     firsts: entries.filter((e) => e.first).length,
+    observed: direct.includes(false),
   }
 }
 
@@ -136,6 +140,14 @@ export class Pipeline {
       this.chains.set(definition, chain)
     }
     return chain
+  }
+
+  /**
+   * Whether a middleware of `definition`'s chain may read what its `next()` resolves to: one not marked
+   * `directMiddleware` (a direct one hands the value on without awaiting it or calling `.then` on it).
+   */
+  observes(definition: CallTarget): boolean {
+    return (this.scoped ? this.chainFor(definition) : this.chain).observed
   }
 
   /** The endpoint settings the chain of `definition` enforces (`enforcesSettings`). */

@@ -8,6 +8,7 @@ import {
   HTTP_CODINGS,
   INTERNAL_ERROR_MESSAGE,
   invalidTimeoutMessage,
+  isNamedRoute,
   JSON_CONTENT_TYPE,
   namedRouteStream,
   TIMEOUT_HEADER,
@@ -130,6 +131,9 @@ function statusOf(kind: ErrorKind): string {
   return String(ERROR_KINDS[kind].status)
 }
 
+/** The 406 of a call asking for a binary answer the response model has no form in (PROTOCOL.md "Errors"). */
+const NOT_ACCEPTABLE = '406'
+
 /** Shared error responses, by status (each the status of its kind in ERROR_KINDS). */
 export const ERROR_RESPONSES: Readonly<Record<string, { name: string; response: Schema }>> = {
   [statusOf('ValidationException')]: {
@@ -156,6 +160,14 @@ export const ERROR_RESPONSES: Readonly<Record<string, { name: string; response: 
   [statusOf('NotFoundException')]: {
     name: 'NotFound',
     response: { description: described('NotFoundException'), content: errorContent },
+  },
+  // Not a kind's own status: core answers it for an `Accept` naming only the binary format (refuseAnswerFormat).
+  [NOT_ACCEPTABLE]: {
+    name: 'NotAcceptable',
+    response: {
+      description: `${described('UnsupportedMediaTypeException')}, status 406: \`Accept\` names ${BINARY_CONTENT_TYPE} and not JSON, and the response model has no binary form; message \`Endpoint <name> has no binary response format\``,
+      content: errorContent,
+    },
   },
   [statusOf('ConflictException')]: {
     name: 'Conflict',
@@ -441,7 +453,8 @@ function endpointOperation(
   const mode = typeof config.auth === 'string' ? config.auth : 'required'
   const permissions = nonEmptyStrings(config.permissions)
   const roles = nonEmptyStrings(config.roles)
-  const errors = errorStatusesOf(endpoint, config, auth && mode !== 'public', Boolean(permissions || roles))
+  const rights = Boolean(permissions || roles)
+  const errors = errorStatusesOf(endpoint, config, auth && mode !== 'public', rights, binary)
   // In ascending status order (integer-like keys), as the list sorted.
   for (const [status, shared] of Object.entries(ERROR_RESPONSES)) {
     if (!errors.includes(status)) continue
@@ -573,12 +586,22 @@ function successResponse(
   return [String(endpoint.status), { description: 'Success', content }]
 }
 
-/** The error statuses an endpoint can answer, from its settings. */
+/**
+ * Whether the endpoint's HTTP route answers 406 to an `Accept` naming only the binary format: core's own
+ * route of a unary endpoint whose response model has no binary form (a named route is the app's own
+ * Fastify route, which never answers it; a stream's answer is Server-Sent Events whatever the `Accept`).
+ */
+function refusesBinaryAnswer(endpoint: EndpointDefinition): boolean {
+  return !endpoint.streaming && !isNamedRoute(endpoint) && !hasBinaryForm(endpoint.response, 'response')
+}
+
+/** The error statuses an endpoint can answer, from its settings (`binary`: the binary format is documented). */
 function errorStatusesOf(
   endpoint: EndpointDefinition,
   config: Readonly<Record<string, unknown>>,
   authenticates: boolean,
   checksRights: boolean,
+  binary: boolean,
 ): string[] {
   const kinds: ErrorKind[] = ['ValidationException']
   if (authenticates) kinds.push('UnauthorizedException')
@@ -589,6 +612,7 @@ function errorStatusesOf(
   if (config.rateLimit !== false) kinds.push('RateLimitExceededException')
   kinds.push('InternalErrorException', 'ServiceUnavailableException', 'TimeoutException')
   const errors = kinds.map(statusOf)
+  if (binary && refusesBinaryAnswer(endpoint)) errors.push(NOT_ACCEPTABLE)
   // Statuses only the handler knows (a public login answers 401 to bad credentials).
   for (const status of errorStatuses(config.errorStatuses, endpoint.name)) {
     if (!errors.includes(status)) errors.push(status)
@@ -620,8 +644,10 @@ function describe(endpoint: EndpointDefinition): string {
 function errorStatuses(value: unknown, endpoint: string): string[] {
   if (value === undefined) return []
   const statuses = Array.isArray(value) ? value.map(String) : []
-  if (!Array.isArray(value) || statuses.some((s) => !Object.hasOwn(ERROR_RESPONSES, s))) {
-    throw SETUP.TRV_OPENAPI_ERROR_STATUSES(endpoint, Object.keys(ERROR_RESPONSES).join(', '))
+  // The 406 is core's own answer (documented where it applies), not one a handler declares.
+  const known = Object.keys(ERROR_RESPONSES).filter((s) => s !== NOT_ACCEPTABLE)
+  if (!Array.isArray(value) || statuses.some((s) => !known.includes(s))) {
+    throw SETUP.TRV_OPENAPI_ERROR_STATUSES(endpoint, known.join(', '))
   }
   return statuses
 }

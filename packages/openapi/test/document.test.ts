@@ -86,6 +86,7 @@ t.test('a POST create: operation, body in both formats when the model has a bina
         '401:Unauthorized',
         '403:Forbidden',
         '404:NotFound',
+        '406:NotAcceptable',
         '413:PayloadTooLarge',
         '415:UnsupportedMediaType',
         '429:RateLimited',
@@ -294,7 +295,7 @@ t.test('error responses share one ErrorBody; 429 carries Retry-After', async (t)
   for (const response of Object.values(document.components.responses)) {
     t.same(response.content, { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBody' } } })
   }
-  // GET: no body, so no 413/415; rateLimit: false → no 429
+  // GET: no body, so no 413/415; rateLimit: false → no 429; a response model with a binary form → no 406
   t.same(Object.keys(document.paths['/tasks/{id}']?.delete?.responses ?? {}), [
     '200',
     '400',
@@ -309,6 +310,7 @@ t.test('error responses share one ErrorBody; 429 carries Retry-After', async (t)
     '400',
     '401',
     '404',
+    '406',
     '429',
     '500',
     '503',
@@ -427,6 +429,7 @@ t.test('errorStatuses adds the statuses only the handler knows; anything unknown
     '400',
     '401',
     '404',
+    '406',
     '413',
     '415',
     '429',

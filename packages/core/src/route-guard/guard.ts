@@ -3,11 +3,12 @@
 // preValidation hook, as around an endpoint's handler. Core holds the guard; its owner (@trivium/auth)
 // installs it and says what a route's rules may be and where the authenticated caller goes.
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
-import { TriviumCall, type TriviumIdentity } from '../call.js'
+import { type CallInit, TriviumCall, type TriviumIdentity } from '../call.js'
 import { httpCredential } from '../credential.js'
 import { normalizeError, toErrorBody } from '../errors.js'
-import { transportOf } from '../http/symbols.js'
+import { type TransportOverride, transportOf } from '../http/symbols.js'
 import type { GuardedRoute, RouteOutcome } from '../registry.js'
+import { isThenable } from '../thenable.js'
 
 /** Guards one request to a route added before @trivium/core: `done()` to go on, or answer the reply. */
 export type EarlyRouteGuard = (
@@ -45,23 +46,14 @@ function refuse(
   reply.code(error.statusCode).type('application/json; charset=utf-8').send(JSON.stringify(body))
 }
 
-/**
- * Runs the middleware chain around a protected route, as around an endpoint's handler: the route goes on
- * (`done()`) when the chain calls `next()`, and that `next()` resolves once Fastify has sent the route's
- * response, with its status (RouteOutcome), so observers (tracing, metrics, access logs) see the answer.
- */
-function runGuard(
-  fastify: FastifyInstance,
-  owner: RouteGuardOwner,
+/** The call of a guarded request: the frame's transport (a named route called by a frame) or HTTP's. */
+function routeCall(
   route: GuardedRoute,
   request: FastifyRequest,
-  reply: FastifyReply,
-  done: (err?: Error) => void,
-): void {
+  frame: TransportOverride | undefined,
+): TriviumCall<unknown, GuardedRoute> {
   const query = request.query as Record<string, unknown>
-  // A named route called by a frame (WebSocket, TCP): the call is that transport's, as an endpoint's is.
-  const frame = transportOf(request)
-  const call = new TriviumCall<unknown, GuardedRoute>({
+  const init: CallInit<unknown, GuardedRoute> = {
     definition: route,
     protocol: frame?.protocol ?? 'http',
     requestId: request.id,
@@ -73,15 +65,42 @@ function runGuard(
     raw: request,
     decodeBody: () => request.body,
     credential: frame ? () => frame.credential : () => httpCredential(request.headers, query),
-    ...(frame === undefined
-      ? {}
-      : { metadata: frame.metadata, connection: frame.connection, onIdentity: frame.onIdentity }),
-  })
+  }
+  if (frame !== undefined) {
+    init.metadata = frame.metadata
+    init.connection = frame.connection
+    init.onIdentity = frame.onIdentity
+  }
+  return new TriviumCall(init)
+}
+
+/**
+ * Runs the middleware chain around a protected route, as around an endpoint's handler: the route goes on
+ * (`done()`) when the chain calls `next()`, and that `next()` resolves once Fastify has sent the route's
+ * response, with its status (RouteOutcome), so observers (tracing, metrics, access logs) see the answer.
+ * A chain of direct middleware only (auth, rate limit, … : none reads what `next()` resolves to) gets
+ * `undefined` at once instead: no promise and no `close` listener per request for a value nobody reads.
+ */
+function runGuard(
+  fastify: FastifyInstance,
+  owner: RouteGuardOwner,
+  route: GuardedRoute,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  done: (err?: Error) => void,
+): void {
+  // A named route called by a frame (WebSocket, TCP): the call is that transport's, as an endpoint's is.
+  const call = routeCall(route, request, transportOf(request))
+  const pipeline = fastify.trivium.pipeline
   let wentOn = false
-  const goOn = (): Promise<RouteOutcome> => {
+  const goOn = (): Promise<RouteOutcome> | undefined => {
     wentOn = true
     if (call.responseHeaders) reply.headers(call.responseHeaders)
     owner.wentOn(request, call.identity)
+    if (!pipeline.observes(route)) {
+      done()
+      return undefined
+    }
     // 'close' is the response's last event, whether it finished or the connection went away.
     const sent = new Promise<RouteOutcome>((resolve) => {
       reply.raw.once('close', () => resolve({ statusCode: reply.statusCode }))
@@ -100,7 +119,9 @@ function runGuard(
     else refuse(err, call, request, reply)
   }
   try {
-    Promise.resolve(fastify.trivium.pipeline.run(call, goOn)).then(ended, failed)
+    const result = pipeline.run(call, goOn)
+    if (isThenable(result)) result.then(ended, failed)
+    else ended()
   } catch (err) {
     failed(err)
   }

@@ -84,6 +84,8 @@ async function measure(tree, transport, count) {
     const deliveries = []
     const lasts = []
     const creates = []
+    /** Each event's span (epoch ms): from its create's request to its last delivery. */
+    const spans = []
     const before = Uint32Array.from(items)
     const window = await demo.window()
     const cpuBefore = demo.cpuMs()
@@ -99,14 +101,20 @@ async function measure(tree, transport, count) {
         last = Math.max(last, arrived[i] - created)
       }
       lasts.push(last)
+      spans.push([performance.timeOrigin + asked, performance.timeOrigin + created + last])
     }
     // Server CPU per event: the create over HTTP, its outbox relay and the delivery to every stream
     // (what the wall-clock figures cost without the other processes' share of the CPU).
     const cpuPerEvent = (demo.cpuMs() - cpuBefore) / EVENTS
     const { gc, profile } = await window.close()
     const order = (list) => list.map((ms) => ms.toFixed(0)).join(' ')
+    // The server's GC pauses within each event's span (a pause between events delays none).
+    const gcByEvent = spans.map(([from, to]) =>
+      gc.pauses.filter((p) => p.at + p.ms > from && p.at < to).reduce((a, p) => a + p.ms, 0),
+    )
     perEvent.push(
       `${tree.label} ${transport} ${count}: last ${order(lasts)} ms; create ${order(creates)} ms; ` +
+        `GC pauses within each ${order(gcByEvent)} ms; ` +
         `GC during the events: ${gc.count} (${gc.major} full), ${gc.ms} ms, longest ${gc.maxMs} ms` +
         (profile ? `; profile ${profile}` : ''),
     )

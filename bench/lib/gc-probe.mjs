@@ -4,7 +4,7 @@
 // also writes a heap snapshot there after the collections (bench/lib/heap-summary.mjs compares two).
 // SIGWINCH opens a window (`BENCH_WINDOW_OPEN`) and, sent again, closes it: one `BENCH_WINDOW {json}`
 // line with the garbage collections in between (count, total and longest pause, how many were full
-// mark-compacts) and, with BENCH_CPU_PROFILE_DIR set, the path of a CPU profile of the window (node:inspector,
+// mark-compacts, and when each pause of 1 ms or more began) and, with BENCH_CPU_PROFILE_DIR set, the path of a CPU profile of the window (node:inspector,
 // 100 µs sampling; open it in Chrome DevTools or summarise it with bench/lib/profile-summary.mjs).
 
 import { writeFileSync } from 'node:fs'
@@ -70,5 +70,9 @@ function gcSummary(entries) {
     maxMs = Math.max(maxMs, e.duration)
     if (e.detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) major++
   }
-  return { count: entries.length, ms: Number(ms.toFixed(1)), maxMs: Number(maxMs.toFixed(1)), major }
+  // Each pause of 1 ms or more: when it began (epoch ms, to be placed among the caller's events) and how long.
+  const pauses = entries
+    .filter((e) => e.duration >= 1)
+    .map((e) => ({ at: performance.timeOrigin + e.startTime, ms: Number(e.duration.toFixed(1)) }))
+  return { count: entries.length, ms: Number(ms.toFixed(1)), maxMs: Number(maxMs.toFixed(1)), major, pauses }
 }

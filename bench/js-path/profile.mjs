@@ -10,6 +10,7 @@ import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { printSelfTimes } from '../lib/profile-summary.mjs'
 
 const which = process.argv[2] ?? 'secure'
 const requests = Number(process.argv[3] ?? 200_000)
@@ -25,29 +26,4 @@ if (run.status !== 0) throw new Error(run.stderr)
 const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'))
 const profile = JSON.parse(readFileSync(join(dir, file), 'utf8'))
 
-const selfTime = new Map()
-for (let i = 0; i < profile.samples.length; i++) {
-  const id = profile.samples[i]
-  selfTime.set(id, (selfTime.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0))
-}
-const total = [...selfTime.values()].reduce((a, b) => a + b, 0)
-const byFunction = new Map()
-for (const node of profile.nodes) {
-  const { functionName, url, lineNumber } = node.callFrame
-  const where = url
-    .replace(/^.*node_modules\/\.pnpm\/[^/]+\/node_modules\//, '')
-    .replace(/^.*\/packages\//, 'trivium:')
-    .replace(/^file:\/\//, '')
-  const key = `${functionName || '(anonymous)'} ${where}:${lineNumber + 1}`
-  byFunction.set(key, (byFunction.get(key) ?? 0) + (selfTime.get(node.id) ?? 0))
-}
-const rows = [...byFunction].sort((a, b) => b[1] - a[1])
-const line = ([key, us]) => `${((100 * us) / total).toFixed(2).padStart(6)} %  ${key}`
-const own = rows.filter(([key]) => key.includes('trivium:'))
-console.log(
-  `${which}: ${(total / 1000).toFixed(0)} ms profiled; Trivium's own code ${((100 * own.reduce((a, [, us]) => a + us, 0)) / total).toFixed(1)} % of it (self time)`,
-)
-console.log('\ntop self time, all code:')
-for (const row of rows.slice(0, top)) console.log(line(row))
-console.log("\ntop self time, Trivium's own code:")
-for (const row of own.slice(0, top)) console.log(line(row))
+printSelfTimes(which, profile, top)

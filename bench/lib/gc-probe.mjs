@@ -2,8 +2,15 @@
 // bench/fanout: on SIGUSR2 it runs full collections, then prints its heap after GC, RSS, external and
 // ArrayBuffer bytes as one `BENCH_MEMORY {json}` line on stdout. With BENCH_HEAP_SNAPSHOT_DIR set it
 // also writes a heap snapshot there after the collections (bench/lib/heap-summary.mjs compares two).
+// SIGWINCH opens a window (`BENCH_WINDOW_OPEN`) and, sent again, closes it: one `BENCH_WINDOW {json}`
+// line with the garbage collections in between (count, total and longest pause, how many were full
+// mark-compacts, and when each pause of 1 ms or more began) and, with BENCH_CPU_PROFILE_DIR set, the path of a CPU profile of the window (node:inspector,
+// 100 µs sampling; open it in Chrome DevTools or summarise it with bench/lib/profile-summary.mjs).
 
+import { writeFileSync } from 'node:fs'
+import { Session } from 'node:inspector/promises'
 import { join } from 'node:path'
+import { constants, PerformanceObserver } from 'node:perf_hooks'
 import { setFlagsFromString, writeHeapSnapshot } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 
@@ -22,3 +29,50 @@ process.on('SIGUSR2', async () => {
   if (snapshotDir) figures.snapshot = writeHeapSnapshot(join(snapshotDir, `${++snapshots}.heapsnapshot`))
   process.stdout.write(`BENCH_MEMORY ${JSON.stringify(figures)}\n`)
 })
+
+const profileDir = process.env.BENCH_CPU_PROFILE_DIR
+let window
+process.on('SIGWINCH', async () => {
+  if (window === undefined) {
+    const gcs = []
+    const observer = new PerformanceObserver((list) => gcs.push(...list.getEntries()))
+    observer.observe({ entryTypes: ['gc'] })
+    window = { gcs, observer, session: undefined }
+    if (profileDir) {
+      window.session = new Session()
+      window.session.connect()
+      await window.session.post('Profiler.enable')
+      await window.session.post('Profiler.setSamplingInterval', { interval: 100 })
+      await window.session.post('Profiler.start')
+    }
+    process.stdout.write('BENCH_WINDOW_OPEN\n')
+    return
+  }
+  const { gcs, observer, session } = window
+  window = undefined
+  const figures = { gc: gcSummary(gcs) }
+  observer.disconnect()
+  if (session) {
+    const { profile } = await session.post('Profiler.stop')
+    session.disconnect()
+    figures.profile = join(profileDir, `window-${process.pid}-${Date.now()}.cpuprofile`)
+    writeFileSync(figures.profile, JSON.stringify(profile))
+  }
+  process.stdout.write(`BENCH_WINDOW ${JSON.stringify(figures)}\n`)
+})
+
+function gcSummary(entries) {
+  let ms = 0
+  let maxMs = 0
+  let major = 0
+  for (const e of entries) {
+    ms += e.duration
+    maxMs = Math.max(maxMs, e.duration)
+    if (e.detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) major++
+  }
+  // Each pause of 1 ms or more: when it began (epoch ms, to be placed among the caller's events) and how long.
+  const pauses = entries
+    .filter((e) => e.duration >= 1)
+    .map((e) => ({ at: performance.timeOrigin + e.startTime, ms: Number(e.duration.toFixed(1)) }))
+  return { count: entries.length, ms: Number(ms.toFixed(1)), maxMs: Number(maxMs.toFixed(1)), major, pauses }
+}

@@ -37,21 +37,48 @@ const PROBE = join(here, 'bench/lib/gc-probe.mjs')
 export async function startDemo(dir, env = {}) {
   const data = mkdtempSync(join(tmpdir(), 'trivium-bench-sessions-'))
   const schema = `bench_sessions_${randomBytes(5).toString('hex')}`
-  const proc = spawn(process.execPath, ['--max-old-space-size=4096', join(dir, 'apps/demo/dist/server.js')], {
+  const server = await startServer(join(dir, 'apps/demo/dist/server.js'), {
+    HOST: '127.0.0.1',
+    PORT: '0',
+    TCP_PORT: '0',
+    TRIVIUM_PRINT_PORTS: '1',
+    LOG_LEVEL: 'warn',
+    DATA_DIR: join(data, 'db'),
+    // PostgreSQL (a schema of its own, dropped at stop): a start in seconds, and PGlite's own
+    // memory is not in the figures. BENCH_DATABASE_URL= (empty) for the embedded PGlite.
+    ...(DATABASE_URL ? { DATABASE_URL, DATABASE_SCHEMA: schema } : {}),
+    RATE_LIMIT_DEFAULT: '100000000/60s',
+    ...env,
+  })
+  const base = `http://127.0.0.1:${server.ports.http}`
+  return {
+    ...server,
+    base,
+    /** Registers a user and logs in: its access token. */
+    async login() {
+      const username = `bench_${randomBytes(3).toString('hex')}`
+      await post(base, '/auth/register', { username, email: `${username}@example.com`, password: PASSWORD })
+      return (await post(base, '/auth/login', { username, password: PASSWORD })).accessToken
+    },
+    async stop() {
+      await server.stop()
+      rmSync(data, { recursive: true, force: true })
+      if (DATABASE_URL) await dropSchema(dir, schema)
+    },
+  }
+}
+
+/**
+ * A server process (`script`, env added to this one's) with the memory probe preloaded, pinned to CPU 0
+ * once it printed `TRIVIUM_PORTS {json}`: its ports, its CPU time, its memory, and its window (the
+ * probe's `BENCH_WINDOW`: garbage collections, and a CPU profile with BENCH_CPU_PROFILE_DIR).
+ */
+export async function startServer(script, env) {
+  const proc = spawn(process.execPath, ['--max-old-space-size=4096', script], {
     env: {
       ...process.env,
       NODE_ENV: '',
       NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${PROBE}`,
-      HOST: '127.0.0.1',
-      PORT: '0',
-      TCP_PORT: '0',
-      TRIVIUM_PRINT_PORTS: '1',
-      LOG_LEVEL: 'warn',
-      DATA_DIR: join(data, 'db'),
-      // PostgreSQL (a schema of its own, dropped at stop): a start in seconds, and PGlite's own
-      // memory is not in the figures. BENCH_DATABASE_URL= (empty) for the embedded PGlite.
-      ...(DATABASE_URL ? { DATABASE_URL, DATABASE_SCHEMA: schema } : {}),
-      RATE_LIMIT_DEFAULT: '100000000/60s',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -87,11 +114,10 @@ export async function startDemo(dir, env = {}) {
   const ports = JSON.parse((await until(/TRIVIUM_PORTS (\{.*\})/, 300_000, 'demo start'))[1])
   // Pinned once started (every thread): the start-up (PGlite's first run) may use both CPUs.
   spawnSync('taskset', ['-a', '-p', '-c', '0', String(proc.pid)], { stdio: 'ignore' })
-  const base = `http://127.0.0.1:${ports.http}`
   return {
+    ports,
     http: ports.http,
     tcp: ports.tcp,
-    base,
     /** CPU time (user + system, ms) the server has used so far (Linux /proc; 10 ms resolution). */
     cpuMs() {
       const fields = readFileSync(`/proc/${proc.pid}/stat`, 'utf8').split(') ')[1].split(' ')
@@ -103,18 +129,23 @@ export async function startDemo(dir, env = {}) {
       proc.kill('SIGUSR2')
       return JSON.parse((await seen)[1])
     },
-    /** Registers a user and logs in: its access token. */
-    async login() {
-      const username = `bench_${randomBytes(3).toString('hex')}`
-      await post(base, '/auth/register', { username, email: `${username}@example.com`, password: PASSWORD })
-      return (await post(base, '/auth/login', { username, password: PASSWORD })).accessToken
+    /** Opens the probe's window (call `close()` on the result): what the server did in between. */
+    async window() {
+      const opened = until(/BENCH_WINDOW_OPEN/, 60_000, 'window open')
+      proc.kill('SIGWINCH')
+      await opened
+      return {
+        async close() {
+          const seen = until(/BENCH_WINDOW (\{.*\})/, 60_000, 'window summary')
+          proc.kill('SIGWINCH')
+          return JSON.parse((await seen)[1])
+        },
+      }
     },
     async stop() {
       const exited = new Promise((resolve) => proc.once('exit', resolve))
       proc.kill('SIGKILL')
       await exited
-      rmSync(data, { recursive: true, force: true })
-      if (DATABASE_URL) await dropSchema(dir, schema)
     },
   }
 }
@@ -143,7 +174,8 @@ function sourceAddress(index) {
 
 /**
  * A raw frame session: `request(id, endpoint)` sends a REQUEST with `{}` (JSON, authenticated with
- * `token`); `onFrame(type, id)` is called for every frame received. Resolves once connected.
+ * `token`); `onFrame(type, id, frame)` is called for every frame received (`frame`: its type byte, id and
+ * body, as on WebSocket; a view, valid during the call). Resolves once connected.
  */
 export function openSession(transport, demo, token, index, onFrame) {
   return transport === 'tcp'
@@ -156,7 +188,7 @@ const EMPTY_JSON = new TextEncoder().encode('{}')
 function wsSession(demo, token, index, onFrame) {
   const url = `ws://127.0.0.1:${demo.http}/ws?format=json&token=${encodeURIComponent(token)}`
   const ws = new WebSocket(url, { perMessageDeflate: false, localAddress: sourceAddress(index) })
-  ws.on('message', (data) => onFrame(data[0], data.readUInt32BE(1)))
+  ws.on('message', (data) => onFrame(data[0], data.readUInt32BE(1), data))
   return new Promise((resolve, reject) => {
     ws.once('open', () => {
       ws.removeAllListeners('error')
@@ -185,7 +217,7 @@ function tcpSession(demo, token, index, onFrame) {
     while (data.length - offset >= 9) {
       const length = data.readUInt32BE(offset)
       if (data.length - offset < 4 + length) break
-      onFrame(data[offset + 8], data.readUInt32BE(offset + 4))
+      onFrame(data[offset + 8], data.readUInt32BE(offset + 4), data.subarray(offset + 8, offset + 4 + length))
       offset += 4 + length
     }
     rest = offset < data.length ? Buffer.from(data.subarray(offset)) : undefined

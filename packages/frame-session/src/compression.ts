@@ -13,11 +13,29 @@ import {
   inflateReceived,
 } from '@trivium/wire'
 import type { FrameCarrier } from './carrier.js'
+import { isSharedBody, markShared } from './shared-items.js'
 
 const EMPTY = new Uint8Array(0)
 /** Stops at `maxBytes` (zlib throws ERR_BUFFER_TOO_LARGE): a bomb never inflates past the limit. */
 const inflateRaw: Inflate = (body, maxBytes) =>
   inflateRawSync(body, { maxOutputLength: Math.max(1, maxBytes) })
+
+/**
+ * The deflated form of a body many sessions send (a stream item fanned out: shared-items.ts), made once
+ * for all of them and shared too (kept beside the body, gone with it); other bodies are deflated per send.
+ */
+const deflatedShared = new WeakMap<Uint8Array, Uint8Array>()
+
+function deflate(body: Uint8Array): Uint8Array {
+  if (!isSharedBody(body)) return deflateRawSync(body)
+  let packed = deflatedShared.get(body)
+  if (packed === undefined) {
+    packed = deflateRawSync(body)
+    markShared(packed)
+    deflatedShared.set(body, packed)
+  }
+  return packed
+}
 
 export class SessionCompression {
   /** Bodies of at least this many bytes go out compressed: set once the peer offered (PING 0x88). */
@@ -62,7 +80,7 @@ export class SessionCompression {
       type,
       typeof body === 'string' ? Buffer.from(body) : body,
       from,
-      deflateRawSync,
+      deflate,
     )
     this.#carrier.sendBody(sentType, requestId, sent)
   }

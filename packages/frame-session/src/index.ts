@@ -21,4 +21,5 @@ export {
   SHUTDOWN_MESSAGE,
   TOKEN_EXPIRED_MESSAGE,
 } from './session.js'
+export { isSharedBody, SharedFrames } from './shared-items.js'
 export type { BridgedCall, BridgedOutcome, UnaryBridge } from './unary.js'

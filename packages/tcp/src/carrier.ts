@@ -7,7 +7,9 @@ import {
   type CloseKind,
   type FrameCarrier,
   type FrameSession,
+  isSharedBody,
   type RequestParts,
+  SharedFrames,
   waitForDrain,
 } from '@trivium/frame-session'
 import {
@@ -18,6 +20,33 @@ import {
   TcpFrameReader,
 } from '@trivium/wire'
 import { MetadataReader } from './metadata-reader.js'
+
+/**
+ * Whole frames of shared bodies (frame-session's `SharedFrames`: an event fanned out to N subscribers
+ * is one frame per stream id for all of them): a turn whose only frame is one is written without a copy.
+ */
+const sharedFrames = new SharedFrames((type: number, requestId: number, body: Uint8Array | string) => {
+  const bytes = body as Uint8Array // only shared bodies come here, and they are bytes
+  const frame = Buffer.allocUnsafe(9 + bytes.length)
+  frame.writeUInt32BE(5 + bytes.length, 0)
+  frame.writeUInt32BE(requestId, 4)
+  frame[8] = type
+  frame.set(bytes, 9)
+  return frame
+})
+
+/**
+ * The carriers with frames waiting this turn, written together by one `setImmediate` (an event fanned
+ * out to thousands of connections schedules one callback, not one per connection; as the WebSocket
+ * carrier's uncork).
+ */
+let pendingThisTurn: TcpCarrier[] = []
+
+function flushAll(): void {
+  const pending = pendingThisTurn
+  pendingThisTurn = []
+  for (let i = 0; i < pending.length; i++) (pending[i] as TcpCarrier).flush()
+}
 
 export class TcpCarrier implements FrameCarrier {
   session!: FrameSession
@@ -30,8 +59,9 @@ export class TcpCarrier implements FrameCarrier {
   /** The frames of this turn, written one after another into one buffer (sent, then dropped, at flush). */
   #out: Buffer | undefined
   #outLength = 0
+  /** The turn's one frame while it is a shared one (no copy); a second frame moves it into `#out`. */
+  #shared: Buffer | undefined
   #flushScheduled = false
-  readonly #flush = (): void => this.#write()
 
   constructor(socket: Socket, options: { maxFrameBytes: number; partialFrameTimeoutMs: number }) {
     this.#socket = socket
@@ -60,11 +90,16 @@ export class TcpCarrier implements FrameCarrier {
   }
 
   get backlog(): number {
-    return this.#outLength + this.#socket.writableLength
+    return this.#outLength + (this.#shared?.length ?? 0) + this.#socket.writableLength
   }
 
   sendBody(type: number, requestId: number, body: Uint8Array | string): void {
     if (this.#socket.destroyed) return
+    if (isSharedBody(body) && this.#outLength === 0 && this.#shared === undefined) {
+      this.#shared = sharedFrames.frame(type, requestId, body)
+      this.#scheduleFlush()
+      return
+    }
     // A string is written straight into the turn's buffer, with room for its longest UTF-8 form (short
     // strings) or its exact one (long strings, so that the room is not three times the text).
     const text = typeof body === 'string'
@@ -92,13 +127,13 @@ export class TcpCarrier implements FrameCarrier {
   }
 
   drain(signal: AbortSignal): Promise<void> {
-    this.#write()
+    this.flush()
     return waitForDrain(this.#socket, signal)
   }
 
   /** Every kind ends the same way on TCP: what is queued goes out, then FIN (destroyed after 1 s). */
   close(_kind: CloseKind, _message: string): void {
-    this.#write()
+    this.flush()
     this.#socket.end()
     setTimeout(() => this.#socket.destroy(), 1000).unref()
   }
@@ -114,6 +149,13 @@ export class TcpCarrier implements FrameCarrier {
    * turn, a bigger copy when full) and schedules the flush; returns where they go.
    */
   #reserve(bytes: number): number {
+    const shared = this.#shared
+    if (shared !== undefined) {
+      this.#shared = undefined
+      const first = this.#reserve(shared.length)
+      ;(this.#out as Buffer).set(shared, first)
+      this.#outLength = first + shared.length
+    }
     const at = this.#outLength
     const out = this.#out
     if (out === undefined) {
@@ -124,15 +166,26 @@ export class TcpCarrier implements FrameCarrier {
       out.copy(bigger, 0, 0, at)
       this.#out = bigger
     }
-    if (!this.#flushScheduled) {
-      this.#flushScheduled = true
-      setImmediate(this.#flush)
-    }
+    this.#scheduleFlush()
     return at
   }
 
-  #write(): void {
+  #scheduleFlush(): void {
+    if (!this.#flushScheduled) {
+      this.#flushScheduled = true
+      if (pendingThisTurn.push(this) === 1) setImmediate(flushAll)
+    }
+  }
+
+  /** Writes the turn's frames (at the end of the turn, or before a drain or a close). */
+  flush(): void {
     this.#flushScheduled = false
+    const shared = this.#shared
+    if (shared !== undefined) {
+      this.#shared = undefined
+      if (!this.#socket.destroyed) this.#socket.write(shared)
+      return
+    }
     const out = this.#out
     const length = this.#outLength
     this.#out = undefined

@@ -6,7 +6,13 @@
 // the connection's socket (`request.raw.socket`, the one the upgrade handed to ws) is corked for the
 // rest of the turn, so ws's writes of that turn leave as one `writev`.
 import type { Duplex } from 'node:stream'
-import { type CloseKind, type FrameCarrier, type FrameSession, waitForDrain } from '@trivium/frame-session'
+import {
+  type CloseKind,
+  type FrameCarrier,
+  type FrameSession,
+  SharedFrames,
+  waitForDrain,
+} from '@trivium/frame-session'
 import { decodeWsFrame, encodeWsFrame, type Frame, MALFORMED_FRAME_MESSAGE } from '@trivium/wire'
 import type { WebSocket } from 'ws'
 import { CloseCode } from './close-codes.js'
@@ -25,6 +31,21 @@ function uncorkAll(): void {
   corkedThisTurn = []
   for (let i = 0; i < corked.length; i++) (corked[i] as WebSocketCarrier).uncork()
 }
+
+/**
+ * A message's bytes: the frame's type, its id, its body. An event fanned out to many subscribers is
+ * one message per stream id for all of them (frame-session's `SharedFrames`), not a copy per session:
+ * ws sends a server's Buffer as it is (its header apart, no mask), and the socket keeps it until written.
+ */
+const messages = new SharedFrames((type: number, requestId: number, body: Uint8Array | string): Buffer => {
+  const size = 5 + (typeof body === 'string' ? Buffer.byteLength(body) : body.length)
+  const bytes = Buffer.allocUnsafe(size)
+  bytes[0] = type
+  bytes.writeUInt32BE(requestId, 1)
+  if (typeof body === 'string') bytes.write(body, 5, 'utf8')
+  else bytes.set(body, 5)
+  return bytes
+})
 
 const CLOSE_CODES: Record<CloseKind, number> = {
   shutdown: CloseCode.GOING_AWAY,
@@ -77,13 +98,7 @@ export class WebSocketCarrier implements FrameCarrier {
 
   sendBody(type: number, requestId: number, body: Uint8Array | string): void {
     if (!this.open) return
-    const size = 5 + (typeof body === 'string' ? Buffer.byteLength(body) : body.length)
-    const bytes = Buffer.allocUnsafe(size)
-    bytes[0] = type
-    bytes.writeUInt32BE(requestId, 1)
-    if (typeof body === 'string') bytes.write(body, 5, 'utf8')
-    else bytes.set(body, 5)
-    this.#send(bytes)
+    this.#send(messages.frame(type, requestId, body))
   }
 
   sendFrame(frame: Frame): void {

@@ -37,23 +37,53 @@ const PROBE = join(here, 'bench/lib/gc-probe.mjs')
 export async function startDemo(dir, env = {}) {
   const data = mkdtempSync(join(tmpdir(), 'trivium-bench-sessions-'))
   const schema = `bench_sessions_${randomBytes(5).toString('hex')}`
-  const proc = spawn(process.execPath, ['--max-old-space-size=4096', join(dir, 'apps/demo/dist/server.js')], {
-    env: {
-      ...process.env,
-      NODE_ENV: '',
-      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${PROBE}`,
-      HOST: '127.0.0.1',
-      PORT: '0',
-      TCP_PORT: '0',
-      TRIVIUM_PRINT_PORTS: '1',
-      LOG_LEVEL: 'warn',
-      DATA_DIR: join(data, 'db'),
-      // PostgreSQL (a schema of its own, dropped at stop): a start in seconds, and PGlite's own
-      // memory is not in the figures. BENCH_DATABASE_URL= (empty) for the embedded PGlite.
-      ...(DATABASE_URL ? { DATABASE_URL, DATABASE_SCHEMA: schema } : {}),
-      RATE_LIMIT_DEFAULT: '100000000/60s',
-      ...env,
+  const server = await startServer(join(dir, 'apps/demo/dist/server.js'), {
+    NODE_ENV: '',
+    HOST: '127.0.0.1',
+    PORT: '0',
+    TCP_PORT: '0',
+    TRIVIUM_PRINT_PORTS: '1',
+    LOG_LEVEL: 'warn',
+    DATA_DIR: join(data, 'db'),
+    // PostgreSQL (a schema of its own, dropped at stop): a start in seconds, and PGlite's own
+    // memory is not in the figures. BENCH_DATABASE_URL= (empty) for the embedded PGlite.
+    ...(DATABASE_URL ? { DATABASE_URL, DATABASE_SCHEMA: schema } : {}),
+    RATE_LIMIT_DEFAULT: '100000000/60s',
+    ...env,
+  })
+  return {
+    ...server,
+    /** Registers a user and logs in: its access token. */
+    async login() {
+      const username = `bench_${randomBytes(3).toString('hex')}`
+      await post(server.base, '/auth/register', {
+        username,
+        email: `${username}@example.com`,
+        password: PASSWORD,
+      })
+      return (await post(server.base, '/auth/login', { username, password: PASSWORD })).accessToken
     },
+    async stop() {
+      await server.stop()
+      rmSync(data, { recursive: true, force: true })
+      if (DATABASE_URL) await dropSchema(dir, schema)
+    },
+  }
+}
+
+/**
+ * The floor (bench/lib/raw-server.mjs): bare `ws` and `net` servers that answer each frame and hold
+ * nothing of their own per connection; the same interface as `startDemo` (its token is not checked).
+ */
+export async function startRaw() {
+  const server = await startServer(join(here, 'bench/lib/raw-server.mjs'), {})
+  return { ...server, login: async () => 'raw' }
+}
+
+/** A server script printing `TRIVIUM_PORTS {json}`, with gc-probe.mjs preloaded; pinned to CPU 0 once up. */
+async function startServer(script, env) {
+  const proc = spawn(process.execPath, ['--max-old-space-size=4096', script], {
+    env: { ...process.env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${PROBE}`, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let out = ''
@@ -84,14 +114,13 @@ export async function startDemo(dir, env = {}) {
       waiters.add(check)
       check()
     })
-  const ports = JSON.parse((await until(/TRIVIUM_PORTS (\{.*\})/, 300_000, 'demo start'))[1])
+  const ports = JSON.parse((await until(/TRIVIUM_PORTS (\{.*\})/, 300_000, 'server start'))[1])
   // Pinned once started (every thread): the start-up (PGlite's first run) may use both CPUs.
   spawnSync('taskset', ['-a', '-p', '-c', '0', String(proc.pid)], { stdio: 'ignore' })
-  const base = `http://127.0.0.1:${ports.http}`
   return {
     http: ports.http,
     tcp: ports.tcp,
-    base,
+    base: `http://127.0.0.1:${ports.http}`,
     /** CPU time (user + system, ms) the server has used so far (Linux /proc; 10 ms resolution). */
     cpuMs() {
       const fields = readFileSync(`/proc/${proc.pid}/stat`, 'utf8').split(') ')[1].split(' ')
@@ -99,22 +128,16 @@ export async function startDemo(dir, env = {}) {
     },
     /** Heap after GC, RSS, external and ArrayBuffer bytes of the server. */
     async memory() {
-      const seen = until(/BENCH_MEMORY (\{.*\})/, 60_000, 'memory sample')
+      // A heap snapshot of the demo takes minutes at a load of 40.
+      const ms = process.env.BENCH_HEAP_SNAPSHOT_DIR ? 600_000 : 60_000
+      const seen = until(/BENCH_MEMORY (\{.*\})/, ms, 'memory sample')
       proc.kill('SIGUSR2')
       return JSON.parse((await seen)[1])
-    },
-    /** Registers a user and logs in: its access token. */
-    async login() {
-      const username = `bench_${randomBytes(3).toString('hex')}`
-      await post(base, '/auth/register', { username, email: `${username}@example.com`, password: PASSWORD })
-      return (await post(base, '/auth/login', { username, password: PASSWORD })).accessToken
     },
     async stop() {
       const exited = new Promise((resolve) => proc.once('exit', resolve))
       proc.kill('SIGKILL')
       await exited
-      rmSync(data, { recursive: true, force: true })
-      if (DATABASE_URL) await dropSchema(dir, schema)
     },
   }
 }

@@ -38,6 +38,14 @@ const CLOSE_CODES: Record<CloseKind, number> = {
 /** The carrier of each socket, for the listeners every socket shares (`this` is the socket). */
 const carriers = new WeakMap<WebSocket, WebSocketCarrier>()
 
+/** The listeners every socket shares (set in WebSocketCarrier's static block). */
+let listeners: {
+  message(this: WebSocket, data: unknown, isBinary: boolean): void
+  pong(this: WebSocket): void
+  error(this: WebSocket, err: Error): void
+  close(this: WebSocket): void
+}
+
 /** decodeWsFrame's options by `maxPayload`: one object per server, not per connection. */
 const decodeOptionsBySize = new Map<number, { maxFrameBytes: number }>()
 
@@ -78,29 +86,31 @@ export class WebSocketCarrier implements FrameCarrier {
     this.session = session
     const socket = this.#socket
     carriers.set(socket, this)
-    socket.on('message', WebSocketCarrier.#message)
-    socket.on('pong', WebSocketCarrier.#pong)
-    socket.on('error', WebSocketCarrier.#error)
-    socket.on('close', WebSocketCarrier.#close)
+    socket.on('message', listeners.message)
+    socket.on('pong', listeners.pong)
+    socket.on('error', listeners.error)
+    socket.on('close', listeners.close)
   }
 
-  static #message(this: WebSocket, data: unknown, isBinary: boolean): void {
-    const carrier = carriers.get(this)
-    if (carrier !== undefined) carrier.#onMessage(data as Buffer, isBinary)
-  }
-
-  static #pong(this: WebSocket): void {
-    const carrier = carriers.get(this)
-    if (carrier !== undefined) carrier.#alive = true
-  }
-
-  /** A client's protocol violation is its own business: debug, never a stack at error level. */
-  static #error(this: WebSocket, err: Error): void {
-    carriers.get(this)?.session.log.debug({ reason: err.message }, 'websocket error')
-  }
-
-  static #close(this: WebSocket): void {
-    carriers.get(this)?.session.connectionClosed()
+  static {
+    // Functions, not static methods (`this` is the socket), defined here to reach the carrier's fields.
+    listeners = {
+      message(this: WebSocket, data: unknown, isBinary: boolean): void {
+        const carrier = carriers.get(this)
+        if (carrier !== undefined) carrier.#onMessage(data as Buffer, isBinary)
+      },
+      pong(this: WebSocket): void {
+        const carrier = carriers.get(this)
+        if (carrier !== undefined) carrier.#alive = true
+      },
+      // A client's protocol violation is its own business: debug, never a stack at error level.
+      error(this: WebSocket, err: Error): void {
+        carriers.get(this)?.session.log.debug({ reason: err.message }, 'websocket error')
+      },
+      close(this: WebSocket): void {
+        carriers.get(this)?.session.connectionClosed()
+      },
+    }
   }
 
   get open(): boolean {

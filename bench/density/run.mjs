@@ -9,7 +9,18 @@
 //   npx pnpm build && node bench/density/run.mjs
 //   env: DENSITY_COUNTS=1000,5000,10000  DENSITY_TRANSPORTS=websocket,tcp  DENSITY_HOLD_SECONDS=10
 //        BENCH_BEFORE=<another checkout, built>: measured the same way, before this one
-import { FrameType, inBatches, kib, openSession, startDemo, trees, waitFor } from '../lib/sessions.mjs'
+//        DENSITY_RAW=0: without the floor (bench/lib/raw-server.mjs: bare `ws` and `net` servers, measured
+//        first, the same way; each tree's row is also given as a ratio to it); DENSITY_RAW=only: the floor alone
+import {
+  FrameType,
+  inBatches,
+  kib,
+  openSession,
+  startDemo,
+  startRaw,
+  trees,
+  waitFor,
+} from '../lib/sessions.mjs'
 
 const COUNTS = (process.env.DENSITY_COUNTS ?? '1000,5000,10000').split(',').map(Number)
 const TRANSPORTS = (process.env.DENSITY_TRANSPORTS ?? 'websocket,tcp').split(',')
@@ -18,7 +29,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 
 /** One transport on one tree: rows of per-session figures, one per count. */
 async function measure(tree, transport) {
-  const demo = await startDemo(tree.dir)
+  const demo = tree.raw ? await startRaw() : await startDemo(tree.dir)
   const sessions = []
   try {
     const token = await demo.login()
@@ -73,7 +84,12 @@ function answered(answers, n) {
 }
 
 const all = []
-for (const transport of TRANSPORTS) for (const tree of trees()) all.push(...(await measure(tree, transport)))
+const RAW = process.env.DENSITY_RAW
+const measured = [...(RAW === '0' ? [] : [{ label: 'raw', raw: true }]), ...(RAW === 'only' ? [] : trees())]
+for (const transport of TRANSPORTS) for (const tree of measured) all.push(...(await measure(tree, transport)))
+const floor = (r) =>
+  all.find((f) => f.tree === 'raw' && f.transport === r.transport && f.sessions === r.sessions)
+const ratio = (a, b) => (b > 0 ? (a / b).toFixed(2) : '-')
 console.log(
   `density: idle authenticated sessions held ${HOLD_SECONDS} s; KiB per session over the server before any session`,
 )
@@ -86,5 +102,6 @@ console.table(
     'heap KiB': kib(r.heap),
     'external KiB': kib(r.external),
     'answering after': r.answering,
+    '÷ raw RSS / heap': floor(r) ? `${ratio(r.rss, floor(r).rss)} / ${ratio(r.heap, floor(r).heap)}` : '-',
   })),
 )

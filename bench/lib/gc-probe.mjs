@@ -1,7 +1,8 @@
 // Preloaded into a measured server (`--import` in NODE_OPTIONS) by bench/soak, bench/density and
 // bench/fanout: on SIGUSR2 it runs full collections, then prints its heap after GC, RSS, external and
 // ArrayBuffer bytes as one `BENCH_MEMORY {json}` line on stdout. With BENCH_HEAP_SNAPSHOT_DIR set it
-// also writes a heap snapshot there after the collections (bench/lib/heap-summary.mjs compares two).
+// also writes a heap snapshot there after the collections, `<pid>-<n>.heapsnapshot` (n from 1 in each
+// process; bench/lib/heap-summary.mjs compares two).
 // SIGWINCH opens a window (`BENCH_WINDOW_OPEN`) and, sent again, closes it: one `BENCH_WINDOW {json}`
 // line with the garbage collections in between (count, total and longest pause, how many were full
 // mark-compacts, and when each pause of 1 ms or more began) and, with BENCH_CPU_PROFILE_DIR set, the path of a CPU profile of the window (node:inspector,
@@ -26,7 +27,8 @@ process.on('SIGUSR2', async () => {
   gc()
   const m = process.memoryUsage()
   const figures = { heap: m.heapUsed, rss: m.rss, external: m.external, arrayBuffers: m.arrayBuffers }
-  if (snapshotDir) figures.snapshot = writeHeapSnapshot(join(snapshotDir, `${++snapshots}.heapsnapshot`))
+  if (snapshotDir)
+    figures.snapshot = writeHeapSnapshot(join(snapshotDir, `${process.pid}-${++snapshots}.heapsnapshot`))
   process.stdout.write(`BENCH_MEMORY ${JSON.stringify(figures)}\n`)
 })
 

@@ -69,6 +69,15 @@ export async function startDemo(dir, env = {}) {
 }
 
 /**
+ * The floor (bench/lib/raw-server.mjs): bare `ws` and `net` servers that answer each frame and hold
+ * nothing of their own per connection; the same interface as `startDemo` (its token is not checked).
+ */
+export async function startRaw() {
+  const server = await startServer(join(here, 'bench/lib/raw-server.mjs'), {})
+  return { ...server, base: `http://127.0.0.1:${server.http}`, login: async () => 'raw' }
+}
+
+/**
  * A server process (`script`, env added to this one's) with the memory probe preloaded, pinned to CPU 0
  * once it printed `TRIVIUM_PORTS {json}`: its ports, its CPU time, its memory, and its window (the
  * probe's `BENCH_WINDOW`: garbage collections, and a CPU profile with BENCH_CPU_PROFILE_DIR).
@@ -125,7 +134,9 @@ export async function startServer(script, env) {
     },
     /** Heap after GC, RSS, external and ArrayBuffer bytes of the server. */
     async memory() {
-      const seen = until(/BENCH_MEMORY (\{.*\})/, 60_000, 'memory sample')
+      // A heap snapshot of the demo takes minutes at a load of 40.
+      const ms = process.env.BENCH_HEAP_SNAPSHOT_DIR ? 600_000 : 60_000
+      const seen = until(/BENCH_MEMORY (\{.*\})/, ms, 'memory sample')
       proc.kill('SIGUSR2')
       return JSON.parse((await seen)[1])
     },

@@ -2,6 +2,7 @@
 // (@trivium/sql's defaults: prepared statements; shared_buffers 8MB instead of its 16MB).
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
+import { setFlagsFromString } from 'node:v8'
 import { connectPglite, connectPostgres, type SqlClient } from '@trivium/sql'
 import { describeDatabaseError } from './backend-checks.js'
 import { ConfigError, type DemoConfig } from './config.js'
@@ -28,6 +29,11 @@ export async function openDatabase(config: DemoConfig): Promise<SqlClient> {
   }
   const dir = join(config.dataDir, 'pglite')
   mkdirSync(dir, { recursive: true })
+  // PGlite's PostgreSQL runs on V8's baseline WASM compiler (Liftoff) only: TurboFan's optimised copy of
+  // its hot functions is ~40 MiB of code made during the first queries, for a service this size a third
+  // of the demo's memory, while queries cost about the same CPU (bench/README.md, "bench/memory"). Set
+  // before PGlite compiles its module; the process has no other WASM. Not on PostgreSQL (above).
+  setFlagsFromString('--liftoff-only')
   // initdb of a new data directory in a child process: its memory never stays in the server's RSS.
   // shared_buffers 8MB (the package default is 16MB): the demo's tables fit, and the buffer cache is
   // WASM memory that is never given back — 12 MiB less RSS (bench/README.md, "bench/memory").

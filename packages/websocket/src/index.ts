@@ -148,7 +148,9 @@ function sessionOpener(
   }
   return (socket, raw, request) => {
     sockets.add(socket)
-    socket.once('close', forgetSocket)
+    // `on`, not `once`: a WebSocket emits 'close' once, and `once` wraps the listener in a bound function
+    // and a state object per connection (bench/density).
+    socket.on('close', forgetSocket)
     try {
       const upgrade = upgrades.get(request) ?? { format: jsonFormat }
       const carrier = new WebSocketCarrier(socket, raw, options)
@@ -206,6 +208,9 @@ const triviumWebSocket: FastifyPluginAsync<TriviumWebSocketOptions> = async (
     noServer: true,
     maxPayload: options.maxPayload,
     perMessageDeflate: options.perMessageDeflate,
+    // `sockets` below tracks the connections: ws's own set would add an entry and a close listener per
+    // connection (bench/density), and nothing reads `wss.clients`.
+    clientTracking: false,
   })
   const logClientError = boundedErrorLog(fastify)
   // Listeners shared by every connection (`this` is the socket): a closure made in the upgrade handler

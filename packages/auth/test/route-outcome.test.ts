@@ -3,11 +3,11 @@
 // `undefined` as the route goes on (no promise and no `close` listener per request: issue 41, item 5).
 import triviumAuth from '@trivium/auth'
 import trivium, { directMiddleware } from '@trivium/core'
-import Fastify from 'fastify'
+import Fastify, { type FastifyInstance } from 'fastify'
 import t from 'tap'
 import { ISSUER, SECRET } from './helpers.js'
 
-async function appWith(use: (app: ReturnType<typeof Fastify>) => void) {
+async function appWith(use: (app: FastifyInstance) => void) {
   const app = Fastify()
   await app.register(trivium)
   await app.register(triviumAuth, { secret: SECRET, issuer: ISSUER })

@@ -30,8 +30,10 @@ t.test('every publishable package has npm metadata pointing at the repository', 
     t.same(pkg.bugs, { url: `${REPO}/issues` }, `${p.name} bugs`)
     t.match(
       pkg.scripts.prepack,
-      // (then, at most, one post-build step of the package's own: contract's optional-peer-types.mjs)
-      /rmSync\('dist'.*&& tsc -p tsconfig\.build\.json( && node scripts\/[\w-]+\.mjs)?$/,
+      // tsc after deleting dist, or the shared bundling build with --clean (docs/DEVELOPING.md, "Build"; then
+      // its extra entry files); then, at most, one post-build step of the package's own (contract's
+      // optional-peer-types.mjs)
+      /(rmSync\('dist'.*&& tsc -p tsconfig\.build\.json|^node \.\.\/\.\.\/scripts\/build-package\.mjs --clean( src\/[\w/-]+\.ts)*)( && node scripts\/[\w-]+\.mjs)?$/,
       `${p.name} prepack builds clean`,
     )
     for (const f of ['README.md', 'LICENSE', 'CHANGELOG.md']) {

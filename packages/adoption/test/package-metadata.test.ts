@@ -30,8 +30,10 @@ t.test('every publishable package has npm metadata pointing at the repository', 
     t.same(pkg.bugs, { url: `${REPO}/issues` }, `${p.name} bugs`)
     t.match(
       pkg.scripts.prepack,
-      // (then, at most, one post-build step of the package's own: contract's optional-peer-types.mjs)
-      /rmSync\('dist'.*&& tsc -p tsconfig\.build\.json( && node scripts\/[\w-]+\.mjs)?$/,
+      // tsc after deleting dist, or the shared bundling build with --clean (docs/DEVELOPING.md, "Build"; then
+      // its extra entry files); then, at most, one post-build step of the package's own (contract's
+      // optional-peer-types.mjs)
+      /(rmSync\('dist'.*&& tsc -p tsconfig\.build\.json|^node \.\.\/\.\.\/scripts\/build-package\.mjs --clean( src\/[\w/-]+\.ts)*)( && node scripts\/[\w-]+\.mjs)?$/,
       `${p.name} prepack builds clean`,
     )
     for (const f of ['README.md', 'LICENSE', 'CHANGELOG.md']) {
@@ -109,7 +111,8 @@ t.test(
 )
 
 t.test('`prepack` builds: packing a package from a clone without dist gives a full tarball', async (t) => {
-  // @trivium/wire has no dependency, so a copy of it beside tsconfig.base.json is a clean clone in small
+  // @trivium/wire has no dependency, so a copy of it beside tsconfig.base.json and the shared build script
+  // (scripts/build-package.mjs) is a clean clone in small
   const dir = mkdtempSync(join(tmpdir(), 'trivium-prepack-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const wire = join(root, 'packages', 'wire')
@@ -119,7 +122,9 @@ t.test('`prepack` builds: packing a package from a clone without dist gives a fu
     if (existsSync(join(wire, f))) cpSync(join(wire, f), join(copy, f), { recursive: true })
   }
   cpSync(join(root, 'tsconfig.base.json'), join(dir, 'tsconfig.base.json'))
-  symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules')) // tsc, found on npm's PATH walk
+  mkdirSync(join(dir, 'scripts'))
+  cpSync(join(root, 'scripts', 'build-package.mjs'), join(dir, 'scripts', 'build-package.mjs'))
+  symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules')) // tsc and esbuild, found from scripts/
   t.notOk(existsSync(join(copy, 'dist')), 'no dist before packing')
   const out = execFileSync('npm', ['pack', '--json', '--pack-destination', dir], {
     cwd: copy,

@@ -10,7 +10,10 @@ const require = createRequire(import.meta.url)
 const dist = dirname(require.resolve('@trivium/auth'))
 const manifest = JSON.parse(readFileSync(join(dist, '..', 'package.json'), 'utf8'))
 
-/** Every file reachable by relative imports from `entry`, and the packages they import. */
+/**
+ * Every file reachable by relative imports from `entry`, and the packages they import. The JavaScript is
+ * bundled (esbuild, double quotes, `import "./chunk.js"`); a `.d.ts` names `./x.js`, whose types are `./x.d.ts`.
+ */
 function graph(entry: string): { files: Set<string>; packages: Set<string> } {
   const files = new Set<string>()
   const packages = new Set<string>()
@@ -18,9 +21,11 @@ function graph(entry: string): { files: Set<string>; packages: Set<string> } {
     if (files.has(file)) return
     files.add(file)
     const text = readFileSync(file, 'utf8')
-    for (const match of text.matchAll(/(?:import|export)[^'"]*?from\s+'([^']+)'|import\('([^']+)'\)/g)) {
-      const spec = match[1] ?? match[2]!
-      if (spec.startsWith('.')) visit(resolve(dirname(file), spec))
+    const specifiers = /(?:import|export)[^'"]*?from\s*(['"])([^'"]+)\1|import\s*\(?\s*(['"])([^'"]+)\3/g
+    for (const match of text.matchAll(specifiers)) {
+      const spec = match[2] ?? match[4]!
+      const target = file.endsWith('.d.ts') ? spec.replace(/\.js$/, '.d.ts') : spec
+      if (spec.startsWith('.')) visit(resolve(dirname(file), target))
       else packages.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!)
     }
   }

@@ -186,15 +186,19 @@ export class OutboxRelay {
   async #pass(): Promise<void> {
     try {
       this.#busy = false
+      let held = false
       for (;;) {
-        if (!(await this.#takeLease())) {
+        const lease = await this.#takeLease()
+        if (lease === 'nothing to relay') break
+        if (lease === 'held elsewhere') {
           this.#busy = true
           break
         }
+        held = true
         const count = await this.#relayBatch()
         if (count < this.#o.batch || this.#closed) break
       }
-      if (!this.#busy) await this.#giveLeaseBack()
+      if (held) await this.#giveLeaseBack()
       if (this.#failures > 0) this.#o.log.info('task events relayed again: the event bus is back')
       this.#failures = 0
     } catch (err) {
@@ -204,8 +208,13 @@ export class OutboxRelay {
     }
   }
 
-  /** Takes or renews the relay lease; false while another instance holds it. */
-  async #takeLease(): Promise<boolean> {
+  /**
+   * Takes or renews the relay lease when there is something to relay. An empty outbox is only read: an
+   * idle instance's poll writes nothing (no row version, no statistics for PostgreSQL to flush).
+   */
+  async #takeLease(): Promise<'taken' | 'held elsewhere' | 'nothing to relay'> {
+    const pending = await this.#sql.query('SELECT 1 FROM demo_outbox LIMIT 1')
+    if (pending.rows.length === 0) return 'nothing to relay'
     const { rows } = await this.#sql.query(
       `INSERT INTO demo_outbox_relay (id, holder, lease_until)
        VALUES (1, $1, now() + $2 * interval '1 millisecond')
@@ -214,7 +223,7 @@ export class OutboxRelay {
        RETURNING holder`,
       [this.#holder, this.#o.leaseMs],
     )
-    return rows.length === 1
+    return rows.length === 1 ? 'taken' : 'held elsewhere'
   }
 
   /** Ends this pass's lease so another instance's rows go out without waiting for it to pass. */

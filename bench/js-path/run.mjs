@@ -56,7 +56,8 @@ for (let r = 0; r < ROUNDS; r++) {
   }
 }
 for (const [suffix] of trees) report(suffix)
-if (before) {
+// The over-ceiling pairs need the ceiling case of both trees (BENCH_CASES without `ceiling` measures none).
+if (before && samples.ceiling && samples['ceiling (before)']) {
   const over = (suffix, k) => median(samples[k + suffix]) - median(samples[`ceiling${suffix}`])
   for (const k of ['public', 'secure'].filter((k) => samples[k]))
     console.log(

@@ -36,10 +36,12 @@ export function packAll(dest, { ignoreScripts = false } = {}) {
   const packages = publishablePackages()
   const pnpm = join(root, 'node_modules', '.bin', 'pnpm')
   const filters = packages.flatMap((p) => ['--filter', p.name])
+  // Without a coverage run's NODE_V8_COVERAGE: pnpm (and a prepack build) runs no package's code.
+  const { NODE_V8_COVERAGE: _coverage, ...env } = process.env
   execFileSync(pnpm, ['-r', ...filters, 'pack', '--pack-destination', dest], {
     cwd: root,
     stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, npm_config_ignore_scripts: ignoreScripts ? 'true' : 'false' },
+    env: { ...env, npm_config_ignore_scripts: ignoreScripts ? 'true' : 'false' },
   })
   const files = readdirSync(dest)
   const tarballs = new Map()

@@ -100,6 +100,11 @@ function initdbTemplate(): Promise<string> {
   return template
 }
 
+/** An initialised, empty PGlite data folder at `dir` (a copy of {@link initdbTemplate}'s). */
+export async function copyInitdb(dir: string): Promise<void> {
+  cpSync(await initdbTemplate(), dir, { recursive: true })
+}
+
 /** A demo app on a fresh data folder (PGlite), TCP on a random port, no logs (or into `logStream`). */
 export async function startDemo(
   t: Test,
@@ -107,8 +112,7 @@ export async function startDemo(
   logStream?: NodeJS.WritableStream,
 ) {
   const dataDir = mkdtempSync(join(tmpdir(), 'trivium-demo-'))
-  if (overrides.databaseUrl === undefined)
-    cpSync(await initdbTemplate(), join(dataDir, 'pglite'), { recursive: true })
+  if (overrides.databaseUrl === undefined) await copyInitdb(join(dataDir, 'pglite'))
   const config: DemoConfig = {
     ...loadConfig({}),
     dataDir,

@@ -22,8 +22,9 @@ import t from 'tap'
 import { closure, packAll, publishablePackages } from '../../../scripts/pack.mjs'
 
 const run = promisify(execFile)
+// Without tap's hooks (NODE_OPTIONS) and a coverage run's NODE_V8_COVERAGE: npm's work counts for no package.
 const env = Object.fromEntries(
-  Object.entries(process.env).filter(([k]) => !/^(NODE_OPTIONS|TAP|_TAPJS)/.test(k)),
+  Object.entries(process.env).filter(([k]) => !/^(NODE_OPTIONS|NODE_V8_COVERAGE|TAP|_TAPJS)/.test(k)),
 )
 
 /**

@@ -18,6 +18,9 @@ import { publishablePackages, root } from '../../../scripts/pack.mjs'
 
 const REPO = 'https://github.com/trivium-dev/trivium'
 const packages = publishablePackages()
+// The tools below (changesets, npm pack and its prepack build) run no package's code: a coverage run's
+// NODE_V8_COVERAGE would only make them slower.
+const { NODE_V8_COVERAGE: _coverage, ...toolEnv } = process.env
 
 t.test('every publishable package has npm metadata pointing at the repository', async (t) => {
   t.ok(packages.length >= 14, `${packages.length} publishable packages`)
@@ -102,7 +105,11 @@ t.test(
     }
     mkdirSync(join(dir, 'bench'))
     cpSync(join(root, 'bench', 'package.json'), join(dir, 'bench', 'package.json'))
-    execFileSync(join(root, 'node_modules', '.bin', 'changeset'), ['version'], { cwd: dir, stdio: 'pipe' })
+    execFileSync(join(root, 'node_modules', '.bin', 'changeset'), ['version'], {
+      cwd: dir,
+      stdio: 'pipe',
+      env: toolEnv,
+    })
     for (const p of packages) {
       const after = JSON.parse(readFileSync(join(dir, p.dir.slice(root.length + 1), 'package.json'), 'utf8'))
       t.equal(after.version, p.version, `${p.name} stays ${p.version}`)
@@ -129,6 +136,7 @@ t.test('`prepack` builds: packing a package from a clone without dist gives a fu
   const out = execFileSync('npm', ['pack', '--json', '--pack-destination', dir], {
     cwd: copy,
     encoding: 'utf8',
+    env: toolEnv,
   })
   const json = out.slice(out.indexOf('['))
   const files = (JSON.parse(json)[0].files as { path: string }[]).map((f) => f.path)

@@ -5,22 +5,16 @@ import triviumAuth, { type RegisteredHook, type UserStore } from '@trivium/auth'
 import { SqlTokenLedger, SqlUserStore } from '@trivium/auth/sql'
 import trivium from '@trivium/core'
 import { shutdownPasswordWorkers } from '@trivium/crypto'
-import { connectPglite, connectPostgres, type SqlClient } from '@trivium/sql'
+import { connectPostgres, type SqlClient } from '@trivium/sql'
 import Fastify, { type FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
-import { ISSUER, SECRET } from './helpers.js'
+import { freshPglite, ISSUER, SECRET } from './helpers.js'
 
 const PG_URL = process.env.TRIVIUM_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/test'
 const ENCRYPTION_KEY = randomBytes(32).toString('base64')
 const PASSWORD = 'Str0ng!Passw0rd'
 
 t.teardown(() => shutdownPasswordWorkers())
-
-async function pglite(t: Test): Promise<SqlClient> {
-  const client = await connectPglite()
-  t.teardown(() => client.close())
-  return client
-}
 
 async function postgres(t: Test): Promise<SqlClient> {
   const schema = `test_${randomBytes(6).toString('hex')}`
@@ -81,7 +75,7 @@ async function countUsers(sql: SqlClient, username: string): Promise<number> {
 
 for (const engine of ['PGlite', 'PostgreSQL'] as const) {
   t.test(`onRegistered: user and role commit together or not at all (${engine})`, async (t) => {
-    const sql = engine === 'PGlite' ? await pglite(t) : await postgres(t)
+    const sql = engine === 'PGlite' ? await freshPglite() : await postgres(t)
     let roleId = -1
     let calls = 0
     const app = await build(t, sql, {
@@ -138,7 +132,7 @@ for (const engine of ['PGlite', 'PostgreSQL'] as const) {
 }
 
 t.test('onRegistered without a transactional store, and option types', async (t) => {
-  const sql = await pglite(t)
+  const sql = await freshPglite()
   const make = async (flows: Record<string, unknown>) => {
     const app = Fastify()
     await app.register(trivium)
@@ -173,7 +167,7 @@ t.test('onRegistered without a transactional store, and option types', async (t)
 })
 
 t.test('onTheft: called with the user id once a refresh token is reused', async (t) => {
-  const sql = await pglite(t)
+  const sql = await freshPglite()
   const thefts: number[] = []
   let fail = false
   const app = await build(t, sql, {

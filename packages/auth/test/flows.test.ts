@@ -4,22 +4,16 @@ import { DUMMY_HASH } from '@trivium/auth/internal'
 import { SqlRevocationStore, SqlTokenLedger, SqlUserStore } from '@trivium/auth/sql'
 import trivium from '@trivium/core'
 import { BCRYPT_COST, shutdownPasswordWorkers, totp, verifyPassword } from '@trivium/crypto'
-import { connectPglite, connectPostgres, type SqlClient } from '@trivium/sql'
+import { connectPostgres, type SqlClient } from '@trivium/sql'
 import Fastify, { type FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
-import { decodePayload, ISSUER, manualClock, SECRET } from './helpers.js'
+import { decodePayload, freshPglite, ISSUER, manualClock, SECRET } from './helpers.js'
 
 const PG_URL = process.env.TRIVIUM_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/test'
 const ENCRYPTION_KEY = randomBytes(32).toString('base64')
 const PASSWORD = 'Str0ng!Passw0rd'
 
 t.teardown(() => shutdownPasswordWorkers())
-
-async function pglite(t: Test): Promise<SqlClient> {
-  const client = await connectPglite()
-  t.teardown(() => client.close())
-  return client
-}
 
 async function postgres(t: Test): Promise<SqlClient> {
   const schema = `test_${randomBytes(6).toString('hex')}`
@@ -78,7 +72,7 @@ t.test('an unknown username is compared with a fixed hash at the cost of every s
 })
 
 t.test('register, login, me, refresh with reuse detection, logout (PGlite)', async (t) => {
-  const sql = await pglite(t)
+  const sql = await freshPglite()
   const { app, clock } = await build(t, sql)
 
   // register
@@ -209,7 +203,7 @@ t.test('register, login, me, refresh with reuse detection, logout (PGlite)', asy
 })
 
 t.test('TOTP enable, confirm, login with code, disable (PGlite)', async (t) => {
-  const sql = await pglite(t)
+  const sql = await freshPglite()
   const { app, clock } = await build(t, sql)
   const { pair } = await registerAndLogin(app, 'carol')
   const token = pair.accessToken
@@ -325,7 +319,7 @@ t.test('flows options', async (t) => {
     await app.register(triviumAuth, { secret: SECRET, issuer: ISSUER, flows: flows as never })
     await app.close()
   }
-  const sql = await pglite(t)
+  const sql = await freshPglite()
   const users = new SqlUserStore(sql)
   await t.rejects(make({ users }), {
     code: 'TRV_AUTH_FLOWS_ENCRYPTION_KEY',
@@ -362,7 +356,7 @@ t.test('fastify.authFlows exists only with flows, and its type says so (issue 14
   const unchecked = () => app.authFlows.register(ann)
   t.throws(unchecked, TypeError)
 
-  const { app: withFlows } = await build(t, await pglite(t))
+  const { app: withFlows } = await build(t, await freshPglite())
   t.ok(withFlows.hasDecorator('authFlows'))
   const flows = withFlows.authFlows
   if (flows === undefined) throw new Error('the flows option was given: authFlows is decorated')

@@ -2,7 +2,9 @@ import { createHmac } from 'node:crypto'
 import triviumAuth, { type TriviumAuthOptions } from '@trivium/auth'
 import trivium, { type Protocol } from '@trivium/core'
 import { jsonFormat } from '@trivium/core/internal'
+import type { SqlClient } from '@trivium/sql'
 import Fastify, { type FastifyInstance } from 'fastify'
+import tap from 'tap'
 
 export const SECRET = 'test-secret-0123456789-abcdefghijklmnop'
 export const ISSUER = 'trivium-test'
@@ -98,4 +100,20 @@ export function invokeMe(app: FastifyInstance, protocol: Protocol, extra: Record
     log: app.log,
     ...extra,
   })
+}
+
+let pgliteClient: Promise<SqlClient> | undefined
+/**
+ * The test file's one in-memory PGlite, emptied for each test (its public schema dropped and made again, as in
+ * @trivium/sql's test helpers): each connectPglite() is an initdb in WebAssembly, ~5 s of CPU. For tests that run
+ * one after another, each on one database at a time; closed when the file ends.
+ */
+export async function freshPglite(): Promise<SqlClient> {
+  if (pgliteClient === undefined) {
+    pgliteClient = import('@trivium/sql').then(({ connectPglite }) => connectPglite())
+    tap.teardown(async () => (await pgliteClient)?.close())
+  }
+  const client = await pgliteClient
+  await client.exec('DROP SCHEMA public CASCADE; CREATE SCHEMA public; SET search_path TO public')
+  return client
 }

@@ -236,9 +236,12 @@ for (const config of ['tsconfig.json', 'tsconfig.strict.json'])
     `generated code type-checks (${config}); wrong handler and client types do not compile`,
     async (t) => {
       const tsc = join(pkg, '..', '..', 'node_modules', 'typescript', 'bin', 'tsc')
+      // tsc runs none of the package's code: without a coverage run's NODE_V8_COVERAGE (~25 % less CPU).
+      const { NODE_V8_COVERAGE: _coverage, ...env } = process.env
       const r = spawnSync(process.execPath, [tsc, '-p', join(here, config)], {
         encoding: 'utf8',
         cwd: pkg,
+        env,
       })
       t.equal(r.stdout + r.stderr, '')
       t.equal(r.status, 0)

@@ -1,12 +1,24 @@
 // The PGlite engine's fast path (prepared statements, one exchange per query), its ordering against
 // PGlite's own calls and transactions, and its start settings.
-import { connectPglite } from '@trivium/sql'
-import t from 'tap'
+import { connectPglite, type SqlClient } from '@trivium/sql'
+import t, { type Test } from 'tap'
+import { engines } from './helpers.ts'
+
+/**
+ * The file's one PGlite with default settings (test/helpers.ts: each test starts from an empty public schema),
+ * for the tests that need no engine of their own: each connectPglite() is an initdb in WebAssembly, ~5 s of
+ * CPU. Statements a test prepares may already be prepared by an earlier test, on tables since dropped: the
+ * client prepares again when a table changes (the second test).
+ */
+async function defaultClient(t: Test): Promise<SqlClient> {
+  const pglite = engines.find((e) => e.name === 'pglite')
+  if (!pglite) throw new Error('no pglite engine in test/helpers.ts')
+  return (await pglite.open(t)).client
+}
 
 t.test('pglite: prepared fast path gives the rows, counts and errors of PGlite’s own query', async (t) => {
   const { PGlite } = await import('@electric-sql/pglite')
-  const client = await connectPglite()
-  t.teardown(() => client.close())
+  const client = await defaultClient(t)
   const raw = await PGlite.create()
   t.teardown(() => raw.close())
   const ddl = `CREATE TABLE t (id serial PRIMARY KEY, i8 bigint, n numeric, b boolean, ts timestamptz, d date,
@@ -78,8 +90,7 @@ t.test('pglite: prepared fast path gives the rows, counts and errors of PGlite�
 })
 
 t.test('pglite: prepared statements follow table changes, transactions and aborted commits', async (t) => {
-  const client = await connectPglite()
-  t.teardown(() => client.close())
+  const client = await defaultClient(t)
   await client.exec('CREATE TABLE t (a integer)')
   await client.query('INSERT INTO t VALUES ($1)', [1])
   t.same((await client.query('SELECT * FROM t')).rows, [{ a: 1 }])
@@ -119,8 +130,7 @@ t.test('pglite: prepared statements follow table changes, transactions and abort
 })
 
 t.test('pglite: settings are given to PostgreSQL at start, shared_buffers 16MB by default', async (t) => {
-  const a = await connectPglite()
-  t.teardown(() => a.close())
+  const a = await defaultClient(t)
   t.same((await a.query('SHOW shared_buffers')).rows, [{ shared_buffers: '16MB' }])
   const b = await connectPglite({ settings: { shared_buffers: '32MB', work_mem: '8MB' } })
   t.teardown(() => b.close())
@@ -134,8 +144,7 @@ t.test('pglite: settings are given to PostgreSQL at start, shared_buffers 16MB b
 })
 
 t.test('pglite: a statement through PGlite’s own query never interleaves with prepared ones', async (t) => {
-  const client = await connectPglite()
-  t.teardown(() => client.close())
+  const client = await defaultClient(t)
   await client.exec('CREATE TABLE t (a integer)')
   // SET and SHOW are not prepared (they go through PGlite in several exchanges); the prepared
   // queries fired between those exchanges wait instead of breaking them.
@@ -161,8 +170,7 @@ t.test('pglite: a statement through PGlite’s own query never interleaves with 
 t.test('pglite: a fast-path query is answered inside the call (PGlite’s synchronous exchange)', async (t) => {
   // The fast path needs no lock because each exchange finishes before the call returns: it uses
   // PGlite's execProtocolRawSync, documented as synchronous (not execProtocolRawStream's Promise).
-  const client = await connectPglite()
-  t.teardown(() => client.close())
+  const client = await defaultClient(t)
   await client.exec('CREATE TABLE big (id integer, payload text)')
   await client.query('SELECT $1::int AS i', [0]) // prepared
   const pending = Symbol('pending')

@@ -53,6 +53,7 @@ export { errorOfStatus } from './http/status-errors.js'
 export {
   CALL,
   FRAME_TRANSPORT,
+  routeConfigOf,
   TRANSPORT_OVERRIDE,
   type TransportOverride,
   transportOf,

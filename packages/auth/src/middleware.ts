@@ -209,23 +209,6 @@ function validatedClaims(tokens: TokenService, token: string): TokenClaims {
   return result.claims
 }
 
-/**
- * The call goes on once an asynchronous revocation list says the token is not on it. A function of its
- * own: a closure in the middleware would make V8 allocate a context for its captured variables on every
- * call, the synchronous ones included (bench/README.md "bench/js-path").
- */
-function nextOnceNotRevoked(
-  revocation: RevocationStore,
-  call: TriviumCall<unknown, CallTarget>,
-  claims: TokenClaims,
-  next: () => Promise<unknown>,
-): Promise<unknown> {
-  return notRevoked(revocation, claims).then(() => {
-    setUserContext(call, claims)
-    return next()
-  })
-}
-
 export function createAuthMiddleware(options: AuthMiddlewareOptions): Middleware {
   const { tokens, revocation } = options
   const lastTokens: LastTokens = new WeakMap()
@@ -258,8 +241,12 @@ export function createAuthMiddleware(options: AuthMiddlewareOptions): Middleware
           throw new UnauthorizedException(AUTHENTICATION_REQUIRED)
         }
         const claims = connectionClaims(tokens, lastTokens, call, token)
-        if (!(revocation instanceof MemoryRevocationStore))
-          return nextOnceNotRevoked(revocation, call, claims, next)
+        if (!(revocation instanceof MemoryRevocationStore)) {
+          return notRevoked(revocation, claims).then(() => {
+            setUserContext(call, claims)
+            return next()
+          })
+        }
         if (revocation.containsSync(claims.jti)) throw revokedError()
         setUserContext(call, claims)
         return next()

@@ -44,11 +44,8 @@ export interface CallInit<Req = unknown, Target extends CallTarget = EndpointDef
    * `this` (so that one function per route can serve every request).
    */
   decodeBody: (this: TriviumCall<Req, Target>) => Req
-  /**
-   * The transport's cancellation signal, or a function (or an object's `signal()` method) that makes one
-   * on first use.
-   */
-  signal?: AbortSignal | (() => AbortSignal) | SignalSource
+  /** The transport's cancellation signal, or a function that makes one on first use. */
+  signal?: AbortSignal | (() => AbortSignal)
   /** The Fastify request, on HTTP (and on TCP frames bridged through inject). */
   raw?: FastifyRequest
   /** Shared per-connection state (WebSocket/TCP): the same object for every call on a connection. */
@@ -67,11 +64,6 @@ export interface CallInit<Req = unknown, Target extends CallTarget = EndpointDef
    * who it is from then on, before the handler runs, whatever kind of call it is (PROTOCOL.md "Frames").
    */
   onIdentity?: (identity: TriviumIdentity) => void
-}
-
-/** An object that makes a call's signal on first use (HTTP: the call in flight, no closure per call). */
-export interface SignalSource {
-  signal(): AbortSignal
 }
 
 /** The default credential of a transport that does not supply `CallInit.credential`. */
@@ -131,7 +123,7 @@ export class TriviumCall<Req = unknown, Target extends CallTarget = EndpointDefi
   // Not typed by Target: a call to an endpoint is also a call that middleware sees (`TriviumCall<any, CallTarget>`).
   declare private readonly decodeBody: (this: TriviumCall<Req, any>) => Req
   declare private signalValue: AbortSignal | undefined
-  declare private readonly signalSource: AbortSignal | (() => AbortSignal) | SignalSource | undefined
+  declare private readonly signalSource: AbortSignal | (() => AbortSignal) | undefined
   declare private credentialValue: string | undefined | typeof UNSET
   declare private readonly credentialSource: string | (() => string | undefined) | undefined
   declare private readonly deadlineState: CallDeadline | undefined
@@ -231,9 +223,7 @@ export class TriviumCall<Req = unknown, Target extends CallTarget = EndpointDefi
   get signal(): AbortSignal {
     const deadline = this.deadlineState
     if (this.signalValue === undefined) {
-      const given = this.signalSource
-      const source =
-        typeof given === 'function' ? given() : given instanceof AbortSignal ? given : given?.signal()
+      const source = typeof this.signalSource === 'function' ? this.signalSource() : this.signalSource
       const base = source ?? new AbortController().signal
       this.signalValue = deadline ? AbortSignal.any([base, deadline.signal]) : base
     }

@@ -10,7 +10,6 @@ import { HttpDrain } from './http/drain.js'
 import type { ErrorHeaders } from './http/framework-errors.js'
 import { Http2Sessions } from './http/http2.js'
 import { EventStreams } from './http/sse.js'
-import { declareRequestFields } from './http/symbols.js'
 import { installNotFoundHandler, installRootErrorHandler } from './http/whole-app.js'
 import { Pipeline } from './middleware.js'
 import { isNamedRoute } from './named-route.js'
@@ -114,7 +113,6 @@ const triviumCore: FastifyPluginAsync<TriviumCoreOptions> = async (fastify: Fast
     drain,
   }
   const errorHeaders: ErrorHeaders = {}
-  declareRequestFields(fastify)
   const plainRoutes = new PlainRoutes(fastify, registry, pipeline, errorHeaders)
   decorateTrivium(fastify, { registry, pipeline, formats, streams, plainRoutes, errorHeaders, routeContext })
   if (options.errorHandler) installRootErrorHandler(fastify, errorHeaders)

@@ -53,7 +53,6 @@ export { errorOfStatus } from './http/status-errors.js'
 export {
   CALL,
   FRAME_TRANSPORT,
-  routeConfigOf,
   TRANSPORT_OVERRIDE,
   type TransportOverride,
   transportOf,

@@ -201,51 +201,29 @@ export class Pipeline {
     const fns = chain.fns
     const streaming =
       deadline !== undefined && call.definition.kind === 'endpoint' && call.definition.streaming
-    // No middleware: the router directly (its value or promise; callers handle both). No closure is made
-    // in this method: one would make V8 allocate a context for its captured variables on every call,
-    // whichever branch runs (bench/README.md "bench/js-path").
+    // No middleware: the router directly (its value or promise; callers handle both).
     if (fns.length === 0) {
-      return deadline ? runTerminalBounded(call, terminal, deadline, streaming) : terminal(call)
+      return deadline ? deadline.run(call, () => terminal(call), streaming) : terminal(call)
     }
     if (deadline !== undefined) return runBounded(chain, call, terminal, deadline, streaming)
-    return runChain(chain, call, terminal)
-  }
-}
-
-/** The router alone, under the call's deadline. */
-function runTerminalBounded<C extends TriviumCall<any, CallTarget>>(
-  call: C,
-  terminal: (call: C) => unknown,
-  deadline: CallDeadline,
-  streaming: boolean,
-): unknown {
-  return deadline.run(call, () => terminal(call), streaming)
-}
-
-/** `Pipeline.run` without a deadline: the chain's steps, then `terminal`. */
-function runChain<C extends TriviumCall<any, CallTarget>>(
-  chain: Chain,
-  call: C,
-  terminal: (call: C) => unknown,
-): unknown {
-  const fns = chain.fns
-  const direct = chain.direct
-  let index = 0
-  // One closure per call (bench/README.md "bench/js-path"): `next` takes the step at `index` itself.
-  // Called by the middleware at `index - 1`: a direct one takes the next step's value as it is; any
-  // other gets a promise (a throw becomes its rejection). The first step is taken as a direct one.
-  const next: Next = () => {
-    const at = index++
-    const fn = fns[at]
-    if (at === 0 || direct[at - 1] === true)
-      return (fn !== undefined ? fn(call, next) : terminal(call)) as Promise<unknown>
-    try {
-      return Promise.resolve(fn !== undefined ? fn(call, next) : terminal(call))
-    } catch (err) {
-      return Promise.reject(err)
+    const direct = chain.direct
+    let index = 0
+    // One closure per call (bench/README.md "bench/js-path"): `next` takes the step at `index` itself.
+    // Called by the middleware at `index - 1`: a direct one takes the next step's value as it is; any
+    // other gets a promise (a throw becomes its rejection). The first step is taken as a direct one.
+    const next: Next = () => {
+      const at = index++
+      const fn = fns[at]
+      if (at === 0 || direct[at - 1] === true)
+        return (fn !== undefined ? fn(call, next) : terminal(call)) as Promise<unknown>
+      try {
+        return Promise.resolve(fn !== undefined ? fn(call, next) : terminal(call))
+      } catch (err) {
+        return Promise.reject(err)
+      }
     }
+    return next()
   }
-  return next()
 }
 
 /** `Pipeline.run` with a deadline: the step after the `first` middleware runs under `deadline.run`. */

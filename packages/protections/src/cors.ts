@@ -10,7 +10,7 @@ import { ORIGIN_NOT_ALLOWED, optionNames, refuseUnknownOptions } from '@trivium/
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import FindMyWay, { type HTTPMethod } from 'find-my-way'
-import { isTriviumRoute, isTriviumRouteConfig } from './security-headers.js'
+import { declareRouteKind, isTriviumReply, isTriviumRouteConfig } from './security-headers.js'
 import { SETUP } from './setup-errors.js'
 
 export interface CorsOptions {
@@ -168,6 +168,7 @@ const corsPlugin: FastifyPluginAsync<CorsOptions> = async (fastify, options) => 
   const owned = everyRoute ? undefined : triviumRoutes(fastify)
   if (everyRoute) refuseLaterOptionsRoutes(fastify)
 
+  declareRouteKind(fastify)
   fastify.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done) => {
     const origin = request.headers.origin
     if (request.method === 'OPTIONS') {
@@ -186,7 +187,7 @@ const corsPlugin: FastifyPluginAsync<CorsOptions> = async (fastify, options) => 
         return
       }
     }
-    if (origin !== undefined && (everyRoute || isTriviumRoute(request)) && isAllowed(origin)) {
+    if (origin !== undefined && (everyRoute || isTriviumReply(request, reply)) && isAllowed(origin)) {
       reply.header('access-control-allow-origin', origin)
       for (let i = 0; i < actualCount; i++) {
         const name = actualNames[i]

@@ -6,8 +6,8 @@
 // in onSend for a response sent before that hook ran (an app's onRequest hook registered earlier answered).
 // Both hooks always: whether some hook runs earlier is nowhere in Fastify's public API. A successful WebSocket upgrade is hijacked and
 // its 101 is written by `ws`, so it carries none of them (HTTP responses only, README "Security headers").
-import { optionNames, refuseUnknownOptions, routeConfigOf } from '@trivium/core/internal'
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import { optionNames, refuseUnknownOptions } from '@trivium/core/internal'
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { SETUP } from './setup-errors.js'
 
@@ -42,13 +42,36 @@ export function isTriviumRouteConfig(config: object | undefined): boolean {
   return config !== undefined && ('trivium' in config || 'triviumRoute' in config || 'triviumOwned' in config)
 }
 
-/**
- * Whether a request's route is Trivium's, from its route config as core keeps it for the request
- * (`routeConfigOf`: one `request.routeOptions` object per request for core's early-route guard and the
- * security headers' and CORS' hooks together; bench/README.md "bench/js-path").
- */
 export function isTriviumRoute(request: FastifyRequest): boolean {
-  return isTriviumRouteConfig(routeConfigOf(request))
+  return isTriviumRouteConfig(request.routeOptions.config)
+}
+
+/**
+ * A reply's route as a protection's hook found it: 0 not read yet, 1 Trivium's, 2 another's. Fastify's
+ * `request.routeOptions` builds a new object on each read; the security headers' and CORS' hooks read it
+ * once per request between them.
+ */
+const ROUTE_KIND: unique symbol = Symbol('trivium.protections.routeKind')
+
+declare module 'fastify' {
+  interface FastifyReply {
+    [ROUTE_KIND]: number
+  }
+}
+
+/** Declares the reply field `isTriviumReply` keeps its answer in (replies keep one shape). */
+export function declareRouteKind(fastify: FastifyInstance): void {
+  if (!fastify.hasReplyDecorator(ROUTE_KIND)) fastify.decorateReply(ROUTE_KIND, 0)
+}
+
+/** `isTriviumRoute`, read once per request: the answer is kept on the reply for the other hooks. */
+export function isTriviumReply(request: FastifyRequest, reply: FastifyReply): boolean {
+  const kind = reply[ROUTE_KIND]
+  if (kind === 1) return true
+  if (kind === 2) return false
+  const trivium = isTriviumRoute(request)
+  reply[ROUTE_KIND] = trivium ? 1 : 2
+  return trivium
 }
 
 function checkRoutes(value: unknown): 'trivium' | 'all' {
@@ -112,10 +135,11 @@ const securityHeadersPlugin: FastifyPluginAsync<SecurityHeadersOptions> = async 
     for (let i = 0; i < count; i++) reply.header(names[i] as string, values[i])
   }
   if (!fastify.hasReplyDecorator(APPLIED)) fastify.decorateReply(APPLIED, false)
+  declareRouteKind(fastify)
   fastify.addHook(
     'onRequest',
     function setSecurityHeaders(request: FastifyRequest, reply: FastifyReply, done) {
-      if (everyRoute || isTriviumRoute(request)) {
+      if (everyRoute || isTriviumReply(request, reply)) {
         setAll(reply)
         reply[APPLIED] = true
       }
@@ -125,7 +149,7 @@ const securityHeadersPlugin: FastifyPluginAsync<SecurityHeadersOptions> = async 
   fastify.addHook(
     'onSend',
     function securityHeadersFallback(request: FastifyRequest, reply: FastifyReply, payload: unknown, done) {
-      if (!reply[APPLIED] && (everyRoute || isTriviumRoute(request))) setAll(reply)
+      if (!reply[APPLIED] && (everyRoute || isTriviumReply(request, reply))) setAll(reply)
       done(null, payload)
     },
   )

@@ -146,7 +146,7 @@ export function createRbacMiddleware(options: RbacMiddlewareOptions = {}): Middl
       if (req.live && service) {
         const userId = userIdOf(call)
         if (userId === undefined) return check(req, EMPTY_RIGHTS, next)
-        return checkLive(service, userId, req, next)
+        return service.liveRights(userId).then((rights) => check(req, rights, next))
       }
       // The token's claims are read in place: no copy of the roles and permissions per request.
       return check(req, identity, next)
@@ -154,20 +154,6 @@ export function createRbacMiddleware(options: RbacMiddlewareOptions = {}): Middl
       return Promise.reject(err)
     }
   }
-}
-
-/**
- * The check against the database's current rights. A function of its own: a closure in the middleware
- * would make V8 allocate a context for its captured variables on every call, the snapshot checks
- * included (bench/README.md "bench/js-path").
- */
-function checkLive(
-  service: RbacService,
-  userId: number,
-  req: Requirements,
-  next: () => Promise<unknown>,
-): Promise<unknown> {
-  return service.liveRights(userId).then((rights) => check(req, rights, next))
 }
 
 /** What a check reads: the identity's snapshot, or the database's current rights. */

@@ -210,21 +210,6 @@ function answerWhenSettled(
   )
 }
 
-/** A stream's (or a unary call's without the drain) answer once the pipeline's promise resolves. */
-function respondWhenResolved(
-  route: EndpointRoute,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  call: TriviumCall,
-  requestFormat: WireFormat | undefined,
-  result: PromiseLike<unknown>,
-  stream: AbortController | undefined,
-): Promise<FastifyReply | undefined> {
-  return Promise.resolve(result).then((value) =>
-    pending(respond(route, request, reply, call, requestFormat, value, stream)),
-  )
-}
-
 type EndpointHandler = (
   request: FastifyRequest,
   reply: FastifyReply,
@@ -235,9 +220,7 @@ function endpointHandler(route: EndpointRoute): EndpointHandler {
   // Not async: when the middleware and the handler answer synchronously (no middleware, a handler that
   // returns a value), the reply is sent in this turn and Fastify gets `undefined` (no promise, no
   // microtask hops). A promise from the pipeline is returned to Fastify, which sends its rejection to
-  // the route's error handler, as it does for an error thrown here. No closure is made in this function:
-  // one would make V8 allocate a context for its captured variables on every call, whichever branch runs
-  // (the promise paths are helpers of their own; bench/README.md "bench/js-path").
+  // the route's error handler, as it does for an error thrown here.
   return function handler(request, reply) {
     const definition = route.definition
     const transport = transportOf(request)
@@ -267,8 +250,7 @@ function endpointHandler(route: EndpointRoute): EndpointHandler {
         requestFormat === undefined || requestFormat === jsonFormat
           ? route.decodeJson
           : bytesDecoder(definition, request, requestFormat),
-      // The call in flight itself (its `signal()` makes the signal on first use): no closure per call.
-      signal: unary ?? abortOnClientClose(reply, stream as AbortController),
+      signal: unary ? () => unary.signal() : abortOnClientClose(reply, stream as AbortController),
     })
     request[CALL] = call
     const result = route.pipeline.run(call, routeToHandler, deadline)
@@ -276,7 +258,9 @@ function endpointHandler(route: EndpointRoute): EndpointHandler {
       if (unary !== undefined) {
         return answerWhenSettled(route, request, reply, call, requestFormat, result, unary)
       }
-      return respondWhenResolved(route, request, reply, call, requestFormat, result, stream)
+      return Promise.resolve(result).then((value) =>
+        pending(respond(route, request, reply, call, requestFormat, value, stream)),
+      )
     }
     const sent = respond(route, request, reply, call, requestFormat, result, stream)
     // Sent in this turn: Fastify needs nothing more (an async onSend hook finishes the reply itself),

@@ -1,4 +1,4 @@
-import type { FastifyContextConfig, FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyRequest } from 'fastify'
 import type { TriviumCall, TriviumIdentity } from '../call.js'
 
 /**
@@ -49,41 +49,4 @@ export const FRAME_TRANSPORT: unique symbol = Symbol('trivium.frameTransport')
 export function transportOf(request: FastifyRequest): TransportOverride | undefined {
   const socket = request.raw.socket as { [FRAME_TRANSPORT]?: TransportOverride } | null
   return request[TRANSPORT_OVERRIDE] ?? socket?.[FRAME_TRANSPORT]
-}
-
-/**
- * Where `routeConfigOf` keeps a request's route config once read (a module-private Symbol: no HTTP client
- * can set it).
- */
-const ROUTE_CONFIG: unique symbol = Symbol('trivium.routeConfig')
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    [ROUTE_CONFIG]: FastifyContextConfig | undefined
-  }
-}
-
-/**
- * Declares the request fields core sets (`CALL`, the route config `routeConfigOf` keeps) with
- * `decorateRequest`, so that every request has them from its start: setting a field a request does not
- * have gives it a new shape per request, and every function that reads the request afterwards sees two.
- * Symbol-keyed: invisible to `Object.keys`, JSON and the application's own decorators.
- */
-export function declareRequestFields(fastify: FastifyInstance): void {
-  if (!fastify.hasRequestDecorator(CALL)) fastify.decorateRequest(CALL, undefined)
-  if (!fastify.hasRequestDecorator(ROUTE_CONFIG)) fastify.decorateRequest(ROUTE_CONFIG, undefined)
-}
-
-/**
- * The request's route config (`request.routeOptions.config`), read once per request and kept on it: the
- * `routeOptions` getter builds a new 12-field object on each read, and core's early-route guard and
- * @trivium/protections' hooks each need the config (bench/README.md "bench/js-path").
- */
-export function routeConfigOf(request: FastifyRequest): FastifyContextConfig {
-  let config = request[ROUTE_CONFIG]
-  if (config === undefined) {
-    config = request.routeOptions.config
-    request[ROUTE_CONFIG] = config
-  }
-  return config
 }

@@ -7,7 +7,6 @@ import { checkSettings, EndpointSettingsError } from '../endpoint-settings.js'
 import { INTERNAL_ERROR_MESSAGE, InternalErrorException } from '../errors.js'
 import { replyWithError } from '../http/error-reply.js'
 import { type ErrorHeaders, frameworkErrorHandler } from '../http/framework-errors.js'
-import { routeConfigOf } from '../http/symbols.js'
 import type { Pipeline } from '../middleware.js'
 import { addNamedRoute } from '../named-route.js'
 import type { EndpointRegistry, GuardedRoute } from '../registry.js'
@@ -59,7 +58,7 @@ export class PlainRoutes {
   #guardEarlyRoutes(fastify: FastifyInstance, errorHeaders: ErrorHeaders): void {
     const guarded = this.#guarded
     fastify.addHook('preHandler', (request, reply, done) => {
-      const config = routeConfigOf(request)
+      const config = request.routeOptions.config
       const rules: unknown = 'triviumRoute' in config ? config.triviumRoute : undefined
       if (rules === undefined || guarded.has(rules)) return done()
       const earlyGuard = this.#earlyGuard

@@ -255,19 +255,6 @@ function rateLimitMiddleware(
     return next()
   }
 
-  // A store's asynchronous verdict (Redis). A function of its own: a closure in the middleware would
-  // make V8 allocate a context for its captured variables on every call, the memory store's included
-  // (bench/README.md "bench/js-path").
-  function applyWhenCounted(
-    call: TriviumCall<unknown, CallTarget>,
-    limit: RateLimit,
-    limitText: string,
-    outcome: Promise<RateLimitResult>,
-    next: () => Promise<unknown>,
-  ): Promise<unknown> {
-    return outcome.then((result) => apply(call, limit, limitText, result, next))
-  }
-
   // Not an async function: with the memory store the verdict is synchronous, and the call goes on
   // without an extra promise and microtask per request. Errors still come back as a rejected promise.
   return enforcesSettings(
@@ -279,7 +266,8 @@ function rateLimitMiddleware(
         if (limit === false) return next()
         const outcome = limiter.check(keyIn(state.keys, call), limit)
         const text = state.limitText
-        if (outcome instanceof Promise) return applyWhenCounted(call, limit, text, outcome, next)
+        if (outcome instanceof Promise)
+          return outcome.then((result) => apply(call, limit, text, result, next))
         return apply(call, limit, text, outcome, next)
       } catch (err) {
         return Promise.reject(err)

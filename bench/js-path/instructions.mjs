@@ -33,7 +33,9 @@ const trees = before
 function instructions(dir, which, requests) {
   const env = { ...process.env, JS_PATH_WARMUP: warmup, JS_PATH_ROUNDS: '1', JS_PATH_GATE: '1' }
   return gatedInstructions(
-    [process.execPath, `${dir}case.mjs`, which, String(requests)],
+    // `--single-threaded`: V8's background compiler and GC threads would otherwise add a count that
+    // varies from run to run (bench/README.md "bench/transports").
+    [process.execPath, '--single-threaded', `${dir}case.mjs`, which, String(requests)],
     env,
     requests,
     which,

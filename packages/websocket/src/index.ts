@@ -4,7 +4,7 @@
 import type { Duplex } from 'node:stream'
 import { ValidationException, websocketCredential } from '@trivium/core'
 import { INTERNAL_ERROR_MESSAGE, jsonFormat } from '@trivium/core/internal'
-import { FrameServer, FrameSession } from '@trivium/frame-session'
+import { connectionLogger, FrameServer, FrameSession } from '@trivium/frame-session'
 import { decodeMetadata } from '@trivium/wire'
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
@@ -160,7 +160,9 @@ function sessionOpener(
       const session = new FrameSession(carrier, server, {
         id,
         clientIp: request.ip,
-        log: request.log.child({ connection: id }),
+        // `request.log.child({ connection: id })`, made at the connection's first line: the upgrade's
+        // logger (the application's childLoggerFactory made it) is kept, its child only when used.
+        log: connectionLogger(request.log, id),
         format: upgrade.format,
         headers,
         query,

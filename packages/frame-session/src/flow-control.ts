@@ -64,9 +64,8 @@ export class CallIds {
   }
 }
 
-export class CallTable {
-  /** Calls by request id; an id leaves at its answer or the moment its CANCEL is read. */
-  readonly inFlight = new CallIds()
+/** A connection's calls: the table of ids is this object itself (one object per session, not two). */
+export class CallTable extends CallIds {
   /** Handlers still running, cancelled ones included: `maxInFlight` bounds this. */
   running = 0
   /** Told when `running` comes back to 0 (a close or shutdown waiting for the calls in flight). */
@@ -75,7 +74,13 @@ export class CallTable {
   readonly #onSettled: (id: number, entry: Cancellation) => void
 
   constructor(onSettled: (id: number, entry: Cancellation) => void) {
+    super()
     this.#onSettled = onSettled
+  }
+
+  /** Calls by request id; an id leaves at its answer or the moment its CANCEL is read. */
+  get inFlight(): CallIds {
+    return this
   }
 
   /** A call admitted: its id is taken and its handler counts as running. */

@@ -37,7 +37,6 @@ import type { Session, SessionHub } from '@trivium/wire/sessions'
 import type { FastifyBaseLogger } from 'fastify'
 import { admissionRefusal, clientStreamRefusal, frameRefusal, requestFormat } from './admission.js'
 import type { CloseKind, FrameCarrier, RequestParts } from './carrier.js'
-import { ClientStreams } from './client-streams.js'
 import { SessionCompression } from './compression.js'
 import { type CallIds, CallTable } from './flow-control.js'
 import type { ResolvedFrameSessionOptions } from './options.js'
@@ -105,8 +104,6 @@ export class FrameSession implements Session, Expiring {
   readonly state: Record<string, unknown>
   /** The calls in flight and the handlers running (flow-control.ts). */
   readonly #calls: CallTable
-  /** Open client and bidirectional streams (client-streams.ts), made at the first CLIENT_* frame or stream. */
-  #streams: ClientStreams | undefined = undefined
   readonly #compression: SessionCompression
   /** What the call runner uses of this session (unary.ts). */
   readonly #host: CallHost
@@ -128,7 +125,7 @@ export class FrameSession implements Session, Expiring {
   /** Set by `close(reason)` while the calls in flight are still being answered. */
   #closing: UnauthorizedException | undefined
   /** The connection's credential (WebSocket: from the upgrade), found when a call asks: one per session. */
-  readonly #connectionCredential: () => string | undefined
+  readonly #connectionCredential = (): string | undefined => this.#init.credential(undefined)
   /**
    * Every call's `onIdentity`: the connection learns who it is the moment authentication accepts a call's
    * token, before the handler runs, so `closeSessions` and the expiry timer see a connection whose only
@@ -147,12 +144,8 @@ export class FrameSession implements Session, Expiring {
     this.clientIp = init.clientIp
     this.log = init.log
     this.state = { id: init.id, protocol: ctx.transport }
-    this.#connectionCredential = () => init.credential(undefined)
     this.#compression = new SessionCompression(carrier, ctx.options.compressionThreshold)
-    this.#calls = new CallTable((id, entry) => {
-      this.#streams?.settle(id, entry)
-      this.#active = true
-    })
+    this.#calls = new CallTable(this)
     this.#host = {
       session: this,
       ctx,
@@ -163,11 +156,6 @@ export class FrameSession implements Session, Expiring {
       connectionCredential: this.#connectionCredential,
       onIdentity: this.#onIdentity,
     }
-  }
-
-  get #clientStreams(): ClientStreams {
-    this.#streams ??= new ClientStreams()
-    return this.#streams
   }
 
   get topics(): Set<string> {
@@ -203,17 +191,17 @@ export class FrameSession implements Session, Expiring {
           this.#onRequest(frame)
           return
         case FrameType.CANCEL: {
-          this.#streams?.forgetEnded(frame.requestId)
+          this.#calls.streams?.forgetEnded(frame.requestId)
           const entry = this.#calls.inFlight.get(frame.requestId)
           if (entry === undefined) return
           this.#calls.inFlight.delete(frame.requestId)
-          this.#streams?.cancel(frame.requestId, entry)
+          this.#calls.streams?.cancel(frame.requestId, entry)
           entry.abort(new Error('cancelled by the client'))
           return
         }
         case FrameType.CLIENT_ITEM:
         case FrameType.CLIENT_END: {
-          const refusal = this.#clientStreams.receive(frame, this.#calls)
+          const refusal = this.#calls.clientStreams.receive(frame, this.#calls)
           if (refusal !== undefined) this.#reject(frame.requestId, refusal[0], refusal[1])
           return
         }
@@ -379,7 +367,7 @@ export class FrameSession implements Session, Expiring {
     this.closed = true
     if (this.expiresAt !== undefined) cancelExpiry(this, this.expiresAt)
     this.#calls.abortAll(new Error('connection closed'))
-    this.#streams?.clear()
+    this.#calls.streams?.clear()
     this.#ctx.hub.delete(this)
     this.#ctx.onClosed(this)
     this.#calls.closed()
@@ -425,7 +413,7 @@ export class FrameSession implements Session, Expiring {
       const streamRefusal = clientStreamRefusal(
         definition,
         payload,
-        this.#clientStreams,
+        this.#calls.clientStreams,
         this.#ctx.options.maxClientStreams,
       )
       if (streamRefusal) {
@@ -437,7 +425,7 @@ export class FrameSession implements Session, Expiring {
     const entry = new Cancellation(definition?.streaming === true || definition?.requestStream === true)
     if (definition?.requestStream) {
       const window = this.#ctx.options.clientStreamWindowBytes
-      requests = this.#clientStreams.open(id, entry, definition, format, window, this.#carrier)
+      requests = this.#calls.clientStreams.open(id, entry, definition, format, window, this.#carrier)
     }
     calls.start(id, entry)
     runCall(this.#host, { endpoint, definition, id, payload, metadata, format, entry, requests })

@@ -29,7 +29,10 @@ declare module 'fastify' {
 
 let counter = 0
 
-/** A socket's errors before its carrier listens (a refused or failed connection is destroyed). */
+/**
+ * A socket's errors before its carrier listens (a refused or failed connection is destroyed); removed
+ * once the carrier's own listener is on, so a socket holds one listener, not an array of two.
+ */
 function ignoreError(): void {}
 
 const triviumTcp: FastifyPluginAsync<TriviumTcpOptions> = async (fastify: FastifyInstance, raw) => {
@@ -45,10 +48,7 @@ const triviumTcp: FastifyPluginAsync<TriviumTcpOptions> = async (fastify: Fastif
   function onConnection(socket: Socket): void {
     try {
       socket.on('error', ignoreError)
-      if (frames.refusal(socket.remoteAddress)) {
-        socket.destroy()
-        return
-      }
+      if (frames.refusal(socket.remoteAddress)) return void socket.destroy()
       const carrier = new TcpCarrier(socket, options)
       const id = `t${(++counter).toString(36)}`
       const session = new FrameSession(carrier, frames, {
@@ -60,7 +60,6 @@ const triviumTcp: FastifyPluginAsync<TriviumTcpOptions> = async (fastify: Fastif
         splitRequest: (payload) => carrier.splitRequest(payload),
       })
       carrier.attach(session)
-      // The carrier's own listener now handles errors: one listener, not an array of two per socket.
       socket.off('error', ignoreError)
       frames.add(session)
     } catch (err) {

@@ -8,10 +8,15 @@ import type { FastifyBaseLogger } from 'fastify'
 /** The lines a child made without options writes at its parent's level: asked of the parent first. */
 const LEVEL_METHODS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace'])
 
+/** Reads a connection logger's state through its proxy (no child is made for it). */
+const STATE = Symbol('trivium.connectionLogger')
+
 interface Pending {
   readonly parent: FastifyBaseLogger
   readonly id: string
   child: FastifyBaseLogger | undefined
+  /** Whose `log` becomes the child once it is made (the session: later calls get it without the proxy). */
+  owner: { log: FastifyBaseLogger } | undefined
   /** The child's methods bound to it (`this` is the child, not the proxy), remade if the child's change. */
   bound: Map<PropertyKey, { method: unknown; bound: unknown }> | undefined
 }
@@ -19,7 +24,10 @@ interface Pending {
 type LevelCheck = { isLevelEnabled?: (level: string) => boolean }
 
 function childOf(state: Pending): FastifyBaseLogger {
-  state.child ??= state.parent.child({ connection: state.id })
+  if (state.child === undefined) {
+    state.child = state.parent.child({ connection: state.id })
+    if (state.owner !== undefined) state.owner.log = state.child
+  }
   return state.child
 }
 
@@ -47,6 +55,7 @@ function boundMethod(state: Pending, key: PropertyKey, method: unknown, child: o
 /** Every operation on the connection's logger is the child's (made first), but a line nobody writes. */
 const handler: ProxyHandler<Pending> = {
   get(state, key) {
+    if (key === STATE) return state
     const noop = unwritten(state, key)
     if (noop !== undefined) return noop
     const child = childOf(state)
@@ -64,6 +73,17 @@ const handler: ProxyHandler<Pending> = {
 
 /** `parent.child({ connection: id })`, made on the connection's first written line or other use. */
 export function connectionLogger(parent: FastifyBaseLogger, id: string): FastifyBaseLogger {
-  const state: Pending = { parent, id, child: undefined, bound: undefined }
+  const state: Pending = { parent, id, child: undefined, owner: undefined, bound: undefined }
   return new Proxy(state, handler) as unknown as FastifyBaseLogger
+}
+
+/**
+ * `owner.log` is `log`; once a connection logger's child is made, `owner.log` becomes the child itself,
+ * so that later lines do not pass through the proxy (~85 ns a written line). Any other logger: nothing.
+ */
+export function ownLogger(log: FastifyBaseLogger, owner: { log: FastifyBaseLogger }): void {
+  const state = (log as unknown as Record<symbol, Pending | undefined>)[STATE]
+  if (state === undefined) return
+  if (state.child !== undefined) owner.log = state.child
+  else state.owner = owner
 }

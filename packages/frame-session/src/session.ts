@@ -38,6 +38,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import { admissionRefusal, clientStreamRefusal, frameRefusal, requestFormat } from './admission.js'
 import type { CloseKind, FrameCarrier, RequestParts } from './carrier.js'
 import { SessionCompression } from './compression.js'
+import { ownLogger } from './connection-logger.js'
 import { type CallIds, CallTable } from './flow-control.js'
 import type { ResolvedFrameSessionOptions } from './options.js'
 import type { RequestInbox } from './request-stream.js'
@@ -99,7 +100,8 @@ export class FrameSession implements Session, Expiring {
   /** The push topics subscribed to, made at the first SUBSCRIBE (an idle connection holds no set). */
   #topics: Set<string> | undefined = undefined
   readonly clientIp: string | undefined
-  readonly log: FastifyBaseLogger
+  /** The connection's logger (a connection logger until its child is made, then the child: connection-logger.ts). */
+  log: FastifyBaseLogger
   /** Per-connection state shared by every call (`call.connection`). */
   readonly state: Record<string, unknown>
   /** The calls in flight and the handlers running (flow-control.ts). */
@@ -143,6 +145,7 @@ export class FrameSession implements Session, Expiring {
     this.protocol = ctx.transport
     this.clientIp = init.clientIp
     this.log = init.log
+    ownLogger(init.log, this)
     this.state = { id: init.id, protocol: ctx.transport }
     this.#compression = new SessionCompression(carrier, ctx.options.compressionThreshold)
     this.#calls = new CallTable(this)

@@ -1,7 +1,7 @@
 // A connection's logger is `parent.child({ connection: id })`, made at its first written line
 // (bench/density): every line, level and method is the child's, and a line at a level the parent does
 // not write makes nothing.
-import { connectionLogger } from '@trivium/frame-session'
+import { connectionLogger, ownLogger } from '@trivium/frame-session'
 import Fastify, { type FastifyBaseLogger } from 'fastify'
 import t from 'tap'
 
@@ -92,4 +92,33 @@ t.test('a parent without isLevelEnabled: the child is made at the first use', as
   log.debug('x')
   t.same(made, [{ connection: 'w4' }])
   t.same(written, [[{ connection: 'w4' }, 'debug', 'x']])
+})
+
+t.test("ownLogger: the owner's log becomes the child once it is made", async (t) => {
+  const { lines, parent, made } = setup('warn')
+  const log = connectionLogger(parent, 'w5')
+  const owner = { log }
+  ownLogger(log, owner)
+  owner.log.info('not written')
+  t.equal(owner.log, log, 'still the connection logger')
+  owner.log.warn('first')
+  t.equal(made(), 1)
+  t.not(owner.log, log, 'now the child itself')
+  owner.log.warn('second')
+  log.warn('through the proxy')
+  t.equal(made(), 1)
+  const late = { log }
+  ownLogger(log, late)
+  t.equal(late.log, owner.log, 'an owner set after the child was made gets it at once')
+  const plain = { log: parent }
+  ownLogger(parent, plain)
+  t.equal(plain.log, parent, 'any other logger: nothing')
+  t.same(
+    lines.map((l) => [l.connection, l.msg]),
+    [
+      ['w5', 'first'],
+      ['w5', 'second'],
+      ['w5', 'through the proxy'],
+    ],
+  )
 })

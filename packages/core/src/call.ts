@@ -77,6 +77,10 @@ function defaultCredential(
 }
 
 const UNSET = Symbol('unset')
+/** A decoded call's decoder (never called: its body is set). */
+const DECODED = (): never => {
+  throw new Error('the body is decoded')
+}
 
 /**
  * Gives a call the context keys in `values` (an object literal of the caller's): the call's context when
@@ -121,7 +125,7 @@ export class TriviumCall<Req = unknown, Target extends CallTarget = EndpointDefi
   declare private readonly identityListener: ((identity: TriviumIdentity) => void) | undefined
   declare private bodyValue: Req | typeof UNSET
   // Not typed by Target: a call to an endpoint is also a call that middleware sees (`TriviumCall<any, CallTarget>`).
-  declare private readonly decodeBody: (this: TriviumCall<Req, any>) => Req
+  declare private decodeBody: (this: TriviumCall<Req, any>) => Req
   declare private signalValue: AbortSignal | undefined
   declare private readonly signalSource: AbortSignal | (() => AbortSignal) | undefined
   declare private credentialValue: string | undefined | typeof UNSET
@@ -210,7 +214,12 @@ export class TriviumCall<Req = unknown, Target extends CallTarget = EndpointDefi
   get body(): Req {
     // An asynchronous model (a Standard Schema's async checks) gives a promise: the router awaits it,
     // middleware may `await call.body`.
-    if (this.bodyValue === UNSET) this.bodyValue = this.decodeBody.call(this)
+    if (this.bodyValue === UNSET) {
+      this.bodyValue = this.decodeBody.call(this)
+      // The decoder's closure holds the request's bytes (a frame stream's REQUEST message, for as long as
+      // the stream is open: bench/fanout): let go once the body is decoded (it is never decoded again).
+      this.decodeBody = DECODED
+    }
     return this.bodyValue
   }
 

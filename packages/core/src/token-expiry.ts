@@ -9,29 +9,31 @@ const MAX_TIMER_MS = 2 ** 31 - 1
 /** Expiries are grouped in slots this long (ms), each ended at the slot's end: never before `expiresAt`. */
 const SLOT_MS = 100
 
-interface Expiry {
-  readonly at: number
-  readonly expired: () => void
+/** What ends at an expiry: a session holds its own entry (no entry object or closure of its own). */
+export interface Expiring {
+  tokenExpired(): void
 }
 
 /**
  * Every pending expiry of the process, by slot, with ONE timer for the earliest slot: ten thousand open
- * sessions hold ten thousand small entries, not ten thousand Node timers (bench/density). Tokens expire
- * on whole seconds, so sessions of the same second share a slot.
+ * sessions are ten thousand entries of a few sets, not ten thousand Node timers or closures
+ * (bench/density). Tokens expire on whole seconds, so sessions of the same second share a slot.
  */
-const slots = new Map<number, Set<Expiry>>()
+const slots = new Map<number, Set<Expiring>>()
 /** Slot keys in ascending order (a slot emptied by cancels stays until its time: skipped then). */
 const order: number[] = []
 let timer: NodeJS.Timeout | undefined
 let timerSlot = Number.POSITIVE_INFINITY
 
+const slotOf = (expiresAt: number): number => Math.ceil(expiresAt / SLOT_MS) * SLOT_MS
+
 /**
- * Calls `expired` once the wall clock has reached `expiresAt` (ms since the epoch), at most SLOT_MS
- * later; returns the function that cancels it. The timer does not keep the process alive.
+ * Calls `target.tokenExpired()` once the wall clock has reached `expiresAt` (ms since the epoch), at
+ * most SLOT_MS later. The timer does not keep the process alive. A target is armed at most once per
+ * `expiresAt`; `cancelExpiry(target, expiresAt)` undoes it.
  */
-export function atExpiry(expiresAt: number, expired: () => void): () => void {
-  const entry: Expiry = { at: expiresAt, expired }
-  const slot = Math.ceil(expiresAt / SLOT_MS) * SLOT_MS
+export function expireAt(target: Expiring, expiresAt: number): void {
+  const slot = slotOf(expiresAt)
   let set = slots.get(slot)
   if (set === undefined) {
     set = new Set()
@@ -39,12 +41,25 @@ export function atExpiry(expiresAt: number, expired: () => void): () => void {
     const at = insertionPoint(slot)
     if (order[at] !== slot) order.splice(at, 0, slot)
   }
-  set.add(entry)
+  set.add(target)
   if (slot < timerSlot) arm(slot)
-  return () => {
-    const current = slots.get(slot)
-    if (current?.delete(entry) && current.size === 0) slots.delete(slot)
-  }
+}
+
+/** Cancels `expireAt(target, expiresAt)` (nothing when it has fired or was never armed). */
+export function cancelExpiry(target: Expiring, expiresAt: number): void {
+  const slot = slotOf(expiresAt)
+  const current = slots.get(slot)
+  if (current?.delete(target) && current.size === 0) slots.delete(slot)
+}
+
+/**
+ * Calls `expired` once the wall clock has reached `expiresAt` (ms since the epoch), at most SLOT_MS
+ * later; returns the function that cancels it. The timer does not keep the process alive.
+ */
+export function atExpiry(expiresAt: number, expired: () => void): () => void {
+  const target: Expiring = { tokenExpired: expired }
+  expireAt(target, expiresAt)
+  return () => cancelExpiry(target, expiresAt)
 }
 
 function insertionPoint(slot: number): number {
@@ -83,9 +98,9 @@ function fire(): void {
   if (order.length > 0) arm(order[0] as number)
 }
 
-function runExpired(entry: Expiry): void {
+function runExpired(entry: Expiring): void {
   try {
-    entry.expired()
+    entry.tokenExpired()
   } catch {
     // An expiry's own failure must not stop the others of its slot (each caller handles its errors).
   }

@@ -4,6 +4,7 @@
 import {
   type EndpointDefinition,
   type FrameRejectReason,
+  PayloadTooLargeException,
   RateLimitExceededException,
   ServiceUnavailableException,
   type Trivium,
@@ -13,12 +14,22 @@ import {
   type WireFormat,
 } from '@trivium/core'
 import { SHUTDOWN_MESSAGE } from '@trivium/core/internal'
+import { FrameError, FrameErrorCode, MALFORMED_FRAME_MESSAGE } from '@trivium/wire'
 import type { RequestParts } from './carrier.js'
 import type { ClientStreams } from './client-streams.js'
 import type { CallTable } from './flow-control.js'
 
 /** A refused frame: the typed error its ERROR carries and the reason diagnostics see. */
 export type Refusal = [TriviumError, FrameRejectReason]
+
+/** An undecodable frame's refusal: too large, of an unknown type, or malformed. */
+export function frameRefusal(err: unknown): Refusal {
+  const code = err instanceof FrameError ? err.code : undefined
+  if (code === FrameErrorCode.TOO_LARGE)
+    return [new PayloadTooLargeException((err as Error).message), 'too_large']
+  const typed = new ValidationException(code === undefined ? MALFORMED_FRAME_MESSAGE : (err as Error).message)
+  return [typed, code === FrameErrorCode.UNKNOWN_TYPE ? 'unknown_type' : 'malformed']
+}
 
 /**
  * Why the connection takes no call with request id `id` now, or undefined to take it. `closing` is set

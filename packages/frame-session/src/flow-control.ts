@@ -4,6 +4,7 @@
 import type { TriviumCall } from '@trivium/core'
 import { handlerSettled } from '@trivium/core/internal'
 import type { Cancellation } from '@trivium/wire'
+import { ClientStreams } from './client-streams.js'
 
 /**
  * Calls by request id. Most connections have none or one call in flight: that one is kept in two fields,
@@ -64,18 +65,30 @@ export class CallIds {
   }
 }
 
-export class CallTable {
-  /** Calls by request id; an id leaves at its answer or the moment its CANCEL is read. */
-  readonly inFlight = new CallIds()
+/** A connection's calls: the table of ids is this object itself (one object per session, not two). */
+export class CallTable extends CallIds {
   /** Handlers still running, cancelled ones included: `maxInFlight` bounds this. */
   running = 0
   /** Told when `running` comes back to 0 (a close or shutdown waiting for the calls in flight). */
   #drained: (() => void) | undefined
-  /** The session's part of a call's end (its client stream's inbox, the activity flag). */
-  readonly #onSettled: (id: number, entry: Cancellation) => void
+  /** The connection's activity flag, set at every call's end (the session: its `touch()`). */
+  readonly #owner: { touch(): void }
+  /** Open client and bidirectional streams (client-streams.ts), made at the first CLIENT_* frame or stream. */
+  streams: ClientStreams | undefined = undefined
 
-  constructor(onSettled: (id: number, entry: Cancellation) => void) {
-    this.#onSettled = onSettled
+  constructor(owner: { touch(): void }) {
+    super()
+    this.#owner = owner
+  }
+
+  get clientStreams(): ClientStreams {
+    this.streams ??= new ClientStreams()
+    return this.streams
+  }
+
+  /** Calls by request id; an id leaves at its answer or the moment its CANCEL is read. */
+  get inFlight(): CallIds {
+    return this
   }
 
   /** A call admitted: its id is taken and its handler counts as running. */
@@ -117,7 +130,9 @@ export class CallTable {
 
   /** A call is over: its id is free again, and a drain waiting for the last call is told. */
   settle(id: number, entry: Cancellation): void {
-    this.#onSettled(id, entry)
+    // The call's client stream (if any) closes, and the connection was active.
+    this.streams?.settle(id, entry)
+    this.#owner.touch()
     // A CANCEL may have freed the id and a new call taken it: only remove this call's own entry.
     // Only an aborted entry can have left the map (CANCEL, close), so the lookup is for those.
     if (!entry.aborted || this.inFlight.get(id) === entry) this.inFlight.delete(id)

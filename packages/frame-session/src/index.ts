@@ -3,6 +3,7 @@
 // gets dispatch, admission, streams, CANCEL, push, subscribe authorization, identity, expiry and
 // shutdown from here.
 export type { CloseKind, FrameCarrier, RequestParts } from './carrier.js'
+export { connectionLogger, ownLogger } from './connection-logger.js'
 export { type DrainableSocket, waitForDrain } from './drain.js'
 export {
   defaultShutdownGrace,

@@ -6,7 +6,6 @@ import {
   ForbiddenException,
   type FrameRejectReason,
   normalizeError,
-  PayloadTooLargeException,
   TokenExpiredException,
   TRIVIUM_CHANNELS,
   type Trivium,
@@ -17,24 +16,29 @@ import {
   ValidationException,
   type WireFormat,
 } from '@trivium/core'
-import { atExpiry, type HeaderMap, SHUTDOWN_MESSAGE, TOKEN_EXPIRED_MESSAGE } from '@trivium/core/internal'
+import {
+  cancelExpiry,
+  type Expiring,
+  expireAt,
+  type HeaderMap,
+  SHUTDOWN_MESSAGE,
+  TOKEN_EXPIRED_MESSAGE,
+} from '@trivium/core/internal'
 import {
   Cancellation,
   type Frame,
   FrameError,
-  FrameErrorCode,
   FrameType,
   frameBody,
   frameTypeName,
   INTERNAL_ERROR_MESSAGE,
-  MALFORMED_FRAME_MESSAGE,
 } from '@trivium/wire'
 import type { Session, SessionHub } from '@trivium/wire/sessions'
 import type { FastifyBaseLogger } from 'fastify'
-import { admissionRefusal, clientStreamRefusal, requestFormat } from './admission.js'
+import { admissionRefusal, clientStreamRefusal, frameRefusal, requestFormat } from './admission.js'
 import type { CloseKind, FrameCarrier, RequestParts } from './carrier.js'
-import { ClientStreams } from './client-streams.js'
 import { SessionCompression } from './compression.js'
+import { ownLogger } from './connection-logger.js'
 import { type CallIds, CallTable } from './flow-control.js'
 import type { ResolvedFrameSessionOptions } from './options.js'
 import type { RequestInbox } from './request-stream.js'
@@ -79,13 +83,16 @@ export interface SessionInit {
   /** Headers and query middleware sees (the WebSocket upgrade request's). */
   headers?: HeaderMap
   query?: Record<string, unknown>
-  /** The bearer credential of a call, from the frame's metadata or the connection (may throw). */
+  /**
+   * The bearer credential of a call, from the frame's metadata or the connection (may throw). Called on
+   * the init (`this` is it: the WebSocket's one function reads the headers and query from it).
+   */
   credential(metadata: Record<string, string> | undefined): string | undefined
   /** Splits a REQUEST payload into metadata and model (TCP); absent: the payload is the model. */
   splitRequest?(payload: Uint8Array): RequestParts
 }
 
-export class FrameSession implements Session {
+export class FrameSession implements Session, Expiring {
   readonly id: string
   readonly protocol: 'websocket' | 'tcp'
   userId: string | undefined = undefined
@@ -93,13 +100,12 @@ export class FrameSession implements Session {
   /** The push topics subscribed to, made at the first SUBSCRIBE (an idle connection holds no set). */
   #topics: Set<string> | undefined = undefined
   readonly clientIp: string | undefined
-  readonly log: FastifyBaseLogger
+  /** The connection's logger (a connection logger until its child is made, then the child: connection-logger.ts). */
+  log: FastifyBaseLogger
   /** Per-connection state shared by every call (`call.connection`). */
   readonly state: Record<string, unknown>
   /** The calls in flight and the handlers running (flow-control.ts). */
   readonly #calls: CallTable
-  /** Open client and bidirectional streams (client-streams.ts). */
-  readonly #streams = new ClientStreams()
   readonly #compression: SessionCompression
   /** What the call runner uses of this session (unary.ts). */
   readonly #host: CallHost
@@ -118,12 +124,10 @@ export class FrameSession implements Session {
   readonly #carrier: FrameCarrier
   readonly #ctx: SessionContext
   readonly #init: SessionInit
-  /** Cancels the timer that ends the session at `expiresAt`. */
-  #cancelExpiry: (() => void) | undefined
   /** Set by `close(reason)` while the calls in flight are still being answered. */
   #closing: UnauthorizedException | undefined
   /** The connection's credential (WebSocket: from the upgrade), found when a call asks: one per session. */
-  readonly #connectionCredential: () => string | undefined
+  readonly #connectionCredential = (): string | undefined => this.#init.credential(undefined)
   /**
    * Every call's `onIdentity`: the connection learns who it is the moment authentication accepts a call's
    * token, before the handler runs, so `closeSessions` and the expiry timer see a connection whose only
@@ -141,13 +145,10 @@ export class FrameSession implements Session {
     this.protocol = ctx.transport
     this.clientIp = init.clientIp
     this.log = init.log
+    ownLogger(init.log, this)
     this.state = { id: init.id, protocol: ctx.transport }
-    this.#connectionCredential = () => init.credential(undefined)
     this.#compression = new SessionCompression(carrier, ctx.options.compressionThreshold)
-    this.#calls = new CallTable((id, entry) => {
-      this.#streams.settle(id, entry)
-      this.#active = true
-    })
+    this.#calls = new CallTable(this)
     this.#host = {
       session: this,
       ctx,
@@ -157,10 +158,6 @@ export class FrameSession implements Session {
       compression: this.#compression,
       connectionCredential: this.#connectionCredential,
       onIdentity: this.#onIdentity,
-      learnIdentity: (call) => {
-        const identity = call.identity
-        if (identity !== undefined && !this.closed) this.#adoptIdentity(identity)
-      },
     }
   }
 
@@ -197,17 +194,17 @@ export class FrameSession implements Session {
           this.#onRequest(frame)
           return
         case FrameType.CANCEL: {
-          this.#streams.forgetEnded(frame.requestId)
+          this.#calls.streams?.forgetEnded(frame.requestId)
           const entry = this.#calls.inFlight.get(frame.requestId)
           if (entry === undefined) return
           this.#calls.inFlight.delete(frame.requestId)
-          this.#streams.cancel(frame.requestId, entry)
+          this.#calls.streams?.cancel(frame.requestId, entry)
           entry.abort(new Error('cancelled by the client'))
           return
         }
         case FrameType.CLIENT_ITEM:
         case FrameType.CLIENT_END: {
-          const refusal = this.#streams.receive(frame, this.#calls)
+          const refusal = this.#calls.clientStreams.receive(frame, this.#calls)
           if (refusal !== undefined) this.#reject(frame.requestId, refusal[0], refusal[1])
           return
         }
@@ -263,18 +260,8 @@ export class FrameSession implements Session {
   /** An undecodable frame: ERROR for its id (0 when unreadable); `fatal` (stream out of sync) then closes. */
   rejectFrame(err: unknown, fatal: boolean): void {
     if (this.closed) return
-    const frameError = err instanceof FrameError ? err : undefined
-    const typed =
-      frameError?.code === FrameErrorCode.TOO_LARGE
-        ? new PayloadTooLargeException(frameError.message)
-        : new ValidationException(frameError?.message ?? MALFORMED_FRAME_MESSAGE)
-    const reason: FrameRejectReason =
-      frameError?.code === FrameErrorCode.TOO_LARGE
-        ? 'too_large'
-        : frameError?.code === FrameErrorCode.UNKNOWN_TYPE
-          ? 'unknown_type'
-          : 'malformed'
-    this.#reject(frameError?.requestId ?? 0, typed, reason)
+    const [typed, reason] = frameRefusal(err)
+    this.#reject((err instanceof FrameError ? err.requestId : undefined) ?? 0, typed, reason)
     if (fatal) this.#end('protocol', typed.message)
   }
 
@@ -381,9 +368,9 @@ export class FrameSession implements Session {
   #cleanup(): void {
     if (this.closed) return
     this.closed = true
-    this.#cancelExpiry?.()
+    if (this.expiresAt !== undefined) cancelExpiry(this, this.expiresAt)
     this.#calls.abortAll(new Error('connection closed'))
-    this.#streams.clear()
+    this.#calls.streams?.clear()
     this.#ctx.hub.delete(this)
     this.#ctx.onClosed(this)
     this.#calls.closed()
@@ -429,7 +416,7 @@ export class FrameSession implements Session {
       const streamRefusal = clientStreamRefusal(
         definition,
         payload,
-        this.#streams,
+        this.#calls.clientStreams,
         this.#ctx.options.maxClientStreams,
       )
       if (streamRefusal) {
@@ -441,7 +428,7 @@ export class FrameSession implements Session {
     const entry = new Cancellation(definition?.streaming === true || definition?.requestStream === true)
     if (definition?.requestStream) {
       const window = this.#ctx.options.clientStreamWindowBytes
-      requests = this.#streams.open(id, entry, definition, format, window, this.#carrier)
+      requests = this.#calls.clientStreams.open(id, entry, definition, format, window, this.#carrier)
     }
     calls.start(id, entry)
     runCall(this.#host, { endpoint, definition, id, payload, metadata, format, entry, requests })
@@ -476,20 +463,19 @@ export class FrameSession implements Session {
       Number.isFinite(expiresAt) &&
       (this.expiresAt === undefined || expiresAt < this.expiresAt)
     ) {
+      // The session itself is the entry of the process's expiry slots (no timer, closure or entry of its own).
+      if (this.expiresAt !== undefined) cancelExpiry(this, this.expiresAt)
       this.expiresAt = expiresAt
-      this.#armExpiry()
+      expireAt(this, expiresAt)
     }
     const userId = String(given)
     if (this.userId === userId && (tokenId === undefined || this.tokenId === tokenId)) return
     this.#ctx.hub.identify(this, given, tokenId)
   }
 
-  #armExpiry(): void {
-    this.#cancelExpiry?.()
-    this.#cancelExpiry = atExpiry(this.expiresAt as number, () => {
-      this.#cancelExpiry = undefined
-      this.fail(new TokenExpiredException(TOKEN_EXPIRED_MESSAGE), 'session')
-    })
+  /** `expiresAt` has come (core's expiry slots call it): ERROR id 0 TokenExpiredException, then close. */
+  tokenExpired(): void {
+    this.fail(new TokenExpiredException(TOKEN_EXPIRED_MESSAGE), 'session')
   }
 }
 

@@ -75,8 +75,12 @@ export interface CallHost {
   /** The connection's credential, read when a call without frame metadata asks. */
   readonly connectionCredential: () => string | undefined
   readonly onIdentity: (identity: TriviumIdentity) => void
-  /** Learns the identity a call ended with (middleware may complete it after `onIdentity`). */
-  learnIdentity(call: TriviumCall): void
+}
+
+/** Learns the identity a call ended with (middleware may complete it after `onIdentity`). */
+function learnIdentity(host: CallHost, call: TriviumCall): void {
+  const identity = call.identity
+  if (identity !== undefined) host.onIdentity(identity)
 }
 
 export function responseFormat(definition: EndpointDefinition, format: WireFormat): WireFormat {
@@ -166,7 +170,7 @@ async function complete(
     const result = await pending
     const definition = call.definition
     if (definition.streaming) {
-      host.learnIdentity(call)
+      learnIdentity(host, call)
       await pumpStream({
         id,
         definition,
@@ -229,7 +233,7 @@ async function runBridged(
       requestId,
     })
     answered = out.call
-    if (out.call) host.learnIdentity(out.call)
+    if (out.call) learnIdentity(host, out.call)
     if (entry.aborted || !host.carrier.open) return
     host.compression.send(out.ok ? FrameType.RESPONSE : FrameType.ERROR, id, out.body)
   } catch (err) {
@@ -248,7 +252,7 @@ function respond(
   format: WireFormat,
   entry: Cancellation,
 ): void {
-  host.learnIdentity(call)
+  learnIdentity(host, call)
   if (entry.aborted || !host.carrier.open) return
   const definition = call.definition
   host.compression.send(

@@ -48,6 +48,20 @@ function flushAll(): void {
   for (let i = 0; i < pending.length; i++) (pending[i] as TcpCarrier).flush()
 }
 
+/** Each socket's carrier, for the listeners every socket shares (`this` is the socket). */
+const carriers = new WeakMap<Socket, TcpCarrier>()
+
+/**
+ * A socket's error (logged at debug; 'close' follows) and its close. Shared by every connection: two
+ * closures per connection cost ~150 bytes each idle session holds (bench/density).
+ */
+function onSocketError(this: Socket, err: Error): void {
+  carriers.get(this)?.session.log.debug({ reason: err.message }, 'tcp socket error')
+}
+function onSocketClose(this: Socket): void {
+  carriers.get(this)?.session.connectionClosed()
+}
+
 export class TcpCarrier implements FrameCarrier {
   session!: FrameSession
   readonly #socket: Socket
@@ -55,6 +69,8 @@ export class TcpCarrier implements FrameCarrier {
   readonly maxFrameBytes: number
   readonly #partialFrameTimeoutMs: number
   readonly #metadata = new MetadataReader()
+  /** A REQUEST was split since the last tick: the metadata memo is in use (kept for the next tick). */
+  #metadataUsed = false
   #partialSince = 0
   /** The frames of this turn, written one after another into one buffer (sent, then dropped, at flush). */
   #out: Buffer | undefined
@@ -75,13 +91,15 @@ export class TcpCarrier implements FrameCarrier {
     this.session = session
     const socket = this.#socket
     socket.setNoDelay(true)
+    carriers.set(socket, this)
     socket.on('data', (chunk: Buffer) => this.#onData(chunk))
-    socket.on('error', (err) => session.log.debug({ reason: err.message }, 'tcp socket error'))
-    socket.on('close', () => session.connectionClosed())
+    socket.on('error', onSocketError)
+    socket.on('close', onSocketClose)
   }
 
   /** A REQUEST payload is `metadata | model` (PROTOCOL.md "TCP"). */
   splitRequest(payload: Uint8Array): RequestParts {
+    this.#metadataUsed = true
     return this.#metadata.read(payload)
   }
 
@@ -139,6 +157,10 @@ export class TcpCarrier implements FrameCarrier {
   }
 
   tick(now: number): void {
+    // A connection with no REQUEST for a whole tick interval forgets its metadata memo: an idle session
+    // holds no copy of its token (bench/density); a busy one keeps reusing it.
+    if (this.#metadataUsed) this.#metadataUsed = false
+    else this.#metadata.forget()
     if (this.#reader.bufferedBytes > 0 && now - this.#partialSince >= this.#partialFrameTimeoutMs) {
       this.session.fail(new ValidationException('Incomplete frame timed out'))
     }

@@ -5,7 +5,7 @@ import { createServer as createNetServer, type Server, type Socket } from 'node:
 import { createServer as createTlsServer } from 'node:tls'
 import { metadataCredential } from '@trivium/core'
 import { jsonFormat } from '@trivium/core/internal'
-import { FrameServer, FrameSession } from '@trivium/frame-session'
+import { connectionLogger, FrameServer, FrameSession } from '@trivium/frame-session'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { TcpCarrier } from './carrier.js'
@@ -29,6 +29,12 @@ declare module 'fastify' {
 
 let counter = 0
 
+/**
+ * A socket's errors before its carrier listens (a refused or failed connection is destroyed); removed
+ * once the carrier's own listener is on, so a socket holds one listener, not an array of two.
+ */
+function ignoreError(): void {}
+
 const triviumTcp: FastifyPluginAsync<TriviumTcpOptions> = async (fastify: FastifyInstance, raw) => {
   const options = resolveTcpOptions(
     raw ?? {},
@@ -41,22 +47,20 @@ const triviumTcp: FastifyPluginAsync<TriviumTcpOptions> = async (fastify: Fastif
 
   function onConnection(socket: Socket): void {
     try {
-      socket.on('error', () => {})
-      if (frames.refusal(socket.remoteAddress)) {
-        socket.destroy()
-        return
-      }
+      socket.on('error', ignoreError)
+      if (frames.refusal(socket.remoteAddress)) return void socket.destroy()
       const carrier = new TcpCarrier(socket, options)
       const id = `t${(++counter).toString(36)}`
       const session = new FrameSession(carrier, frames, {
         id,
         clientIp: socket.remoteAddress,
-        log: log.child({ connection: id }),
+        log: connectionLogger(log, id),
         format: fastify.trivium.formats.get('binary') ?? jsonFormat,
         credential: metadataCredential,
         splitRequest: (payload) => carrier.splitRequest(payload),
       })
       carrier.attach(session)
+      socket.off('error', ignoreError)
       frames.add(session)
     } catch (err) {
       log.error({ err }, 'tcp connection setup failed')

@@ -11,11 +11,14 @@ import { decodeMetadata } from '@trivium/wire'
 /** Largest metadata block a reader remembers; a larger one is decoded on every frame. */
 export const METADATA_MEMO_MAX_BYTES = 4096
 
+/** The keys and values of no block (shared, never written: a reader replaces its arrays, not their items). */
+const NONE: string[] = []
+
 export class MetadataReader {
   /** A copy of the last block (a frame's bytes are a view into a socket buffer that is reused). */
   #block: Buffer | undefined
-  #keys: string[] = []
-  #values: string[] = []
+  #keys: string[] = NONE
+  #values: string[] = NONE
 
   /** A REQUEST payload's parts: its metadata, the `format` it names, and the model's bytes after it. */
   read(bytes: Uint8Array): RequestParts & { metadata: Record<string, string> } {
@@ -39,5 +42,15 @@ export class MetadataReader {
       this.#values = this.#keys.map((key) => decoded.metadata[key] as string)
     }
     return { metadata: decoded.metadata, formatName: decoded.metadata.format, payload: decoded.rest }
+  }
+
+  /**
+   * Drops the remembered block (the carrier's idle connection: its copy and strings, ~1 KiB with a bearer
+   * token, bench/density); the next frame is decoded, as the first one was.
+   */
+  forget(): void {
+    this.#block = undefined
+    this.#keys = NONE
+    this.#values = NONE
   }
 }

@@ -74,3 +74,17 @@ t.test(`a block over ${METADATA_MEMO_MAX_BYTES} bytes is decoded every time, and
   t.equal(reader.read(frame({ auth_token: big }, '{}')).metadata.auth_token, big)
   t.equal(reader.read(frame({ auth_token: big }, '{}')).metadata.auth_token, big)
 })
+
+t.test('forget (an idle connection): the next block is decoded again, to the same maps', async (t) => {
+  const reader = new MetadataReader()
+  const meta = { auth_token: 'z'.repeat(300), format: 'json' }
+  t.same({ ...reader.read(frame(meta, '{}')).metadata }, meta)
+  reader.forget()
+  reader.forget()
+  const again = reader.read(frame(meta, '{"c":3}'))
+  t.same({ ...again.metadata }, meta)
+  t.equal(text(again.payload), '{"c":3}')
+  t.same({ ...reader.read(frame(meta, '')).metadata }, meta, 'remembered again after the decode')
+  reader.forget()
+  t.same({ ...reader.read(frame({ a: 'b' }, '')).metadata }, { a: 'b' })
+})

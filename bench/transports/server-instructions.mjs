@@ -1,25 +1,30 @@
 // Instructions per request of the bench/transports server over real sockets, counted by valgrind's
 // callgrind: load-independent, where server CPU per request (run.mjs) moves with the machine's load. The
 // tree's own bench/transports/server.mjs runs under `valgrind --tool=callgrind --instr-atstart=no` with
-// `node --single-threaded` (V8's background threads would add their own, varying, instructions); for each
-// case, client.mjs (not under valgrind, another process) connects and sends BENCH_IR_WARMUP requests
-// uncounted, then instrumentation is switched on (`callgrind_control -i on`), exactly BENCH_IR_REQUESTS
-// requests are sent (16 connections × 8 in flight, as run.mjs), instrumentation is switched off and the
-// count is dumped (`callgrind_control --dump`): one dump per case, costs since the previous dump.
+// `node --single-threaded` (V8's background threads would add their own, varying, instructions). Every
+// case is first warmed up once (client.mjs, another process, not under valgrind: BENCH_IR_WARMUP requests
+// uncounted); then, case by case, BENCH_IR_REQUESTS more uncounted, and BENCH_IR_WINDOWS windows of
+// exactly BENCH_IR_REQUESTS requests (16 connections × 8 in flight, as run.mjs), each between
+// `callgrind_control -i on` and `-i off` and dumped (`--dump`: the costs since the previous dump).
+// A window can hold a full garbage collection or an optimizing compile: the median and the least of the
+// windows are printed.
 //
-// Instructions are user-space only: the kernel's socket work (the reads and writes themselves) is not
-// counted, and it is a large part of a raw echo's cost. BENCH_IR_SYSCALLS=1 adds syscalls per request
-// from a second, plain run (no valgrind) with `strace -c -f` attached for the measured requests only.
+// Instructions are user space only: the kernel's socket work (the reads and writes themselves) is not
+// counted, and it is a large part of a raw echo's cost. The table gives the calls of libc's read, write,
+// writev and epoll wrappers per request in the same windows (how many requests one read or write
+// carried: per-read and per-write costs depend on it); BENCH_IR_SYSCALLS=1 adds system calls per request
+// from a second, plain run (no valgrind) with `strace -c -f` attached for one window per case.
 //
 //   node bench/transports/server-instructions.mjs
 //   env: BENCH_IR_CASES (comma-separated substrings of case names; default all)
-//        BENCH_IR_REQUESTS (2000 per window) BENCH_IR_WINDOWS (5: the median is reported) BENCH_IR_WARMUP (10000) BENCH_CONNECTIONS (16) BENCH_DEPTH (8)
+//        BENCH_IR_REQUESTS (2000) BENCH_IR_WINDOWS (3) BENCH_IR_WARMUP (10000)
+//        BENCH_CONNECTIONS (16) BENCH_DEPTH (8)
 //        BENCH_BEFORE=<another built checkout>: its own server.mjs measured beside this one (in parallel)
-//        BENCH_IR_KEEP=<dir>: keep the callgrind dumps there (`callgrind_annotate <dir>/<tree>/cg.<n>`, n counting windows);
-//        with JIT code most JavaScript shows as addresses: use `--cpu-prof` profiles for that part
-//        BENCH_IR_SYSCALLS=1 (needs strace)
+//        BENCH_IR_KEEP=<dir>: keep the dumps (`callgrind_annotate <dir>/<tree>/cg.<n>`, n counting windows)
 //        BENCH_IR_NODE_ARGS="--perf-basic-prof": names for JIT code (/tmp/perf-<pid>.map: the address
-//        ranges of JavaScript functions, for the `0x…` entries of callgrind_annotate)
+//        ranges of JavaScript functions, for the `0x…` entries of callgrind_annotate; the last range
+//        written that holds an address is the one)
+//        BENCH_IR_SYSCALLS=1 (needs strace)
 import { execFileSync, spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -32,7 +37,7 @@ const connections = process.env.BENCH_CONNECTIONS ?? '16'
 const depth = process.env.BENCH_DEPTH ?? '8'
 // A garbage collection of the whole heap in a window costs as much as thousands of requests: the median
 // of several windows (`BENCH_IR_WINDOWS`) is reported.
-const windows = Number(process.env.BENCH_IR_WINDOWS ?? 5)
+const windows = Number(process.env.BENCH_IR_WINDOWS ?? 3)
 const only = process.env.BENCH_IR_CASES?.split(',').filter(Boolean)
 
 /** [name, client kind, port key, client options(token)] — the frame cases of run.mjs. */
@@ -89,11 +94,11 @@ function startServer(root, outDir, plain) {
 
 /**
  * Runs client.mjs in counted mode: `onReady()` before each of the `windows` measured parts, `onDone()`
- * after each; resolves with the median of what `onDone` returned.
+ * after each; resolves with what `onDone` returned, in order.
  */
-function drive(kind, port, options, windows, onReady, onDone) {
+function drive(kind, port, options, windows, onReady, onDone, warm = warmup) {
   const args = [`${here}client.mjs`, kind, String(port), '0', connections, depth]
-  const counted = [warmup, requests, windows]
+  const counted = [warm, requests, windows]
   const client = spawn(process.execPath, [...args, JSON.stringify({ ...options, counted })])
   let out = ''
   let err = ''
@@ -115,7 +120,7 @@ function drive(kind, port, options, windows, onReady, onDone) {
         const { errors, firstError } = JSON.parse(measured[1])
         if (errors) console.warn(`  ! ${errors} errors: ${firstError}`)
         results.push(await onDone())
-        if (results.length === windows) resolve(results.sort((a, b) => a - b)[(windows - 1) >> 1])
+        if (results.length === windows) resolve(results)
       }
     }
     client.stdout.on('data', (c) => {
@@ -131,15 +136,40 @@ function drive(kind, port, options, windows, onReady, onDone) {
 const control = (pid, ...args) =>
   execFileSync('callgrind_control', [...args, String(pid)], { stdio: 'ignore' })
 
-/** The instructions of dump `n` in `outDir` (its `totals:` line; callgrind may still be writing it). */
-async function dumpTotal(outDir, n) {
+/** The system calls counted in a dump: calls into libc's wrappers (the kernel's share is not counted). */
+const SYSCALLS = new Set(['read', 'readv', 'write', 'writev', 'epoll_pwait', 'epoll_wait', 'epoll_ctl'])
+
+/**
+ * Dump `n` in `outDir` (callgrind may still be writing it): its instructions (`totals:`) and its calls of
+ * SYSCALLS (`cfn=` then `calls=` lines; a name is given once, then its number alone).
+ */
+async function dumpOf(outDir, n) {
   for (;;) {
     const file = readdirSync(outDir).find((f) => f.endsWith(`.${n}`))
-    const total = file && /^totals: (\d+)/m.exec(readFileSync(join(outDir, file), 'utf8'))
-    if (total) return Number(total[1])
+    const text = file === undefined ? '' : readFileSync(join(outDir, file), 'utf8')
+    const total = /^totals: (\d+)/m.exec(text)
+    if (total) return { instructions: Number(total[1]), syscalls: syscallsIn(text) }
     await new Promise((r) => setTimeout(r, 100))
   }
 }
+
+function syscallsIn(dump) {
+  const names = new Map()
+  let callee
+  let calls = 0
+  for (const line of dump.split('\n')) {
+    const fn = /^(c?fn)=\((\d+)\)(?: (.*))?$/.exec(line)
+    if (fn) {
+      if (fn[3] !== undefined) names.set(fn[2], fn[3])
+      callee = fn[1] === 'cfn' ? fn[2] : undefined
+    } else if (callee !== undefined && line.startsWith('calls=') && SYSCALLS.has(names.get(callee))) {
+      calls += Number(line.slice(6).split(' ')[0])
+    }
+  }
+  return calls
+}
+
+const median = (values) => values.sort((a, b) => a - b)[(values.length - 1) >> 1]
 
 /** Instructions per request of every case on one tree's server, under callgrind. */
 async function instructionsOf(root, tree) {
@@ -149,6 +179,11 @@ async function instructionsOf(root, tree) {
   const { server, ports, token } = await startServer(root, outDir, false)
   const result = {}
   try {
+    // Every case warmed up first (its code compiled, the heap grown to its working size), as run.mjs
+    // does; then each case again shortly before its windows.
+    const nothing = () => {}
+    for (const [, kind, portKey, options] of cases)
+      await drive(kind, ports[portKey], options(token), 1, nothing, nothing)
     let dumps = 0
     for (const [name, kind, portKey, options] of cases) {
       if (process.env.BENCH_VERBOSE) console.error(`${tree}: ${name}`)
@@ -162,9 +197,14 @@ async function instructionsOf(root, tree) {
           control(server.pid, '-i', 'off')
           // a plain word: callgrind_control does not pass every character (parentheses hung it)
           control(server.pid, `--dump=d${++dumps}`)
-          return (await dumpTotal(outDir, dumps)) / requests
+          return dumpOf(outDir, dumps)
         },
-      )
+        requests,
+      ).then((all) => ({
+        instructions: median(all.map((w) => w.instructions / requests)),
+        least: Math.min(...all.map((w) => w.instructions / requests)),
+        syscalls: median(all.map((w) => w.syscalls / requests)),
+      }))
     }
   } finally {
     server.kill('SIGTERM')
@@ -198,10 +238,11 @@ async function syscallsOf(root) {
         async () => {
           strace.kill('SIGINT')
           await new Promise((r) => strace.once('exit', r))
-          const total = /\s(\d+)\s+(?:\d+\s+)?total/.exec(summary)
-          return total ? Number(total[1]) / requests : Number.NaN
+          // `% time, seconds, usecs/call, calls, [errors], total`: the calls are the fourth field
+          const total = summary.split('\n').find((line) => line.trim().endsWith(' total'))
+          return total ? Number(total.trim().split(/\s+/)[3]) / requests : Number.NaN
         },
-      )
+      ).then(([calls]) => calls)
     }
   } finally {
     server.kill('SIGTERM')
@@ -220,12 +261,23 @@ const syscalls =
 console.log(
   `\nserver instructions per request (callgrind, user space only; median of ${windows} windows of ${requests} requests after ${warmup} warm-up, ${connections} × ${depth} in flight)`,
 )
-const head = trees.map(([t]) => t.padStart(10)).join('')
-const sysHead = syscalls ? trees.map(([t]) => `${t} sys/req`.padStart(16)).join('') : ''
-console.log(`${'case'.padEnd(34)}${head}${sysHead}`)
+console.log(
+  '(least): the window with the fewest (a window may also hold a full GC or an optimizing compile);',
+)
+console.log('sys/req: calls of libc read/write/writev/epoll per request in the same windows (batching)')
+const columns = trees
+  .map(([t]) => `${t.padStart(10)}${'(least)'.padStart(10)}${'sys/req'.padStart(9)}`)
+  .join('')
+const straced = syscalls ? trees.map(([t]) => `${t} strace/req`.padStart(18)).join('') : ''
+console.log(`${'case'.padEnd(34)}${columns}${straced}`)
 for (const [name] of cases) {
-  const ir = counted.map((r) => Math.round(r[name]).toString().padStart(10)).join('')
-  const sys = syscalls ? syscalls.map((r) => r[name].toFixed(3).padStart(16)).join('') : ''
+  const ir = counted
+    .map(
+      (r) =>
+        `${Math.round(r[name].instructions).toString().padStart(10)}${Math.round(r[name].least).toString().padStart(10)}${r[name].syscalls.toFixed(3).padStart(9)}`,
+    )
+    .join('')
+  const sys = syscalls ? syscalls.map((r) => r[name].toFixed(3).padStart(18)).join('') : ''
   console.log(`${name.padEnd(34)}${ir}${sys}`)
 }
 const ratios = [
@@ -236,10 +288,14 @@ const ratios = [
   ['TCP direct ÷ raw net, hello (≥ 0.8)', 'raw net echo (ceiling)', 'trivium TCP direct'],
   ['TCP direct ÷ raw net, secure (≥ 0.8)', 'raw net, secure frames (ceiling)', 'auth TCP direct'],
 ]
-console.log("\nratios (as throughput: the reference case's instructions per request ÷ ours)")
+console.log(
+  `\nratios (as throughput: the reference case's instructions per request ÷ ours)${trees.map(([t]) => t.padStart(10)).join('')}`,
+)
 for (const [label, cheap, ours] of ratios) {
   const row = counted.map((r) =>
-    r[cheap] && r[ours] ? (r[cheap] / r[ours]).toFixed(2).padStart(10) : '       n/a',
+    r[cheap] && r[ours]
+      ? (r[cheap].instructions / r[ours].instructions).toFixed(2).padStart(10)
+      : '       n/a',
   )
-  console.log(`${label.padEnd(40)}${row.join('')}`)
+  console.log(`${label.padEnd(74)}${row.join('')}`)
 }

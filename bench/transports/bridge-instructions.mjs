@@ -9,7 +9,7 @@
 // varying, instructions to the count (callgrind counts every thread).
 //
 //   node bench/transports/bridge-instructions.mjs        (env BRIDGE_CASES=endpoint,named,plain
-//        BRIDGE_IR_CALLS=5000 BRIDGE_WARMUP=20000 BENCH_BEFORE=<another built checkout>: its packages,
+//        BRIDGE_IR_CALLS=5000 BRIDGE_WARMUP=20000 BRIDGE_WEBSOCKET=1 BENCH_BEFORE=<another built checkout>: its packages,
 //        run by this file)
 import { createRequire } from 'node:module'
 import { createInterface } from 'node:readline'
@@ -55,6 +55,9 @@ async function serve(c) {
     issuer: 'bench',
     cleanupIntervalMs: 0,
   })
+  // BRIDGE_WEBSOCKET=1: @trivium/websocket registered too, as on bench/transports/server.mjs's main app
+  // (its app-wide onRequest/onResponse hooks run for every request of the app, named route calls included)
+  if (process.env.BRIDGE_WEBSOCKET === '1') await app.register((await import(pkg('websocket'))).default)
   app.trivium.endpoint('hello', { method: 'GET', url: '/hello', auth: 'public' }, () => ({ hello: 'world' }))
   const named = { config: { triviumRoute: { name: 'named.hello', auth: 'public' } } }
   app.get('/named-hello', named, async () => ({ hello: 'world' }))

@@ -6,7 +6,12 @@
 // the measured window; near 1.0 means the client itself was the limit).
 //
 // usage: client.mjs <ws|tcp> <port> <seconds> <connections> <depth> [json options]
-//   options: { endpoint = 'hello', body = '{}', meta = { format: 'json' } (TCP), query = 'format=json' (WS) }
+//   options: { endpoint = 'hello', body = '{}', meta = { format: 'json' } (TCP), query = 'format=json' (WS),
+//              counted: [warm-up, measured, windows = 1] }
+// `counted` (bench/transports/server-instructions.mjs): instead of a timed run, `warm-up` requests, then a
+// `READY` line and a wait for a line on stdin, then exactly `measured` requests (every connection keeping
+// `depth` in flight until the budget is spent), then `MEASURED <n>`: no request crosses either boundary;
+// `windows` times (READY, wait, measured requests, MEASURED).
 
 import { createRequire } from 'node:module'
 import { connect } from 'node:net'
@@ -27,6 +32,14 @@ let errors = 0
 let firstError
 let stop = false
 const ends = []
+/** Counted mode: requests still to send in this phase (Infinity in a timed run) and each connection's kick. */
+let budget = Number.POSITIVE_INFINITY
+const kicks = []
+const take = (n) => {
+  const k = Math.min(n, budget)
+  budget -= k
+  return k
+}
 
 /** A request frame encoded once; each send copies it and patches the request id at `idOffset`. */
 function template(bytes, idOffset) {
@@ -58,19 +71,21 @@ function wsConn() {
     let id = 0
     let owed = 0
     const flush = () => {
-      const n = owed
+      if (stop || ws.readyState !== 1) return
+      const n = take(owed)
       owed = 0
-      if (stop || n === 0 || ws.readyState !== 1) return
+      if (n === 0) return
       const all = t.fill(n, id + 1)
       id += n
       ws._socket.cork()
       for (let i = 0; i < n; i++) ws.send(all.subarray(i * t.size, (i + 1) * t.size), { binary: true })
       ws._socket.uncork()
     }
-    ws.on('open', () => {
+    const kick = () => {
       owed = inFlight
       flush()
-    })
+    }
+    ws.on('open', () => (opts.counted ? kicks.push(kick) : kick()))
     ws.on('message', (data) => {
       if (data[0] === 3) noteError(data.subarray(5))
       else done++
@@ -93,12 +108,13 @@ function tcpConn() {
     socket.setNoDelay(true)
     let id = 0
     let rest = Buffer.alloc(0)
-    const send = (n) => {
-      if (stop || n === 0) return
+    const send = (wanted) => {
+      const n = stop ? 0 : take(wanted)
+      if (n === 0) return
       socket.write(t.fill(n, id + 1))
       id += n
     }
-    socket.on('connect', () => send(inFlight))
+    socket.on('connect', () => (opts.counted ? kicks.push(() => send(inFlight)) : send(inFlight)))
     socket.on('data', (chunk) => {
       let data = rest.length ? Buffer.concat([rest, chunk]) : chunk
       let offset = 0
@@ -124,6 +140,28 @@ function tcpConn() {
 
 const make = kind === 'ws' ? wsConn : tcpConn
 const all = Array.from({ length: Number(connections) }, make)
+if (opts.counted) await counted(...opts.counted)
+
+/** Counted mode (see the top): exactly `warm` requests, then `windows` times `measured`, then exit. */
+async function counted(warm, measured, windows = 1) {
+  while (kicks.length < Number(connections)) await new Promise((r) => setTimeout(r, 5))
+  const phase = async (n) => {
+    const from = done + errors
+    budget = n
+    for (const kick of kicks) kick()
+    while (done + errors - from < n) await new Promise((r) => setTimeout(r, 1))
+  }
+  await phase(warm)
+  for (let w = 0; w < windows; w++) {
+    process.stdout.write('READY\n')
+    await new Promise((r) => process.stdin.once('data', r))
+    await phase(measured)
+    process.stdout.write(`MEASURED ${measured} ${JSON.stringify({ errors, firstError })}\n`)
+  }
+  stop = true
+  for (const end of ends) end()
+  process.exit(0)
+}
 await new Promise((r) => setTimeout(r, 300)) // connect, first round trips
 const start = done
 const cpu0 = process.cpuUsage()

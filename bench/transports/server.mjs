@@ -78,7 +78,10 @@ async function triviumApp(tcpMode, withWs, http2) {
 }
 
 const main = await triviumApp('direct', true)
-const injectApp = await triviumApp('inject', false)
+// With @trivium/websocket too (its route unused), so that the apps compared carry the same app-wide hooks:
+// websocket's onRequest and onResponse run for every request of an app, bridged calls included (~4.5k of
+// ~65k instructions per named route call, bench/transports/bridge-instructions.mjs BRIDGE_WEBSOCKET=1).
+const injectApp = await triviumApp('inject', true)
 // HTTP/2 (PROTOCOL.md "HTTP/2"): the same app served over h2 with TLS (ALPN) and over cleartext h2c.
 const certificate = selfSigned()
 const h2App = await triviumApp('direct', false, { key: certificate.key, cert: certificate.cert })

@@ -5,6 +5,7 @@
 export type { CloseKind, FrameCarrier, RequestParts } from './carrier.js'
 export { connectionLogger, ownLogger } from './connection-logger.js'
 export { type DrainableSocket, waitForDrain } from './drain.js'
+export { httpFormOf } from './http-form.js'
 export {
   defaultShutdownGrace,
   FRAME_SESSION_OPTIONS,
@@ -13,7 +14,7 @@ export {
   type ResolvedFrameSessionOptions,
   resolveFrameSessionOptions,
 } from './options.js'
-export { httpFormOf, InjectBridge, type InjectOutcome } from './route-bridge.js'
+export { InjectBridge, type InjectOutcome } from './route-bridge.js'
 export { FrameServer, TOO_MANY_CONNECTIONS, TOO_MANY_FROM_ADDRESS } from './server.js'
 export {
   type ConnectionIdentity,

@@ -26,13 +26,11 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 import { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import { Duplex } from 'node:stream'
-import type { EndpointDefinition, TriviumCall, WireFormat } from '@trivium/core'
+import type { EndpointDefinition, TriviumCall } from '@trivium/core'
 import {
-  decodeRequest,
   FRAME_TRANSPORT,
   isNamedRoute,
   isThenable,
-  jsonFormat,
   TRANSPORT_OVERRIDE,
   type TransportOverride,
 } from '@trivium/core/internal'
@@ -43,6 +41,7 @@ import type {
   HookHandlerDoneFunction,
   LightMyRequestResponse,
 } from 'fastify'
+import { type HttpForm, httpFormOf, rawHeadersOf, requestHeaders } from './http-form.js'
 import { namedRouteOutcome } from './named-route-answer.js'
 import { runNamedStream, type StreamSink } from './named-route-stream.js'
 import type { BridgedCall, BridgedOutcome, CallHost, CallStart, UnaryBridge } from './unary.js'
@@ -203,93 +202,16 @@ class FrameSocket extends Duplex {
 
   override _read(): void {}
 
+  // What Node writes is dropped. The callback is called in a microtask, not at once: a callback called
+  // within `_write` makes the Writable defer its completion with `process.nextTick`, whose tick object
+  // (computed symbol keys) costs Node ~5,000 instructions; an asynchronous callback completes directly.
   override _write(_chunk: unknown, _encoding: BufferEncoding, callback: (err?: Error | null) => void): void {
-    callback()
+    queueMicrotask(callback)
   }
 
   override _writev(_chunks: unknown[], callback: (err?: Error | null) => void): void {
-    callback()
+    queueMicrotask(callback)
   }
-}
-
-/** The HTTP request a decoded frame payload maps to. */
-interface HttpForm {
-  url: string
-  body: Buffer | undefined
-  contentType: string | undefined
-}
-
-/**
- * The frame's payload decoded by the frame rules (as direct mode does: core's `decodeRequest`, where
- * zero bytes are the empty model, and the same refusal of a format the endpoint has no codec for), then
- * the HTTP request carrying it: the original bytes when they are the whole body, else the URL/body
- * `toHttp` builds from the model.
- */
-export function httpFormOf(
-  definition: EndpointDefinition,
-  format: WireFormat,
-  payload: Uint8Array,
-): HttpForm | PromiseLike<HttpForm> {
-  const value = decodeRequest(definition.name, format, definition.request, payload, definition.response)
-  // An asynchronous model: the form is built once its checks have settled.
-  if (isThenable(value)) return value.then((settled) => formOf(definition, payload, format, settled))
-  return formOf(definition, payload, format, value)
-}
-
-function formOf(
-  definition: EndpointDefinition,
-  payload: Uint8Array,
-  format: WireFormat,
-  value: unknown,
-): HttpForm {
-  const model = definition.request
-  const mapping = definition.http
-  if (mapping.hasBody && mapping.pathParams.length === 0) {
-    // The decode proved the bytes valid: they go through as they are (no re-encoding).
-    if (payload.length === 0) return { url: mapping.url, body: undefined, contentType: undefined }
-    return {
-      url: mapping.url,
-      body: Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength),
-      contentType: format.contentType,
-    }
-  }
-  const json = model.toJSON(value)
-  if (mapping.pathParams.length === 0 && !mapping.hasBody && isEmptyObject(json)) {
-    return { url: mapping.url, body: undefined, contentType: undefined }
-  }
-  const parts = mapping.toHttp(json)
-  if (parts.body === undefined) return { url: parts.url, body: undefined, contentType: undefined }
-  return {
-    url: parts.url,
-    body: Buffer.from(JSON.stringify(parts.body)),
-    contentType: jsonFormat.contentType,
-  }
-}
-
-/**
- * The request's headers: the formats, and for a frame that carries a credential (a named route's call)
- * `Authorization: Bearer …`, as an HTTP client sends it, so the route's own hooks (@fastify/jwt,
- * @fastify/auth) read it where they always do.
- */
-function requestHeaders(
-  form: HttpForm,
-  accept: WireFormat,
-  override: TransportOverride,
-): Record<string, string> {
-  const headers: Record<string, string> = { accept: accept.contentType }
-  if (form.contentType !== undefined) {
-    headers['content-type'] = form.contentType
-    headers['content-length'] = String(form.body?.length ?? 0)
-  }
-  if (override.credential !== undefined) headers.authorization = `Bearer ${override.credential}`
-  return headers
-}
-
-function isEmptyObject(json: unknown): boolean {
-  if (json === undefined || json === null) return true
-  if (typeof json !== 'object') return false
-  for (const key in json) if ((json as Record<string, unknown>)[key] !== undefined) return false
-  return true
 }
 
 export class InjectBridge implements UnaryBridge {
@@ -390,7 +312,7 @@ export class InjectBridge implements UnaryBridge {
       const headers = requestHeaders(form, accept, override)
       if (sink !== undefined) headers.accept = sink.accept
       req.headers = headers
-      req.rawHeaders = Object.entries(headers).flat()
+      req.rawHeaders = rawHeadersOf(headers)
       if (form.body !== undefined && form.body.length > 0) req.push(form.body)
       req.push(null)
       req.complete = true

@@ -125,8 +125,17 @@ export async function startServer(script, env) {
   spawnSync('taskset', ['-a', '-p', '-c', '0', String(proc.pid)], { stdio: 'ignore' })
   return {
     ports,
+    pid: proc.pid,
     http: ports.http,
     tcp: ports.tcp,
+    /**
+     * Sessions' connections (from 127.1.x.x, `openSession`) to the server that the server has not closed
+     * yet (the kernel's view, /proc/net/tcp: ESTABLISHED or CLOSE_WAIT on its side): a condition to wait
+     * on after closing clients.
+     */
+    openConnections() {
+      return openConnections([ports.http, ports.tcp].filter(Boolean))
+    },
     /** CPU time (user + system, ms) the server has used so far (Linux /proc; 10 ms resolution). */
     cpuMs() {
       const fields = readFileSync(`/proc/${proc.pid}/stat`, 'utf8').split(') ')[1].split(' ')
@@ -159,6 +168,21 @@ export async function startServer(script, env) {
       await exited
     },
   }
+}
+
+/**
+ * Server-side sockets on `ports` (IPv4) from 127.1.x.x (little-endian hex `....017F`) in state
+ * ESTABLISHED (01) or CLOSE_WAIT (08). Not the bench's own HTTP client (fetch keeps its connection).
+ */
+function openConnections(ports) {
+  const wanted = new Set(ports.map((p) => p.toString(16).toUpperCase().padStart(4, '0')))
+  let count = 0
+  for (const line of readFileSync('/proc/net/tcp', 'utf8').split('\n')) {
+    const [, local, remote, state] = line.trim().split(/\s+/)
+    if (local === undefined || remote === undefined || !wanted.has(local.slice(-4))) continue
+    if (remote.slice(4, 8) === '017F' && (state === '01' || state === '08')) count++
+  }
+  return count
 }
 
 async function dropSchema(dir, schema) {
@@ -256,12 +280,12 @@ export async function inBatches(from, to, width, task) {
   await Promise.all(Array.from({ length: Math.min(width, to - from) }, worker))
 }
 
-/** Resolves when `check()` is true (polled every 20 ms), rejects after `ms`. */
-export async function waitFor(check, ms, what) {
+/** Resolves when `check()` is true (polled every `every` ms), rejects after `ms`. */
+export async function waitFor(check, ms, what, every = 20) {
   const end = performance.now() + ms
   while (!check()) {
     if (performance.now() > end) throw new Error(`${what}: not within ${ms} ms`)
-    await new Promise((r) => setTimeout(r, 20))
+    await new Promise((r) => setTimeout(r, every))
   }
 }
 

@@ -63,8 +63,21 @@ const carriers = new WeakMap<WebSocket, WebSocketCarrier>()
 let listeners: {
   message(this: WebSocket, data: unknown, isBinary: boolean): void
   pong(this: WebSocket): void
-  error(this: WebSocket, err: Error): void
-  close(this: WebSocket): void
+}
+
+/**
+ * The carrier's part of a socket's 'error': called by the transport's own listener, one per socket and
+ * event (a second listener makes the socket's `_events` entry an array: two per connection were ~0.1 KiB
+ * of every idle session, bench/density). A client's protocol violation is its own business: debug,
+ * never a stack at error level. Nothing for a socket without a carrier.
+ */
+export function carrierError(socket: WebSocket, err: Error): void {
+  carriers.get(socket)?.session.log.debug({ reason: err.message }, 'websocket error')
+}
+
+/** The carrier's part of a socket's 'close' (see carrierError): the session ends. */
+export function carrierClosed(socket: WebSocket): void {
+  carriers.get(socket)?.session.connectionClosed()
 }
 
 /** decodeWsFrame's options by `maxPayload`: one object per server, not per connection. */
@@ -99,9 +112,10 @@ export class WebSocketCarrier implements FrameCarrier {
   }
 
   /**
-   * Starts reading: call once the session exists. The listeners are the same four functions for every
+   * Starts reading: call once the session exists. The listeners are the same two functions for every
    * socket (`this` is the socket, its carrier found in `carriers`): four closures per connection were
-   * ~0.25 KiB of every idle session (bench/density).
+   * ~0.25 KiB of every idle session (bench/density). The socket's 'error' and 'close' listeners are the
+   * transport's, which call carrierError and carrierClosed.
    */
   attach(session: FrameSession): void {
     this.session = session
@@ -109,8 +123,6 @@ export class WebSocketCarrier implements FrameCarrier {
     carriers.set(socket, this)
     socket.on('message', listeners.message)
     socket.on('pong', listeners.pong)
-    socket.on('error', listeners.error)
-    socket.on('close', listeners.close)
   }
 
   static {
@@ -123,13 +135,6 @@ export class WebSocketCarrier implements FrameCarrier {
       pong(this: WebSocket): void {
         const carrier = carriers.get(this)
         if (carrier !== undefined) carrier.#alive = true
-      },
-      // A client's protocol violation is its own business: debug, never a stack at error level.
-      error(this: WebSocket, err: Error): void {
-        carriers.get(this)?.session.log.debug({ reason: err.message }, 'websocket error')
-      },
-      close(this: WebSocket): void {
-        carriers.get(this)?.session.connectionClosed()
       },
     }
   }

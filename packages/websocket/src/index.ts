@@ -9,7 +9,7 @@ import { decodeMetadata } from '@trivium/wire'
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import { type WebSocket, WebSocketServer } from 'ws'
-import { WebSocketCarrier } from './carrier.js'
+import { carrierClosed, carrierError, WebSocketCarrier } from './carrier.js'
 import { type ResolvedOptions, resolveOptions, type TriviumWebSocketOptions } from './options.js'
 import { SETUP } from './setup-errors.js'
 import { sendUpgradeError, UPGRADE_REQUIRED, type Upgrades, upgradeCheck } from './upgrade.js'
@@ -145,21 +145,27 @@ function upgradeCredential(this: SessionInit): string | undefined {
   return websocketCredential(this.headers ?? {}, this.query ?? {})
 }
 
-/** Opens the frame session of an upgraded socket (`raw` is its TCP socket). */
+/**
+ * Opens the frame session of an upgraded socket (`raw` is its TCP socket). `onError`: an 'error'
+ * listener to add with the carrier's (when the upgrade's own listener was not added before).
+ */
 function sessionOpener(
   server: FrameServer,
   options: ResolvedOptions,
   upgrades: Upgrades,
   sockets: Set<WebSocket>,
-): (socket: WebSocket, raw: Duplex, request: FastifyRequest) => void {
-  const forgetSocket = function (this: WebSocket): void {
+): (socket: WebSocket, raw: Duplex, request: FastifyRequest, onError?: (error: Error) => void) => void {
+  // One 'close' listener per socket for this set and the carrier (two made the socket's listener entry
+  // an array: bench/density).
+  const onSocketClose = function (this: WebSocket): void {
     sockets.delete(this)
+    carrierClosed(this)
   }
-  return (socket, raw, request) => {
+  return (socket, raw, request, onError) => {
     sockets.add(socket)
     // `on`, not `once`: a WebSocket emits 'close' once, and `once` wraps the listener in a bound function
     // and a state object per connection (bench/density).
-    socket.on('close', forgetSocket)
+    socket.on('close', onSocketClose)
     try {
       const upgrade = upgrades.get(request) ?? { format: jsonFormat }
       const carrier = new WebSocketCarrier(socket, raw, options)
@@ -187,6 +193,7 @@ function sessionOpener(
           : {}),
       })
       carrier.attach(session)
+      if (onError !== undefined) socket.on('error', onError)
       server.add(session)
       if (upgrade.identity) session.identify(upgrade.identity)
     } catch (err) {
@@ -229,6 +236,11 @@ const triviumWebSocket: FastifyPluginAsync<TriviumWebSocketOptions> = async (
   // connection's life (bench/density).
   const onSocketError = function (this: WebSocket, error: Error): void {
     logClientError(error, this)
+    carrierError(this, error)
+  }
+  // A socket the application's @fastify/websocket upgraded: the carrier's part only, added with it.
+  const onAppSocketError = function (this: WebSocket, error: Error): void {
+    carrierError(this, error)
   }
 
   /** Every connection of this plugin, whichever ws server upgraded it. */
@@ -271,7 +283,7 @@ const triviumWebSocket: FastifyPluginAsync<TriviumWebSocketOptions> = async (
       appServer?.clients?.delete(socket)
       const upgraded = router.upgradeOf(request.raw)?.socket ?? request.raw.socket
       router.accept(upgraded)
-      openSession(socket, upgraded, request)
+      openSession(socket, upgraded, request, onAppSocketError)
     },
   }
   fastify.route(route)

@@ -38,8 +38,8 @@ export class FrameServer implements SessionContext {
   readonly hub: SessionHub
   readonly trivium: Trivium
   readonly shutdownError: TriviumError = new ServiceUnavailableException(SHUTDOWN_MESSAGE)
+  /** Open sessions by address (`clientIp`, which a session never changes: no map of its own per session). */
   readonly #perIp = new Map<string, number>()
-  readonly #ipOf = new WeakMap<FrameSession, string>()
   readonly #registry: FrameServers
   /** Named Fastify routes (`config.triviumRoute.name`): their calls go through the route itself. */
   readonly routes: UnaryBridge
@@ -87,7 +87,6 @@ export class FrameServer implements SessionContext {
   add(session: FrameSession): void {
     const ip = session.clientIp ?? 'unknown'
     this.sessions.add(session)
-    this.#ipOf.set(session, ip)
     this.#perIp.set(ip, (this.#perIp.get(ip) ?? 0) + 1)
     this.hub.add(session)
     if (connectionChannel.hasSubscribers)
@@ -96,7 +95,7 @@ export class FrameServer implements SessionContext {
 
   onClosed(session: FrameSession): void {
     if (!this.sessions.delete(session)) return
-    const ip = this.#ipOf.get(session) ?? 'unknown'
+    const ip = session.clientIp ?? 'unknown'
     const n = (this.#perIp.get(ip) ?? 1) - 1
     if (n <= 0) this.#perIp.delete(ip)
     else this.#perIp.set(ip, n)

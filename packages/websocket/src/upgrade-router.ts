@@ -24,8 +24,6 @@ function destroyOnError(this: Duplex): void {
 
 export class UpgradeRouter {
   readonly #upgrades = new WeakMap<IncomingMessage, Upgrade>()
-  /** Sockets handed to a WebSocket (ws completed the handshake): no longer closed here. */
-  readonly #accepted = new WeakSet<Duplex>()
   /**
    * What binds a routed upgrade's socket to its HTTP exchange until it is accepted: the response (and
    * through it the request, Fastify's request and reply) and the early-end guard. Released at accept,
@@ -45,9 +43,11 @@ export class UpgradeRouter {
     return this.#upgrades.get(request)
   }
 
-  /** ws takes the socket over (its own error listener included). */
+  /**
+   * ws takes the socket over (its own error listener included): no longer closed here. The early-end
+   * guard is removed, not told (a set of accepted sockets held an entry per open connection: bench/density).
+   */
   accept(socket: Duplex): void {
-    this.#accepted.add(socket)
     socket.removeListener('error', destroyOnError)
     const routing = this.#routing.get(socket)
     if (routing === undefined) return
@@ -63,9 +63,10 @@ export class UpgradeRouter {
     if (!routedByTrivium) return // the application's @fastify/websocket routes it, and guards its socket
     // Node removed its own error listener before the event: a reset while the hooks run ends this socket only.
     socket.on('error', destroyOnError)
-    // A client that ends its side before an upgrade is accepted gets its socket closed.
+    // A client that ends its side before an upgrade is accepted gets its socket closed (`accept`
+    // removes this listener).
     const onEnd = (): void => {
-      if (!this.#accepted.has(socket)) socket.destroy()
+      socket.destroy()
     }
     socket.once('end', onEnd)
     const response = new ServerResponse(request)

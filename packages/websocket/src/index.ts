@@ -66,6 +66,29 @@ function boundedErrorLog(fastify: FastifyInstance, limit = 10) {
   }
 }
 
+/**
+ * The sockets' 'error' listeners, shared by every connection (`this` is the socket): a closure made in
+ * the upgrade handler would keep that handler's request, with Fastify's Request and Node's
+ * IncomingMessage, for the connection's life (bench/density). One listener per socket does the
+ * transport's part and the carrier's.
+ */
+function socketErrorListeners(fastify: FastifyInstance): {
+  onSocketError: (this: WebSocket, error: Error) => void
+  onAppSocketError: (this: WebSocket, error: Error) => void
+} {
+  const logClientError = boundedErrorLog(fastify)
+  return {
+    onSocketError(this: WebSocket, error: Error): void {
+      logClientError(error, this)
+      carrierError(this, error)
+    },
+    // A socket the application's @fastify/websocket upgraded: the carrier's part only, added with it.
+    onAppSocketError(this: WebSocket, error: Error): void {
+      carrierError(this, error)
+    },
+  }
+}
+
 /** Marks this plugin's route in its config (the one route an upgrade is served on). */
 const WEBSOCKET_ROUTE = Symbol('trivium.websocket.route')
 
@@ -230,18 +253,7 @@ const triviumWebSocket: FastifyPluginAsync<TriviumWebSocketOptions> = async (
     // connection (bench/density), and nothing reads `wss.clients`.
     clientTracking: false,
   })
-  const logClientError = boundedErrorLog(fastify)
-  // Listeners shared by every connection (`this` is the socket): a closure made in the upgrade handler
-  // would keep that handler's request, with Fastify's Request and Node's IncomingMessage, for the
-  // connection's life (bench/density).
-  const onSocketError = function (this: WebSocket, error: Error): void {
-    logClientError(error, this)
-    carrierError(this, error)
-  }
-  // A socket the application's @fastify/websocket upgraded: the carrier's part only, added with it.
-  const onAppSocketError = function (this: WebSocket, error: Error): void {
-    carrierError(this, error)
-  }
+  const { onSocketError, onAppSocketError } = socketErrorListeners(fastify)
 
   /** Every connection of this plugin, whichever ws server upgraded it. */
   const sockets = new Set<WebSocket>()

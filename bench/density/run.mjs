@@ -17,6 +17,8 @@
 //        DENSITY_RAW=0: without the floor (bench/lib/raw-server.mjs: bare `ws` and `net` servers, measured
 //        the same way in the same run; each tree's row is also given as a ratio to it); DENSITY_RAW=only: the floor alone
 //        DENSITY_SPLIT=0: without the second table (RSS split: anon/file, V8's resident pages, native)
+//        DENSITY_JSON=<file>: every repetition's figures, written there
+import { writeFileSync } from 'node:fs'
 import {
   FrameType,
   inBatches,
@@ -35,7 +37,7 @@ const REPEAT = Number(process.env.DENSITY_REPEAT ?? 3)
 const WARMUP = Number(process.env.DENSITY_WARMUP ?? 500)
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 /** The figures read per session (see rss-split.mjs). */
-const FIGURES = ['rss', 'rssAnon', 'rssFile', 'heap', 'v8Young', 'v8Old', 'native', 'external']
+const FIGURES = ['rss', 'rssAnon', 'rssFile', 'heap', 'v8Young', 'v8Old', 'native', 'external', 'rssOld']
 
 /** Opens sessions [from, to), each authenticated by one `auth.me`; resolves once all answered. */
 async function openAuthenticated(transport, demo, token, sessions, answers, errors, from, to) {
@@ -65,14 +67,14 @@ async function measureOnce(tree, transport) {
     await openAuthenticated(transport, demo, token, warm, new Uint32Array(WARMUP), errors, 0, WARMUP)
     for (const s of warm) s.close()
     await waitFor(() => demo.openConnections() === 0, 60_000, 'warm-up sockets closed', 200)
-    const base = await demo.memory()
+    const base = withOld(await demo.memory())
     errors.count = 0
     const answers = new Uint32Array(total)
     const rows = []
     for (const count of COUNTS) {
       await openAuthenticated(transport, demo, token, sessions, answers, errors, sessions.length, count)
       await sleep(HOLD_SECONDS * 1000)
-      const m = await demo.memory()
+      const m = withOld(await demo.memory())
       // Per session: over the baseline / n, and the marginal one: over the previous count's reading / the
       // sessions added since (what the allocators' reserves at the baseline do not absorb, below).
       const previous = rows.at(-1)
@@ -99,6 +101,14 @@ async function measureOnce(tree, transport) {
     for (const s of sessions) s?.close()
     await demo.stop()
   }
+}
+
+/**
+ * RSS without V8's young generation: after a full collection it holds no object, and V8 sizes it from the
+ * allocation rate (its pages stay resident), so it moves RSS by megabytes that are no session's.
+ */
+function withOld(m) {
+  return { ...m, rssOld: m.rss - m.v8Young }
 }
 
 function answered(answers, from, to) {
@@ -136,6 +146,7 @@ const spread = (values) =>
     ? kib(values[0])
     : `${kib(median(values))} [${kib(Math.min(...values))}–${kib(Math.max(...values))}]`
 
+if (process.env.DENSITY_JSON) writeFileSync(process.env.DENSITY_JSON, JSON.stringify([...runs], null, 1))
 const cases = []
 for (const [key, results] of runs) {
   const [tree, transport] = key.split('/')
@@ -175,6 +186,7 @@ console.table(
     'heap KiB': spread(c.values('heap')),
     'marginal from': c.from,
     'RSS KiB marginal': spread(c.marginal('rss')),
+    'RSS − V8 young marginal': spread(c.marginal('rssOld')),
     'heap KiB marginal': spread(c.marginal('heap')),
     'external KiB': spread(c.values('external')),
     'answering after': c.answering,

@@ -4,18 +4,14 @@
 //   node bench/lib/alloc-summary.mjs <file.heapprofile> [top] [divisor]
 // `divisor` (e.g. events × subscribers) prints bytes per unit beside each share.
 import { readFileSync } from 'node:fs'
+import { frameKey } from './profile-summary.mjs'
 
 const [file, top = '30', divisor = '1'] = process.argv.slice(2)
 const profile = JSON.parse(readFileSync(file, 'utf8'))
 const bySite = new Map()
 let total = 0
 const visit = (node) => {
-  const { functionName, url, lineNumber } = node.callFrame
-  const where = url
-    .replace(/^.*node_modules\/\.pnpm\/[^/]+\/node_modules\//, '')
-    .replace(/^.*\/packages\//, 'trivium:')
-    .replace(/^file:\/\//, '')
-  const key = `${functionName || '(anonymous)'} ${where}:${lineNumber + 1}`
+  const key = frameKey(node.callFrame)
   bySite.set(key, (bySite.get(key) ?? 0) + node.selfSize)
   total += node.selfSize
   for (const child of node.children) visit(child)

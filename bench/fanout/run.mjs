@@ -17,6 +17,8 @@
 //   npx pnpm build && node bench/fanout/run.mjs
 //   env: FANOUT_COUNTS=2000,10000  FANOUT_TRANSPORTS=websocket,tcp  FANOUT_EVENTS=10
 //        BENCH_BEFORE=<another checkout, built>: measured the same way, before this one
+//        BENCH_ALLOC=1: bytes the server allocates per delivery over the events (bench/lib/gc-probe.mjs;
+//        slows the server, so its latency figures are not comparable with a run without it)
 import { loadavg } from 'node:os'
 import {
   FrameType,
@@ -106,7 +108,7 @@ async function measure(tree, transport, count) {
     // Server CPU per event: the create over HTTP, its outbox relay and the delivery to every stream
     // (what the wall-clock figures cost without the other processes' share of the CPU).
     const cpuPerEvent = (demo.cpuMs() - cpuBefore) / EVENTS
-    const { gc, profile } = await window.close()
+    const { gc, profile, alloc } = await window.close()
     const order = (list) => list.map((ms) => ms.toFixed(0)).join(' ')
     // The server's GC pauses within each event's span (a pause between events delays none).
     const gcByEvent = spans.map(([from, to]) =>
@@ -134,6 +136,9 @@ async function measure(tree, transport, count) {
       'max ms': deliveries.at(-1).toFixed(1),
       'last (median) ms': lastMedian.toFixed(1),
       'server CPU ms/event': cpuPerEvent.toFixed(1),
+      // Load-independent: collections (mostly scavenges) and, with BENCH_ALLOC=1, bytes allocated.
+      'GCs/event': (gc.count / EVENTS).toFixed(1),
+      ...(alloc === undefined ? {} : { 'alloc B/delivery': (alloc / EVENTS / count).toFixed(0) }),
       'session KiB heap/RSS': `${kib((plain.heap - base.heap) / count)} / ${kib((plain.rss - base.rss) / count)}`,
       'subscription KiB heap/RSS': `${kib((subscribed.heap - plain.heap) / count)} / ${kib((subscribed.rss - plain.rss) / count)}`,
       unexpected,

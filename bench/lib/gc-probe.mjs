@@ -9,6 +9,10 @@
 // line with the garbage collections in between (count, total and longest pause, how many were full
 // mark-compacts, and when each pause of 1 ms or more began) and, with BENCH_CPU_PROFILE_DIR set, the path of a CPU profile of the window (node:inspector,
 // 100 µs sampling; open it in Chrome DevTools or summarise it with bench/lib/profile-summary.mjs).
+// With BENCH_ALLOC=1 the window also samples allocations (V8's sampling heap profiler, every 1 KiB,
+// collected objects included, as bench/lib/alloc-probe.mjs) and reports the bytes allocated as `alloc`:
+// the garbage that becomes scavenges. It slows the server: not for the same run as latency figures.
+// With both, the sampling profile is written beside the CPU profile (`.heapprofile`).
 
 import { writeFileSync } from 'node:fs'
 import { Session } from 'node:inspector/promises'
@@ -46,6 +50,7 @@ process.on('SIGUSR2', async () => {
 })
 
 const profileDir = process.env.BENCH_CPU_PROFILE_DIR
+const sampleAllocations = process.env.BENCH_ALLOC === '1'
 let window
 process.on('SIGWINCH', async () => {
   if (window === undefined) {
@@ -53,9 +58,19 @@ process.on('SIGWINCH', async () => {
     const observer = new PerformanceObserver((list) => gcs.push(...list.getEntries()))
     observer.observe({ entryTypes: ['gc'] })
     window = { gcs, observer, session: undefined }
-    if (profileDir) {
+    if (profileDir || sampleAllocations) {
       window.session = new Session()
       window.session.connect()
+    }
+    if (sampleAllocations) {
+      await window.session.post('HeapProfiler.enable')
+      await window.session.post('HeapProfiler.startSampling', {
+        samplingInterval: 1024,
+        includeObjectsCollectedByMajorGC: true,
+        includeObjectsCollectedByMinorGC: true,
+      })
+    }
+    if (profileDir) {
       await window.session.post('Profiler.enable')
       await window.session.post('Profiler.setSamplingInterval', { interval: 100 })
       await window.session.post('Profiler.start')
@@ -67,14 +82,30 @@ process.on('SIGWINCH', async () => {
   window = undefined
   const figures = { gc: gcSummary(gcs) }
   observer.disconnect()
-  if (session) {
+  if (profileDir) {
     const { profile } = await session.post('Profiler.stop')
-    session.disconnect()
     figures.profile = join(profileDir, `window-${process.pid}-${Date.now()}.cpuprofile`)
     writeFileSync(figures.profile, JSON.stringify(profile))
   }
+  if (sampleAllocations) {
+    const { profile } = await session.post('HeapProfiler.stopSampling')
+    figures.alloc = allocated(profile.head)
+    if (profileDir) {
+      // By allocating function: `node bench/lib/alloc-summary.mjs <file>`.
+      figures.allocProfile = join(profileDir, `window-${process.pid}-${Date.now()}.heapprofile`)
+      writeFileSync(figures.allocProfile, JSON.stringify(profile))
+    }
+  }
+  session?.disconnect()
   process.stdout.write(`BENCH_WINDOW ${JSON.stringify(figures)}\n`)
 })
+
+/** Bytes allocated under a sampling heap profile's node (the samples' estimate). */
+function allocated(node) {
+  let bytes = node.selfSize
+  for (const child of node.children) bytes += allocated(child)
+  return bytes
+}
 
 function gcSummary(entries) {
   let ms = 0

@@ -15,16 +15,20 @@ export function selfTimes(profile) {
   }
   const byFunction = new Map()
   for (const node of profile.nodes) {
-    const { functionName, url, lineNumber } = node.callFrame
-    const where = url
-      .replace(/^.*node_modules\/\.pnpm\/[^/]+\/node_modules\//, '')
-      .replace(/^.*\/packages\//, 'trivium:')
-      .replace(/^file:\/\//, '')
-    const key = `${functionName || '(anonymous)'} ${where}:${lineNumber + 1}`
+    const key = frameKey(node.callFrame)
     byFunction.set(key, (byFunction.get(key) ?? 0) + (selfTime.get(node.id) ?? 0))
   }
   const rows = [...byFunction].filter(([key]) => !key.startsWith('(idle)')).sort((a, b) => b[1] - a[1])
   return { rows, total: rows.reduce((a, [, us]) => a + us, 0) }
+}
+
+/** A profile's call frame as `function place:line`, packages shortened (`trivium:`, the npm package). */
+export function frameKey({ functionName, url, lineNumber }) {
+  const where = url
+    .replace(/^.*node_modules\/\.pnpm\/[^/]+\/node_modules\//, '')
+    .replace(/^.*\/packages\//, 'trivium:')
+    .replace(/^file:\/\//, '')
+  return `${functionName || '(anonymous)'} ${where}:${lineNumber + 1}`
 }
 
 /** Prints the `top` functions by self time, all code and Trivium's own apart. */

@@ -89,7 +89,10 @@ t.test('every subscriber receives the same frozen event; close() ends them all',
   const b = bus.subscribe(stop.signal)[Symbol.asyncIterator]()
   const [nextA, nextB] = [a.next(), b.next()]
   await bus.publish(event(5))
-  const [ea, eb] = [(await nextA).value, (await nextB).value]
+  const [ra, rb] = [await nextA, await nextB]
+  t.equal(ra, rb, 'one iterator result for both waiting subscribers')
+  t.ok(Object.isFrozen(ra))
+  const [ea, eb] = [ra.value, rb.value]
   t.equal(ea, eb, 'one object for both')
   t.ok(Object.isFrozen(ea) && Object.isFrozen(ea.task) && Object.isFrozen(ea.task.tags))
   t.throws(() => {

@@ -99,15 +99,23 @@ function trackStream<T>(source: AsyncIterable<T>, gauge: { inc(): void; dec(): v
           gauge.dec()
         }
       }
+      // Made once per stream and reused by every step: an async next() was a promise, an await and
+      // a suspended frame per item, per subscriber of a fanned-out event (bench/fanout).
+      const stepped = (r: IteratorResult<T>): IteratorResult<T> => {
+        if (r.done) close()
+        return r
+      }
+      const failed = (err: unknown): never => {
+        close()
+        throw err
+      }
       return {
-        async next() {
+        next() {
           try {
-            const r = await it.next()
-            if (r.done) close()
-            return r
+            return Promise.resolve(it.next()).then(stepped, failed)
           } catch (err) {
             close()
-            throw err
+            return Promise.reject(err)
           }
         },
         async return(value?: unknown) {

@@ -6,6 +6,12 @@ import { ServiceUnavailableException } from '@trivium/core'
 
 const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined })
 
+/** The resolve function of the promise `new Promise(capture)` just made (no executor closure per `next()`). */
+let captured: ((result: IteratorResult<never>) => void) | undefined
+function capture(resolve: (result: IteratorResult<never>) => void): void {
+  captured = resolve
+}
+
 /** Events one subscriber may have waiting before its stream is ended (demo README). */
 export const MAX_PENDING_EVENTS = 1000
 
@@ -41,13 +47,14 @@ export class EventQueue<T> implements AsyncIterableIterator<T> {
 
   /**
    * Delivers `value` to the waiting `next()`, or queues it; past `maxPending` waiting events the
-   * subscription ends (queue dropped) and the next `next()` rejects with `fellBehindError`.
+   * subscription ends (queue dropped) and the next `next()` rejects with `fellBehindError`. `step`, when
+   * given, is `{ done: false, value }` frozen, made once for every subscriber of one event.
    */
-  push(value: T): void {
+  push(value: T, step?: IteratorYieldResult<T>): void {
     const waiting = this.#waiting
     if (waiting !== undefined) {
       this.#waiting = undefined
-      waiting({ done: false, value })
+      waiting(step ?? { done: false, value })
     } else if (this.#queue === undefined) this.#queue = [value]
     else if (this.#queue.length < this.#maxPending) this.#queue.push(value)
     else {
@@ -71,9 +78,10 @@ export class EventQueue<T> implements AsyncIterableIterator<T> {
       return Promise.resolve({ done: false, value })
     }
     if (this.#ended) return Promise.resolve(DONE)
-    return new Promise((resolve) => {
-      this.#waiting = resolve
-    })
+    const next = new Promise<IteratorResult<T>>(capture)
+    this.#waiting = captured as (result: IteratorResult<T>) => void
+    captured = undefined
+    return next
   }
 
   return(): Promise<IteratorResult<T>> {

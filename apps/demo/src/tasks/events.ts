@@ -34,7 +34,9 @@ export class LocalTaskEventBus implements TaskEventBus {
 
   async publish(event: TaskEventRecord): Promise<void> {
     const shared = freezeEvent(event)
-    for (const subscriber of this.subscribers) subscriber.push(shared)
+    // One iterator result for all of them too: a subscriber's pending `next()` resolves with it.
+    const step: IteratorYieldResult<TaskEventRecord> = Object.freeze({ done: false, value: shared })
+    for (const subscriber of this.subscribers) subscriber.push(shared, step)
   }
 
   subscribe(signal: AbortSignal): AsyncIterable<TaskEventRecord> {

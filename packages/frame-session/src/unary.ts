@@ -91,6 +91,19 @@ export function responseFormat(definition: EndpointDefinition, format: WireForma
 }
 
 /**
+ * A call's credential: the connection's, found when asked, or — metadata travels per frame (TCP) — the
+ * frame's, read now (a map lookup, never throws) unless the carrier read it already (`given`).
+ */
+function callCredential(
+  host: CallHost,
+  metadata: Record<string, string> | undefined,
+  given: string | null | undefined,
+): string | undefined | (() => string | undefined) {
+  if (metadata === undefined) return host.connectionCredential
+  return given !== undefined ? (given ?? undefined) : host.init.credential(metadata)
+}
+
+/**
  * Runs one call. Not async: when the pipeline and the handler answer synchronously (no middleware
  * waiting on I/O, a handler that returns a value) the response is queued in this turn, with no promise
  * or microtask per call; a promise or a stream continues in `complete`, a bridged call in `runBridged`.
@@ -113,14 +126,7 @@ export function runCall(
   const requestId = host.requestIdPrefix + id
   let started: StartedCall
   try {
-    // Metadata travels per frame (TCP): its credential is read now (a map lookup, never throws), unless
-    // the carrier read it already.
-    const credential =
-      metadata === undefined
-        ? host.connectionCredential
-        : given !== undefined
-          ? (given ?? undefined)
-          : host.init.credential(metadata)
+    const credential = callCredential(host, metadata, given)
     if (definition !== undefined && isNamedRoute(definition)) {
       // A named Fastify route runs through the route itself; its hooks read the credential as a header.
       const token = typeof credential === 'function' ? credential() : credential

@@ -44,5 +44,10 @@ export interface RequestParts {
   metadata: Record<string, string> | undefined
   /** A format name from the frame (TCP `format` metadata); undefined: the connection's format. */
   formatName: string | undefined
+  /**
+   * The call's credential when the carrier read it with the metadata (TCP: once per repeated block, as
+   * `SessionInit.credential` would read it): null for none. Absent: the session asks `credential`.
+   */
+  credential?: string | null
   payload: Uint8Array
 }

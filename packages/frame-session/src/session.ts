@@ -158,6 +158,7 @@ export class FrameSession implements Session, Expiring {
       compression: this.#compression,
       connectionCredential: this.#connectionCredential,
       onIdentity: this.#onIdentity,
+      requestIdPrefix: `${init.id}:`,
     }
   }
 
@@ -349,7 +350,7 @@ export class FrameSession implements Session, Expiring {
 
   sendError(frameId: number, err: unknown): void {
     const { error, internal } = normalizeError(err)
-    const requestId = `${this.id}:${frameId}`
+    const requestId = this.#host.requestIdPrefix + frameId
     if (internal) this.log.error({ err, requestId }, 'unhandled error')
     this.#compression.send(FrameType.ERROR, frameId, JSON.stringify(toErrorBody(error, requestId)))
   }
@@ -389,6 +390,7 @@ export class FrameSession implements Session, Expiring {
     }
     let payload = frame.payload
     let metadata: Record<string, string> | undefined
+    let credential: string | null | undefined
     let format = this.#init.format
     const split = this.#init.splitRequest
     if (split !== undefined) {
@@ -407,6 +409,7 @@ export class FrameSession implements Session, Expiring {
       }
       payload = parts.payload
       metadata = parts.metadata
+      credential = parts.credential
       format = chosen
     }
     const endpoint = frame.endpoint as string
@@ -431,7 +434,7 @@ export class FrameSession implements Session, Expiring {
       requests = this.#calls.clientStreams.open(id, entry, definition, format, window, this.#carrier)
     }
     calls.start(id, entry)
-    runCall(this.#host, { endpoint, definition, id, payload, metadata, format, entry, requests })
+    runCall(this.#host, endpoint, definition, id, payload, metadata, credential, format, entry, requests)
   }
 
   async #onSubscribe(frame: Frame): Promise<void> {
@@ -468,7 +471,7 @@ export class FrameSession implements Session, Expiring {
       this.expiresAt = expiresAt
       expireAt(this, expiresAt)
     }
-    const userId = String(given)
+    const userId = typeof given === 'string' ? given : String(given)
     if (this.userId === userId && (tokenId === undefined || this.tokenId === tokenId)) return
     this.#ctx.hub.identify(this, given, tokenId)
   }

@@ -75,6 +75,8 @@ export interface CallHost {
   /** The connection's credential, read when a call without frame metadata asks. */
   readonly connectionCredential: () => string | undefined
   readonly onIdentity: (identity: TriviumIdentity) => void
+  /** `<connection id>:`, made once: a call's request id is this and the frame's id (one concatenation). */
+  readonly requestIdPrefix: string
 }
 
 /** Learns the identity a call ended with (middleware may complete it after `onIdentity`). */
@@ -89,21 +91,46 @@ export function responseFormat(definition: EndpointDefinition, format: WireForma
 }
 
 /**
+ * A call's credential: the connection's, found when asked, or — metadata travels per frame (TCP) — the
+ * frame's, read now (a map lookup, never throws) unless the carrier read it already (`given`).
+ */
+function callCredential(
+  host: CallHost,
+  metadata: Record<string, string> | undefined,
+  given: string | null | undefined,
+): string | undefined | (() => string | undefined) {
+  if (metadata === undefined) return host.connectionCredential
+  return given !== undefined ? (given ?? undefined) : host.init.credential(metadata)
+}
+
+/**
  * Runs one call. Not async: when the pipeline and the handler answer synchronously (no middleware
  * waiting on I/O, a handler that returns a value) the response is queued in this turn, with no promise
  * or microtask per call; a promise or a stream continues in `complete`, a bridged call in `runBridged`.
+ * The call's parts come as arguments: a `CallStart` object is made only for a bridged call.
  */
-export function runCall(host: CallHost, start: CallStart): void {
+export function runCall(
+  host: CallHost,
+  endpoint: string,
+  definition: EndpointDefinition | undefined,
+  id: number,
+  payload: Uint8Array,
+  metadata: Record<string, string> | undefined,
+  /** The credential the carrier read with the metadata (RequestParts.credential). */
+  given: string | null | undefined,
+  format: WireFormat,
+  entry: Cancellation,
+  requests: RequestInbox | undefined,
+): void {
   const { session, ctx } = host
-  const { id, definition, metadata, format, entry, requests } = start
-  const requestId = `${session.id}:${id}`
+  const requestId = host.requestIdPrefix + id
   let started: StartedCall
   try {
-    // Metadata travels per frame (TCP): its credential is read now (a map lookup, never throws).
-    const credential = metadata === undefined ? host.connectionCredential : host.init.credential(metadata)
+    const credential = callCredential(host, metadata, given)
     if (definition !== undefined && isNamedRoute(definition)) {
       // A named Fastify route runs through the route itself; its hooks read the credential as a header.
       const token = typeof credential === 'function' ? credential() : credential
+      const start = { endpoint, definition, id, payload, metadata, format, entry, requests }
       if (definition.streaming && ctx.routes.stream !== undefined)
         void ctx.routes.stream(host, start, requestId, token)
       else void runBridged(host, start, requestId, ctx.routes, token)
@@ -115,13 +142,14 @@ export function runCall(host: CallHost, start: CallStart): void {
       !definition.streaming &&
       !definition.requestStream
     ) {
+      const start = { endpoint, definition, id, payload, metadata, format, entry, requests }
       void runBridged(host, start, requestId, ctx.bridge)
       return
     }
     started = ctx.trivium.start({
-      endpoint: start.endpoint,
+      endpoint,
       protocol: session.protocol,
-      payload: start.payload,
+      payload,
       format,
       requestId,
       log: session.log,

@@ -88,3 +88,29 @@ t.test('forget (an idle connection): the next block is decoded again, to the sam
   reader.forget()
   t.same({ ...reader.read(frame({ a: 'b' }, '')).metadata }, { a: 'b' })
 })
+
+t.test('the format and the credential come with the parts, remembered with the block', async (t) => {
+  const reader = new MetadataReader()
+  const token = 'x'.repeat(300)
+  for (const round of ['decoded', 'remembered']) {
+    const parts = reader.read(frame({ auth_token: token, format: 'json' }, '{}'))
+    t.equal(parts.formatName, 'json', round)
+    t.equal(parts.credential, token, round)
+  }
+  for (const round of ['decoded', 'remembered']) {
+    const parts = reader.read(frame({ format: 'binary' }, '{}'))
+    t.equal(parts.formatName, 'binary', round)
+    t.equal(parts.credential, null, `${round}: no credential`)
+  }
+  // An empty token is none, as core's metadataCredential reads it.
+  t.equal(reader.read(frame({ auth_token: '' }, '')).credential, null)
+  t.equal(reader.read(frame({ auth_token: '' }, '')).credential, null)
+  const none = reader.read(frame({}, '{}'))
+  t.equal(none.formatName, undefined)
+  t.equal(none.credential, null)
+  reader.read(frame({ auth_token: 'short' }, ''))
+  reader.forget()
+  const after = reader.read(frame({ format: 'json' }, ''))
+  t.equal(after.credential, null, 'nothing of the forgotten block is kept')
+  t.equal(after.formatName, 'json')
+})

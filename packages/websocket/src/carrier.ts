@@ -40,8 +40,12 @@ function uncorkAll(): void {
 const messages = new SharedFrames((type: number, requestId: number, body: Uint8Array | string): Buffer => {
   const size = 5 + (typeof body === 'string' ? Buffer.byteLength(body) : body.length)
   const bytes = Buffer.allocUnsafe(size)
+  // The header by plain stores: `writeUInt32BE` checks its arguments first (~100 instructions a frame).
   bytes[0] = type
-  bytes.writeUInt32BE(requestId, 1)
+  bytes[1] = requestId >>> 24
+  bytes[2] = requestId >>> 16
+  bytes[3] = requestId >>> 8
+  bytes[4] = requestId
   if (typeof body === 'string') bytes.write(body, 5, 'utf8')
   else bytes.set(body, 5)
   return bytes

@@ -9,6 +9,8 @@ export class DecodedTextCache {
   readonly #capacity: number
   /** The hash of the bytes `find` was last asked about, for `remember`. */
   #hash = 0
+  /** The entry found last: a connection calling one endpoint again finds it without a hash or a lookup. */
+  #last: { bytes: Uint8Array; text: string } | undefined = undefined
 
   constructor(capacity: number) {
     this.#capacity = capacity
@@ -16,14 +18,15 @@ export class DecodedTextCache {
 
   /** The string cached for `bytes[start, end)`, or undefined. */
   find(bytes: Uint8Array, start: number, end: number): string | undefined {
+    const length = end - start
+    const last = this.#last
+    if (last !== undefined && same(last.bytes, bytes, start, length)) return last.text
     let hash = 0x811c9dc5
     for (let i = start; i < end; i++) hash = Math.imul(hash ^ (bytes[i] as number), 0x01000193)
     this.#hash = hash
     const cached = this.#entries.get(hash)
-    const length = end - start
-    if (cached === undefined || cached.bytes.length !== length) return undefined
-    const known = cached.bytes
-    for (let i = 0; i < length; i++) if (known[i] !== bytes[start + i]) return undefined
+    if (cached === undefined || !same(cached.bytes, bytes, start, length)) return undefined
+    this.#last = cached
     return cached.text
   }
 
@@ -32,4 +35,11 @@ export class DecodedTextCache {
     if (this.#entries.size >= this.#capacity) this.#entries.clear()
     this.#entries.set(this.#hash, { bytes: Uint8Array.from(bytes.subarray(start, end)), text })
   }
+}
+
+/** Whether `known` is `bytes[start, start + length)`. */
+function same(known: Uint8Array, bytes: Uint8Array, start: number, length: number): boolean {
+  if (known.length !== length) return false
+  for (let i = 0; i < length; i++) if (known[i] !== bytes[start + i]) return false
+  return true
 }

@@ -71,9 +71,9 @@ let listeners: {
 
 /**
  * The carrier's part of a socket's 'error': called by the transport's own listener, one per socket and
- * event (a second listener makes the socket's `_events` entry an array: two per connection were ~0.1 KiB
- * of every idle session, bench/density). A client's protocol violation is its own business: debug,
- * never a stack at error level. Nothing for a socket without a carrier.
+ * event (a second listener makes the emitter keep that event's listeners in an array: two per connection
+ * were ~0.1 KiB of every idle session, bench/density). A client's protocol violation is its own business:
+ * debug, never a stack at error level. Nothing for a socket without a carrier.
  */
 export function carrierError(socket: WebSocket, err: Error): void {
   carriers.get(socket)?.session.log.debug({ reason: err.message }, 'websocket error')

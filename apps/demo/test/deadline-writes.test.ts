@@ -12,9 +12,6 @@ import t from 'tap'
 import { type RawTarget, rawCall } from '../../../packages/conformance/test/raw-call.ts'
 import { BACKENDS, backendConfig, registerAndLogin, startDemo } from './helpers.js'
 
-// A registration's 504 comes while its bcrypt hash runs: every hash and verify is computed (bcrypt-memo.ts).
-process.env.TRIVIUM_TEST_BCRYPT_MEMO = '0'
-
 const METRICS_TOKEN = 'demo-metrics-token-0123456789'
 type Transport = RawTarget['transport']
 

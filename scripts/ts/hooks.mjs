@@ -26,9 +26,15 @@ const OPTIONS = {
 /** Compiled files by the hash of their path and source: each test file's helpers are compiled once a run. */
 const CACHE = join(tmpdir(), `trivium-ts-${process.getuid?.() ?? 'user'}`)
 
+/** @trivium/crypto's password worker gets this in place of bcryptjs (the file says why and when). */
+const BCRYPT_MEMO = new URL('./bcrypt-memo.mjs', import.meta.url).href
+const PASSWORD_WORKER = /\/packages\/crypto\/dist\/password-worker\.js$/
+
 export async function resolve(specifier, context, nextResolve) {
   try {
-    return await nextResolve(specifier, context)
+    const resolved = await nextResolve(specifier, context)
+    if (specifier !== 'bcryptjs' || !PASSWORD_WORKER.test(context.parentURL ?? '')) return resolved
+    return { url: `${BCRYPT_MEMO}?real=${encodeURIComponent(resolved.url)}`, shortCircuit: true }
   } catch (error) {
     const ext = /\.[mc]?js$/.exec(specifier)?.[0]
     const relative = specifier.startsWith('.') || specifier.startsWith('/') || specifier.startsWith('file:')

@@ -7,6 +7,7 @@ import { connectPglite } from '@trivium/sql'
 import type { Test } from 'tap'
 import { buildApp } from '../dist/app.js'
 import { type DemoConfig, loadConfig } from '../dist/config.js'
+import './bcrypt-memo.js'
 
 export const ADMIN = { username: 'admin', password: 'Adm1n!Passw0rd' }
 

@@ -52,7 +52,15 @@ if (which === 'bare' || which === 'ceiling' || which === 'host-route') {
 } else {
   // bench/stack/server.mjs's app.
   const { createStackApp, issueBenchToken } = await import('../stack/app.mjs')
-  app = await createStackApp()
+  // JS_PATH_STACK_WITHOUT=securityHeaders,cors,rateLimit,stages (bench/README.md, fourth round): the
+  // stack without those protections, or (`stages`, a measuring device only: the app then lacks the
+  // behaviours) without any app-wide preHandler and onSend hook (core's early-route guard, the security
+  // headers' fallback), for what each part costs a request.
+  const without = (process.env.JS_PATH_STACK_WITHOUT ?? '').split(/[,+]/)
+  const protections = Object.fromEntries(
+    ['securityHeaders', 'cors', 'rateLimit'].filter((p) => without.includes(p)).map((p) => [p, false]),
+  )
+  app = await createStackApp({ protections, dropStages: without.includes('stages') })
   await app.ready()
   path = which === 'secure' ? '/secure' : '/public'
   if (which === 'secure') headers.authorization = `Bearer ${await issueBenchToken(app)}`

@@ -7,6 +7,7 @@
 //
 //   node bench/js-path/instructions.mjs
 //   env: BENCH_CASES=bare,ceiling,core,public,secure  JS_PATH_IR_REQUESTS=10000  JS_PATH_WARMUP=2000
+//        (a stack case may be `public~stages+cors`: without those parts, case.mjs)
 //        JS_PATH_GC_REQUESTS=100000  BENCH_BEFORE=<another built checkout, with this case.mjs>
 import { spawnSync } from 'node:child_process'
 import { gatedInstructions } from '../lib/callgrind.mjs'
@@ -24,6 +25,14 @@ const trees = before
     ]
   : [['now', here]]
 
+// `public~stages+rateLimit`: the stack case without those parts (case.mjs, JS_PATH_STACK_WITHOUT), in
+// the same run as the whole stack.
+const caseName = (which) => which.split('~')[0]
+function caseEnv(which) {
+  const without = which.split('~')[1]
+  return without === undefined ? process.env : { ...process.env, JS_PATH_STACK_WITHOUT: without }
+}
+
 /**
  * Instructions callgrind counted while one process of `which` served `requests` requests after its warm-up:
  * instrumentation starts off (valgrind then runs the code uncounted, and faster) and is switched on
@@ -31,11 +40,11 @@ const trees = before
  * says DONE (JS_PATH_GATE: it waits for a line on stdin at both points).
  */
 function instructions(dir, which, requests) {
-  const env = { ...process.env, JS_PATH_WARMUP: warmup, JS_PATH_ROUNDS: '1', JS_PATH_GATE: '1' }
+  const env = { ...caseEnv(which), JS_PATH_WARMUP: warmup, JS_PATH_ROUNDS: '1', JS_PATH_GATE: '1' }
   return gatedInstructions(
     // `--single-threaded`: V8's background compiler and GC threads would otherwise add a count that
     // varies from run to run (bench/README.md "bench/transports").
-    [process.execPath, '--single-threaded', `${dir}case.mjs`, which, String(requests)],
+    [process.execPath, '--single-threaded', `${dir}case.mjs`, caseName(which), String(requests)],
     env,
     requests,
     which,
@@ -44,10 +53,14 @@ function instructions(dir, which, requests) {
 
 /** Scavenges and mark-compacts (`--trace-gc`) during `gcRequests` requests after the usual warm-up. */
 function collections(dir, which) {
-  const out = spawnSync(process.execPath, ['--trace-gc', `${dir}case.mjs`, which, String(gcRequests)], {
-    encoding: 'utf8',
-    env: { ...process.env, JS_PATH_ROUNDS: '1' },
-  })
+  const out = spawnSync(
+    process.execPath,
+    ['--trace-gc', `${dir}case.mjs`, caseName(which), String(gcRequests)],
+    {
+      encoding: 'utf8',
+      env: { ...caseEnv(which), JS_PATH_ROUNDS: '1' },
+    },
+  )
   if (out.status !== 0) throw new Error(`${which} --trace-gc: ${out.stderr.slice(-2000)}`)
   const measured = out.stdout.slice(out.stdout.indexOf('WARM\n'))
   const count = (kind) => measured.split('\n').filter((l) => l.includes(kind)).length

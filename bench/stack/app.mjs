@@ -17,12 +17,16 @@ import { registerEndpoints } from './endpoints.mjs'
  */
 export async function createStackApp(options) {
   const app = Fastify({ ...triviumFactoryOptions(), logger: false })
+  if (options?.dropStages) {
+    const addHook = app.addHook.bind(app)
+    app.addHook = (name, hook) => (name === 'preHandler' || name === 'onSend' ? app : addHook(name, hook))
+  }
   await registerStack(app, options)
   return app
 }
 
 /** Registers the stack on `fastify`, then its two endpoints (stack/endpoints.mjs). */
-export async function registerStack(fastify, { metrics = false, securityHeaders } = {}) {
+export async function registerStack(fastify, { metrics = false, securityHeaders, protections } = {}) {
   await fastify.register(trivium)
   await fastify.register(triviumCodec)
   // metrics: the same stack with @trivium/metrics observing every call (issue 18: within 3%).
@@ -37,6 +41,8 @@ export async function registerStack(fastify, { metrics = false, securityHeaders 
     rateLimit: { defaultLimit: { requests: 1e9, windowMs: 60_000 } },
     // `false`: js-path/headers-fallback.mjs sets them itself, to measure the plugin's fallback.
     ...(securityHeaders === undefined ? {} : { securityHeaders }),
+    // js-path/case.mjs's JS_PATH_STACK_WITHOUT: parts left out, to see what each costs a request.
+    ...protections,
   })
   registerEndpoints(fastify)
 }

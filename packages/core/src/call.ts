@@ -63,8 +63,16 @@ export interface CallInit<Req = unknown, Target extends CallTarget = EndpointDef
    * Told each time `identity` is set (authentication accepted the credential): a frame connection learns
    * who it is from then on, before the handler runs, whatever kind of call it is (PROTOCOL.md "Frames").
    */
-  onIdentity?: (identity: TriviumIdentity) => void
+  onIdentity?: IdentityListener
 }
+
+/**
+ * Told of a call's identity: a function, or an object whose `onIdentity` method is called on it (a frame
+ * connection gives the object it has anyway, rather than a closure of its own: bench/density).
+ */
+export type IdentityListener =
+  | ((identity: TriviumIdentity) => void)
+  | { onIdentity(identity: TriviumIdentity): void }
 
 /** The default credential of a transport that does not supply `CallInit.credential`. */
 function defaultCredential(
@@ -122,7 +130,7 @@ export class TriviumCall<Req = unknown, Target extends CallTarget = EndpointDefi
 
   declare private contextValue: Record<string, unknown> | undefined
   declare private identityValue: TriviumIdentity | undefined
-  declare private readonly identityListener: ((identity: TriviumIdentity) => void) | undefined
+  declare private readonly identityListener: IdentityListener | undefined
   declare private bodyValue: Req | typeof UNSET
   // Not typed by Target: a call to an endpoint is also a call that middleware sees (`TriviumCall<any, CallTarget>`).
   declare private decodeBody: (this: TriviumCall<Req, any>) => Req
@@ -182,7 +190,10 @@ export class TriviumCall<Req = unknown, Target extends CallTarget = EndpointDefi
 
   set identity(identity: TriviumIdentity | undefined) {
     this.identityValue = identity
-    if (identity !== undefined) this.identityListener?.(identity)
+    const listener = this.identityListener
+    if (identity === undefined || listener === undefined) return
+    if (typeof listener === 'function') listener(identity)
+    else listener.onIdentity(identity)
   }
 
   /**

@@ -1,7 +1,7 @@
 // The transport-neutral entry for adapters that receive frames (WebSocket, TCP direct mode):
 // parser → middleware → router → handler, with the result handed back for the adapter to serialize.
 import type { FastifyBaseLogger } from 'fastify'
-import { type HeaderMap, type Protocol, TriviumCall, type TriviumIdentity } from './call.js'
+import { type HeaderMap, type IdentityListener, type Protocol, TriviumCall } from './call.js'
 import { type CallDeadline, callDeadline } from './deadline.js'
 import { NotFoundException } from './errors.js'
 import { decodeRequest, refuseAnswerFormat, type WireFormat } from './formats.js'
@@ -29,7 +29,7 @@ export interface InvokeInit {
   /** A client or bidirectional stream's request items, fed by the transport. */
   requests?: AsyncIterable<unknown>
   /** Told when authentication sets the call's identity (see CallInit.onIdentity). */
-  onIdentity?: (identity: TriviumIdentity) => void
+  onIdentity?: IdentityListener
 }
 
 export interface InvokeResult {

@@ -85,9 +85,11 @@ export interface SessionInit {
   query?: Record<string, unknown>
   /**
    * The bearer credential of a call, from the frame's metadata or the connection (may throw). Called on
-   * the init (`this` is it: the WebSocket's one function reads the headers and query from it).
+   * the init. Absent: core's default for the protocol (WebSocket: the `token` query value, then the
+   * Authorization header, of `query` and `headers`; TCP: the metadata's `auth_token`), with no function
+   * per session (bench/density).
    */
-  credential(metadata: Record<string, string> | undefined): string | undefined
+  credential?(metadata: Record<string, string> | undefined): string | undefined
   /** Splits a REQUEST payload into metadata and model (TCP); absent: the payload is the model. */
   splitRequest?(payload: Uint8Array): RequestParts
 }
@@ -126,16 +128,6 @@ export class FrameSession implements Session, Expiring {
   readonly #init: SessionInit
   /** Set by `close(reason)` while the calls in flight are still being answered. */
   #closing: UnauthorizedException | undefined
-  /** The connection's credential (WebSocket: from the upgrade), found when a call asks: one per session. */
-  readonly #connectionCredential = (): string | undefined => this.#init.credential(undefined)
-  /**
-   * Every call's `onIdentity`: the connection learns who it is the moment authentication accepts a call's
-   * token, before the handler runs, so `closeSessions` and the expiry timer see a connection whose only
-   * call is still running (a client stream, a long unary call, a logout of its own token). One per session.
-   */
-  readonly #onIdentity = (identity: TriviumIdentity): void => {
-    if (!this.closed) this.#adoptIdentity(identity)
-  }
 
   constructor(carrier: FrameCarrier, ctx: SessionContext, init: SessionInit) {
     this.#carrier = carrier
@@ -156,8 +148,8 @@ export class FrameSession implements Session, Expiring {
       carrier,
       calls: this.#calls,
       compression: this.#compression,
-      connectionCredential: this.#connectionCredential,
-      onIdentity: this.#onIdentity,
+      connectionCredential: undefined,
+      onIdentity: hostIdentity,
       requestIdPrefix: `${init.id}:`,
     }
   }
@@ -480,6 +472,17 @@ export class FrameSession implements Session, Expiring {
   tokenExpired(): void {
     this.fail(new TokenExpiredException(TOKEN_EXPIRED_MESSAGE), 'session')
   }
+}
+
+/**
+ * Every call's `onIdentity` (`this` is the session's call host, core calls it on it): the connection learns
+ * who it is the moment authentication accepts a call's token, before the handler runs, so `closeSessions`
+ * and the expiry timer see a connection whose only call is still running (a client stream, a long unary
+ * call, a logout of its own token). One function for every session (a closure each held ~0.1 KiB).
+ */
+function hostIdentity(this: CallHost, identity: TriviumIdentity): void {
+  const session = this.session
+  if (!session.closed) session.identify(identity)
 }
 
 function publish(ch: ReturnType<typeof channel>, message: object): void {

@@ -1,11 +1,13 @@
 // Running one call on a frame connection: through core's pipeline (or a unary bridge, TCP's inject
 // mode), answered by its RESPONSE or ERROR frame, or by a stream handed to the pump.
-import type {
-  EndpointDefinition,
-  TriviumCall,
-  TriviumError,
-  TriviumIdentity,
-  WireFormat,
+import {
+  type EndpointDefinition,
+  metadataCredential,
+  type TriviumCall,
+  type TriviumError,
+  type TriviumIdentity,
+  type WireFormat,
+  websocketCredential,
 } from '@trivium/core'
 import {
   isNamedRoute,
@@ -72,9 +74,13 @@ export interface CallHost {
   readonly carrier: FrameCarrier
   readonly calls: CallTable
   readonly compression: SessionCompression
-  /** The connection's credential, read when a call without frame metadata asks. */
-  readonly connectionCredential: () => string | undefined
-  readonly onIdentity: (identity: TriviumIdentity) => void
+  /**
+   * The connection's credential when the init has its own (`init.credential`), read when a call without
+   * frame metadata asks: made at the first such call. Without one, core's default for the protocol.
+   */
+  connectionCredential: (() => string | undefined) | undefined
+  /** Every call's `onIdentity` (core calls it on the host: no closure per session). */
+  onIdentity(identity: TriviumIdentity): void
   /** `<connection id>:`, made once: a call's request id is this and the frame's id (one concatenation). */
   readonly requestIdPrefix: string
 }
@@ -99,8 +105,28 @@ function callCredential(
   metadata: Record<string, string> | undefined,
   given: string | null | undefined,
 ): string | undefined | (() => string | undefined) {
-  if (metadata === undefined) return host.connectionCredential
-  return given !== undefined ? (given ?? undefined) : host.init.credential(metadata)
+  const init = host.init
+  // No credential of the init's own: core finds the protocol's (WebSocket: the upgrade's query, then its
+  // Authorization header; TCP: the frame's metadata), when asked.
+  if (init.credential === undefined) return given ?? undefined
+  if (metadata === undefined) {
+    host.connectionCredential ??= () => init.credential?.(undefined)
+    return host.connectionCredential
+  }
+  return given !== undefined ? (given ?? undefined) : init.credential(metadata)
+}
+
+/** A named route's credential now (its hooks read it as a header): core's default when none is given. */
+function routeCredential(
+  host: CallHost,
+  metadata: Record<string, string> | undefined,
+  credential: string | undefined | (() => string | undefined),
+): string | undefined {
+  if (typeof credential === 'function') return credential()
+  if (credential !== undefined || host.init.credential !== undefined) return credential
+  return host.session.protocol === 'websocket'
+    ? websocketCredential(host.init.headers ?? {}, host.init.query)
+    : metadataCredential(metadata)
 }
 
 /**
@@ -129,7 +155,7 @@ export function runCall(
     const credential = callCredential(host, metadata, given)
     if (definition !== undefined && isNamedRoute(definition)) {
       // A named Fastify route runs through the route itself; its hooks read the credential as a header.
-      const token = typeof credential === 'function' ? credential() : credential
+      const token = routeCredential(host, metadata, credential)
       const start = { endpoint, definition, id, payload, metadata, format, entry, requests }
       if (definition.streaming && ctx.routes.stream !== undefined)
         void ctx.routes.stream(host, start, requestId, token)
@@ -161,7 +187,7 @@ export function runCall(
       signal: entry.lazySignal,
       connection: session.state,
       requests,
-      onIdentity: host.onIdentity,
+      onIdentity: host,
     })
     // The endpoint's deadline bounds the whole stream: a handler waiting for an item is woken by it.
     if (requests !== undefined && started.call.definition.timeoutMs !== undefined) {
@@ -231,7 +257,7 @@ export function bridgedOverride(
     protocol: session.protocol,
     clientIp: session.clientIp,
     connection: session.state,
-    onIdentity: host.onIdentity,
+    onIdentity: host,
   }
   if (start.metadata !== undefined) override.metadata = start.metadata
   if (credential !== undefined) override.credential = credential

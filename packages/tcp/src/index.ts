@@ -3,7 +3,6 @@
 // endpoint's Fastify route). What frames mean is @trivium/frame-session's; bytes are carrier.ts's.
 import { createServer as createNetServer, type Server, type Socket } from 'node:net'
 import { createServer as createTlsServer } from 'node:tls'
-import { metadataCredential } from '@trivium/core'
 import { jsonFormat } from '@trivium/core/internal'
 import { connectionLogger, FrameServer, FrameSession } from '@trivium/frame-session'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
@@ -56,7 +55,6 @@ const triviumTcp: FastifyPluginAsync<TriviumTcpOptions> = async (fastify: Fastif
         clientIp: socket.remoteAddress,
         log: connectionLogger(log, id),
         format: fastify.trivium.formats.get('binary') ?? jsonFormat,
-        credential: metadataCredential,
         splitRequest: (payload) => carrier.splitRequest(payload),
       })
       carrier.attach(session)

@@ -2,9 +2,9 @@
 // "WebSocket"). The upgrade route and its refusals live here; what frames mean is
 // @trivium/frame-session's, what bytes look like is carrier.ts's.
 import type { Duplex } from 'node:stream'
-import { ValidationException, websocketCredential } from '@trivium/core'
+import { ValidationException } from '@trivium/core'
 import { INTERNAL_ERROR_MESSAGE, jsonFormat } from '@trivium/core/internal'
-import { connectionLogger, FrameServer, FrameSession, type SessionInit } from '@trivium/frame-session'
+import { connectionLogger, FrameServer, FrameSession } from '@trivium/frame-session'
 import { decodeMetadata } from '@trivium/wire'
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
@@ -14,6 +14,7 @@ import { type ResolvedOptions, resolveOptions, type TriviumWebSocketOptions } fr
 import { SETUP } from './setup-errors.js'
 import { sendUpgradeError, UPGRADE_REQUIRED, type Upgrades, upgradeCheck } from './upgrade.js'
 import { type UpgradeRouter, upgradeRouter } from './upgrade-router.js'
+import { keepUpgradeValues } from './upgrade-values.js'
 
 export {
   MemoryBus,
@@ -160,15 +161,6 @@ function refuseUnservedUpgrades(fastify: FastifyInstance, router: UpgradeRouter,
 }
 
 /**
- * A connection's credential: the upgrade's (token query parameter or Authorization header), read when a
- * call asks. One function for every session (`this` is the session's init, which holds the headers and
- * query): a closure per session held ~0.1 KiB (bench/density).
- */
-function upgradeCredential(this: SessionInit): string | undefined {
-  return websocketCredential(this.headers ?? {}, this.query ?? {})
-}
-
-/**
  * Opens the frame session of an upgraded socket (`raw` is its TCP socket). `onError`: an 'error'
  * listener to add with the carrier's (when the upgrade's own listener was not added before).
  */
@@ -195,6 +187,8 @@ function sessionOpener(
       const id = `w${(++connectionCounter).toString(36)}`
       const headers = request.headers
       const query = request.query as Record<string, unknown>
+      // Their values, kept for every call, keep no slice of the request's URL or header text alive.
+      keepUpgradeValues(headers, query)
       const session = new FrameSession(carrier, server, {
         id,
         clientIp: request.ip,
@@ -202,9 +196,10 @@ function sessionOpener(
         // logger (the application's childLoggerFactory made it) is kept, its child only when used.
         log: connectionLogger(request.log, id),
         format: upgrade.format,
+        // No `credential`: core's WebSocket default, the upgrade's (its token query value, then its
+        // Authorization header), read when a call asks.
         headers,
         query,
-        credential: upgradeCredential,
         // The credential and the format stay the connection's; metadata carries per-call keys.
         ...(upgrade.metadata
           ? {

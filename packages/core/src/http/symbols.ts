@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify'
-import type { TriviumCall, TriviumIdentity } from '../call.js'
+import type { IdentityListener, TriviumCall } from '../call.js'
 
 /**
  * Where the HTTP adapter keeps the common request form on the Fastify request (`request[CALL]`),
@@ -30,7 +30,7 @@ export interface TransportOverride {
   clientIp?: string
   connection?: Record<string, unknown>
   /** Told when authentication sets the call's identity (see CallInit.onIdentity). */
-  onIdentity?: (identity: TriviumIdentity) => void
+  onIdentity?: IdentityListener
   /**
    * The frame's credential (its metadata's, else the connection's), for a named route's guard; the
    * bridge also gives it to the route as `Authorization: Bearer …`, which the app's own hooks read.

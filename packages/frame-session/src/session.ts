@@ -84,8 +84,8 @@ export interface SessionInit {
   headers?: HeaderMap
   query?: Record<string, unknown>
   /**
-   * The bearer credential of a call, from the frame's metadata or the connection (may throw). Called on
-   * the init. Absent: core's default for the protocol (WebSocket: the `token` query value, then the
+   * The bearer credential of a call, from the frame's metadata or the connection (may throw). Called with
+   * no `this`. Absent: core's default for the protocol (WebSocket: the `token` query value, then the
    * Authorization header, of `query` and `headers`; TCP: the metadata's `auth_token`), with no function
    * per session (bench/density).
    */
@@ -125,14 +125,12 @@ export class FrameSession implements Session, Expiring {
   expiresAt: number | undefined = undefined
   readonly #carrier: FrameCarrier
   readonly #ctx: SessionContext
-  readonly #init: SessionInit
   /** Set by `close(reason)` while the calls in flight are still being answered. */
   #closing: UnauthorizedException | undefined
 
   constructor(carrier: FrameCarrier, ctx: SessionContext, init: SessionInit) {
     this.#carrier = carrier
     this.#ctx = ctx
-    this.#init = init
     this.id = init.id
     this.protocol = ctx.transport
     this.clientIp = init.clientIp
@@ -144,10 +142,15 @@ export class FrameSession implements Session, Expiring {
     this.#host = {
       session: this,
       ctx,
-      init,
       carrier,
       calls: this.#calls,
       compression: this.#compression,
+      // The init's parts the calls use, here rather than the init kept beside the host (bench/density).
+      format: init.format,
+      headers: init.headers,
+      query: init.query,
+      credential: init.credential,
+      splitRequest: init.splitRequest,
       connectionCredential: undefined,
       onIdentity: hostIdentity,
       requestIdPrefix: `${init.id}:`,
@@ -383,8 +386,8 @@ export class FrameSession implements Session, Expiring {
     let payload = frame.payload
     let metadata: Record<string, string> | undefined
     let credential: string | null | undefined
-    let format = this.#init.format
-    const split = this.#init.splitRequest
+    let format = this.#host.format
+    const split = this.#host.splitRequest
     if (split !== undefined) {
       // The carrier's parts are used as they are (no object per frame beyond the carrier's own).
       let parts: RequestParts

@@ -10,6 +10,7 @@ import {
   websocketCredential,
 } from '@trivium/core'
 import {
+  type HeaderMap,
   isNamedRoute,
   isThenable,
   jsonFormat,
@@ -70,8 +71,13 @@ export interface CallStart {
 export interface CallHost {
   readonly session: FrameSession
   readonly ctx: SessionContext
-  readonly init: SessionInit
   readonly carrier: FrameCarrier
+  /** The init's (SessionInit): the host holds them, not the init (one object per session less). */
+  readonly format: WireFormat
+  readonly headers: HeaderMap | undefined
+  readonly query: Record<string, unknown> | undefined
+  readonly credential: SessionInit['credential']
+  readonly splitRequest: SessionInit['splitRequest']
   readonly calls: CallTable
   readonly compression: SessionCompression
   /**
@@ -105,15 +111,15 @@ function callCredential(
   metadata: Record<string, string> | undefined,
   given: string | null | undefined,
 ): string | undefined | (() => string | undefined) {
-  const init = host.init
+  const own = host.credential
   // No credential of the init's own: core finds the protocol's (WebSocket: the upgrade's query, then its
   // Authorization header; TCP: the frame's metadata), when asked.
-  if (init.credential === undefined) return given ?? undefined
+  if (own === undefined) return given ?? undefined
   if (metadata === undefined) {
-    host.connectionCredential ??= () => init.credential?.(undefined)
+    host.connectionCredential ??= () => own(undefined)
     return host.connectionCredential
   }
-  return given !== undefined ? (given ?? undefined) : init.credential(metadata)
+  return given !== undefined ? (given ?? undefined) : own(metadata)
 }
 
 /** A named route's credential now (its hooks read it as a header): core's default when none is given. */
@@ -123,9 +129,9 @@ function routeCredential(
   credential: string | undefined | (() => string | undefined),
 ): string | undefined {
   if (typeof credential === 'function') return credential()
-  if (credential !== undefined || host.init.credential !== undefined) return credential
+  if (credential !== undefined || host.credential !== undefined) return credential
   return host.session.protocol === 'websocket'
-    ? websocketCredential(host.init.headers ?? {}, host.init.query)
+    ? websocketCredential(host.headers ?? {}, host.query)
     : metadataCredential(metadata)
 }
 
@@ -179,8 +185,8 @@ export function runCall(
       format,
       requestId,
       log: session.log,
-      headers: host.init.headers,
-      query: host.init.query,
+      headers: host.headers,
+      query: host.query,
       metadata,
       clientIp: session.clientIp,
       credential,

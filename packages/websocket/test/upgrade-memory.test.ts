@@ -1,9 +1,10 @@
 // What an open WebSocket connection keeps of its upgrade (issue 42, bench/density): the upgrade's HTTP
 // exchange (Node's IncomingMessage and the ServerResponse bound to the socket, Fastify's Request and
 // Reply) is released once ws accepts the socket; the connection keeps only the headers and query its
-// calls' middleware sees. Checked with weak references and full collections while the connection is
-// open and answering.
-import { setFlagsFromString } from 'node:v8'
+// calls' middleware sees, with strings of their own (no slice of the URL). Checked with weak references,
+// full collections and a heap snapshot's strings while the connection is open and answering.
+import { randomBytes } from 'node:crypto'
+import { getHeapSnapshot, setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { FrameType } from '@trivium/wire'
 import t from 'tap'
@@ -47,3 +48,41 @@ t.test('an open connection holds no request, response, Request or Reply of its u
     'still answering, as the same user',
   )
 })
+
+/** The heap's strings (a snapshot's string nodes) that contain `part`. */
+async function stringsContaining(part: string): Promise<string[]> {
+  gc()
+  const chunks: Buffer[] = []
+  for await (const chunk of getHeapSnapshot()) chunks.push(chunk as Buffer)
+  const snapshot = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { strings: string[] }
+  return snapshot.strings.filter((s) => s.includes(part))
+}
+
+t.test(
+  'an open connection keeps no slice of its upgrade URL: its query values are strings of their own',
+  async (t) => {
+    const { app, url } = await buildApp({}, (app) => {
+      app.trivium.endpoint('pad', { method: 'GET', url: '/pad' }, (_b, call) => ({
+        pad: (call.query as { pad?: string }).pad,
+      }))
+    })
+    t.teardown(() => app.close())
+    // A value long enough that V8 would make a slice of the URL for it, and a mark no other string has.
+    const pad = `p${randomBytes(24).toString('hex')}`
+    const client = await Client.open(`${url}?format=json&token=u7&pad=${pad}`)
+    t.teardown(() => client.ws.terminate())
+    client.request(1, 'pad', {})
+    const first = await client.reply(1, FrameType.RESPONSE)
+    t.same(dec((first as { payload: Uint8Array }).payload), { pad }, 'the call reads the query value')
+    const held = await stringsContaining(pad)
+    // The server's request URL is the path; the client keeps its own `ws://…` URL.
+    t.same(
+      held.filter((s) => s.startsWith('/ws?')),
+      [],
+      'no string of the upgrade URL is left on the heap',
+    )
+    client.request(2, 'pad', {})
+    const again = await client.reply(2, FrameType.RESPONSE)
+    t.same(dec((again as { payload: Uint8Array }).payload), { pad }, 'still the same value')
+  },
+)

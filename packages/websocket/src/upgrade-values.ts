@@ -11,6 +11,12 @@ const MAX_NAMES = 64
 /** Longer values are copied, never shared (a token, a cookie: one per client). */
 const MAX_SHARED_LENGTH = 256
 
+/**
+ * Names whose values are copied, never remembered: credentials (no token outlives its connections in
+ * this cache) and values unique to each connection.
+ */
+const NEVER_SHARED = new Set(['authorization', 'proxy-authorization', 'cookie', 'token', 'sec-websocket-key'])
+
 const lastHeaderValues = new Map<string, string>()
 const lastQueryValues = new Map<string, string>()
 
@@ -25,6 +31,7 @@ function ownCopy(value: string): string {
 
 /** `value`, as the previous connection's equal string, else as a copy (remembered when short). */
 function keptValue(last: Map<string, string>, name: string, value: string): string {
+  if (NEVER_SHARED.has(name)) return ownCopy(value)
   const previous = last.get(name)
   if (previous === value) return previous
   const own = ownCopy(value)

@@ -65,6 +65,10 @@ function readOnly(key: PropertyKey): TypeError {
  * `Object.defineProperty` on a fresh object an order of magnitude slower than the literal, per call.
  */
 const VERIFIED_FIELDS: ProxyHandler<TriviumIdentity> = {
+  // No `get` trap: reads go to the target. Declared as an own `undefined` so that each read's look-up of
+  // the trap finds it here instead of missing through Object.prototype (the frame transports read three
+  // fields per call, bench/README.md "Fourth pass").
+  get: undefined,
   set(target, key, value) {
     if (VERIFIED.has(key)) throw readOnly(key)
     return Reflect.set(target, key, value)

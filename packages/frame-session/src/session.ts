@@ -390,7 +390,7 @@ export class FrameSession implements Session, Expiring {
     }
     let payload = frame.payload
     let metadata: Record<string, string> | undefined
-    let credential: string | null | undefined
+    let credential: string | null | undefined, timeout: string | null | undefined
     let format = this.#init.format
     const split = this.#init.splitRequest
     if (split !== undefined) {
@@ -410,6 +410,7 @@ export class FrameSession implements Session, Expiring {
       payload = parts.payload
       metadata = parts.metadata
       credential = parts.credential
+      timeout = parts.timeout
       format = chosen
     }
     const endpoint = frame.endpoint as string
@@ -434,7 +435,19 @@ export class FrameSession implements Session, Expiring {
       requests = this.#calls.clientStreams.open(id, entry, definition, format, window, this.#carrier)
     }
     calls.start(id, entry)
-    runCall(this.#host, endpoint, definition, id, payload, metadata, credential, format, entry, requests)
+    runCall(
+      this.#host,
+      endpoint,
+      definition,
+      id,
+      payload,
+      metadata,
+      credential,
+      timeout,
+      format,
+      entry,
+      requests,
+    )
   }
 
   async #onSubscribe(frame: Frame): Promise<void> {

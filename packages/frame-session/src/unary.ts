@@ -118,6 +118,8 @@ export function runCall(
   metadata: Record<string, string> | undefined,
   /** The credential the carrier read with the metadata (RequestParts.credential). */
   given: string | null | undefined,
+  /** The metadata's `timeout_ms` as the carrier read it (RequestParts.timeout). */
+  timeout: string | null | undefined,
   format: WireFormat,
   entry: Cancellation,
   requests: RequestInbox | undefined,
@@ -156,6 +158,7 @@ export function runCall(
       headers: host.init.headers,
       query: host.init.query,
       metadata,
+      timeout,
       clientIp: session.clientIp,
       credential,
       signal: entry.lazySignal,

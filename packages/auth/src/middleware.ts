@@ -65,6 +65,10 @@ function readOnly(key: PropertyKey): TypeError {
  * `Object.defineProperty` on a fresh object an order of magnitude slower than the literal, per call.
  */
 const VERIFIED_FIELDS: ProxyHandler<TriviumIdentity> = {
+  // No `get` trap: reads go to the target. Declared as an own `undefined` so that each read's look-up of
+  // the trap finds it here instead of missing through Object.prototype (the frame transports read three
+  // fields per call, bench/README.md "Fourth pass").
+  get: undefined,
   set(target, key, value) {
     if (VERIFIED.has(key)) throw readOnly(key)
     return Reflect.set(target, key, value)
@@ -162,7 +166,8 @@ function revokedError(): UnauthorizedException {
  * `exp` as verified; no copy of it here, a boxed double per connection: bench/density).
  */
 interface LastToken {
-  readonly token: string
+  /** Re-pointed at each hit's string (connectionClaims). */
+  token: string
   readonly claims: TokenClaims
 }
 
@@ -191,8 +196,13 @@ function connectionClaims(
   const connection = call.connection
   if (connection === undefined || tokens.verifiedCacheSize === 0) return validatedClaims(tokens, token)
   const last = lastTokens.get(connection)
-  if (last !== undefined && last.token === token && tokens.clock() < last.claims.expiresAtMs)
+  if (last !== undefined && last.token === token && tokens.clock() < last.claims.expiresAtMs) {
+    // The same text may come as another string (a TCP connection decodes its metadata again after idling):
+    // keep the one sent now, so that the next comparison finds the same string at once instead of
+    // comparing a token's ~480 characters (~290 instructions a call, bench/README.md "Fourth pass").
+    last.token = token
     return last.claims
+  }
   const claims = validatedClaims(tokens, token)
   lastTokens.set(connection, { token, claims })
   return claims

@@ -167,7 +167,7 @@ export class Mirror {
   }
 
   has(jti: string): boolean {
-    return this.entries.has(jti, Date.now())
+    return this.entries.has(jti, Date.now)
   }
 
   /**

@@ -60,6 +60,8 @@ export interface MemoryRevocationStoreOptions {
 export class MemoryRevocationStore implements RevocationStore {
   readonly #listed = new ExpiringSet()
   private readonly clock: Clock
+  /** The clock as `this.clock()` calls it, for lookups that read it only when they find an entry. */
+  readonly #now = (): number => this.clock()
   private readonly timer: NodeJS.Timeout | undefined
 
   constructor(options: MemoryRevocationStoreOptions = {}) {
@@ -83,7 +85,7 @@ export class MemoryRevocationStore implements RevocationStore {
 
   /** Synchronous lookup (the middleware's fast path for this store). */
   containsSync(jti: string): boolean {
-    return this.#listed.has(jti, this.clock())
+    return this.#listed.has(jti, this.#now)
   }
 
   async remove(jti: string): Promise<void> {

@@ -20,6 +20,11 @@ export interface InvokeInit {
   headers?: HeaderMap
   query?: Record<string, unknown>
   metadata?: Record<string, string>
+  /**
+   * `metadata`'s `timeout_ms` entry when the transport read it with the block (null: none), so that a
+   * repeated block is not read again per call; absent: read from `metadata`.
+   */
+  timeout?: string | null
   clientIp?: string
   /** Cancellation: a signal, or a function that makes one on first use (saves an AbortController per call). */
   signal?: AbortSignal | (() => AbortSignal)
@@ -58,7 +63,7 @@ export class Invoker {
     return this.#make(
       init,
       definition,
-      callDeadline(init.protocol, init.headers, init.metadata, definition.timeoutMs),
+      callDeadline(init.protocol, init.headers, init.metadata, definition.timeoutMs, init.timeout),
     )
   }
 
@@ -102,7 +107,13 @@ export class Invoker {
   start(init: InvokeInit): StartedCall {
     const definition = this.registry.get(init.endpoint)
     if (!definition) throw new NotFoundException(`Unknown endpoint: ${init.endpoint}`)
-    const deadline = callDeadline(init.protocol, init.headers, init.metadata, definition.timeoutMs)
+    const deadline = callDeadline(
+      init.protocol,
+      init.headers,
+      init.metadata,
+      definition.timeoutMs,
+      init.timeout,
+    )
     const call = this.#make(init, definition, deadline)
     return { call, result: this.pipeline.run(call, routeToHandler, deadline) }
   }

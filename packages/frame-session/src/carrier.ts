@@ -49,5 +49,7 @@ export interface RequestParts {
    * `SessionInit.credential` would read it): null for none. Absent: the session asks `credential`.
    */
   credential?: string | null
+  /** The metadata's `timeout_ms` when the carrier read it with the block (null: none). Absent: core reads it. */
+  timeout?: string | null
   payload: Uint8Array
 }

@@ -385,7 +385,7 @@ export class FrameSession implements Session, Expiring {
     }
     let payload = frame.payload
     let metadata: Record<string, string> | undefined
-    let credential: string | null | undefined
+    let credential: string | null | undefined, timeout: string | null | undefined
     let format = this.#host.format
     const split = this.#host.splitRequest
     if (split !== undefined) {
@@ -405,6 +405,7 @@ export class FrameSession implements Session, Expiring {
       payload = parts.payload
       metadata = parts.metadata
       credential = parts.credential
+      timeout = parts.timeout
       format = chosen
     }
     const endpoint = frame.endpoint as string
@@ -429,7 +430,19 @@ export class FrameSession implements Session, Expiring {
       requests = this.#calls.clientStreams.open(id, entry, definition, format, window, this.#carrier)
     }
     calls.start(id, entry)
-    runCall(this.#host, endpoint, definition, id, payload, metadata, credential, format, entry, requests)
+    runCall(
+      this.#host,
+      endpoint,
+      definition,
+      id,
+      payload,
+      metadata,
+      credential,
+      timeout,
+      format,
+      entry,
+      requests,
+    )
   }
 
   async #onSubscribe(frame: Frame): Promise<void> {

@@ -150,6 +150,8 @@ export function runCall(
   metadata: Record<string, string> | undefined,
   /** The credential the carrier read with the metadata (RequestParts.credential). */
   given: string | null | undefined,
+  /** The metadata's `timeout_ms` as the carrier read it (RequestParts.timeout). */
+  timeout: string | null | undefined,
   format: WireFormat,
   entry: Cancellation,
   requests: RequestInbox | undefined,
@@ -188,6 +190,7 @@ export function runCall(
       headers: host.headers,
       query: host.query,
       metadata,
+      timeout,
       clientIp: session.clientIp,
       credential,
       signal: entry.lazySignal,

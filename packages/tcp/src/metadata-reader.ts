@@ -7,7 +7,7 @@
 // that decoded without error are remembered, so a reused result is exactly what decoding would give.
 import { metadataCredential } from '@trivium/core'
 import type { RequestParts } from '@trivium/frame-session'
-import { decodeMetadata, FORMAT_METADATA_KEY } from '@trivium/wire'
+import { decodeMetadata, FORMAT_METADATA_KEY, TIMEOUT_METADATA_KEY } from '@trivium/wire'
 
 /** Largest metadata block a reader remembers; a larger one is decoded on every frame. */
 export const METADATA_MEMO_MAX_BYTES = 4096
@@ -43,12 +43,15 @@ export class MetadataReader {
    */
   #formatName: string | undefined = undefined
   #credential: string | null = null
+  /** The block's `timeout_ms` (null: none), read once with it for core's deadline. */
+  #timeout: string | null = null
 
   /**
    * A REQUEST payload's parts: its metadata, the `format` it names, its credential (`auth_token`, as
-   * core's `metadataCredential` reads it; null for none), and the model's bytes after it.
+   * core's `metadataCredential` reads it; null for none), its `timeout_ms` (null for none), and the
+   * model's bytes after it.
    */
-  read(bytes: Uint8Array): RequestParts & { metadata: Record<string, string> } {
+  read(bytes: Uint8Array): RequestParts & { metadata: Record<string, string>; timeout: string | null } {
     const block = this.#block
     if (block !== undefined && startsWith(bytes, block)) {
       const metadata: Record<string, string> = Object.create(null)
@@ -59,6 +62,7 @@ export class MetadataReader {
         metadata,
         formatName: this.#formatName,
         credential: this.#credential,
+        timeout: this.#timeout,
         payload: bytes.subarray(block.length),
       }
     }
@@ -66,6 +70,7 @@ export class MetadataReader {
     const metadata = decoded.metadata
     const formatName = metadata[FORMAT_METADATA_KEY]
     const credential = metadataCredential(metadata) ?? null
+    const timeout = metadata[TIMEOUT_METADATA_KEY] ?? null
     const size = bytes.length - decoded.rest.length
     if (size > 0 && size <= METADATA_MEMO_MAX_BYTES) {
       // A copy with a memory of its own: a copy from Node's shared pool would keep that pool's whole
@@ -77,8 +82,9 @@ export class MetadataReader {
       this.#values = this.#keys.map((key) => metadata[key] as string)
       this.#formatName = formatName
       this.#credential = credential
+      this.#timeout = timeout
     }
-    return { metadata, formatName, credential, payload: decoded.rest }
+    return { metadata, formatName, credential, timeout, payload: decoded.rest }
   }
 
   /**
@@ -91,5 +97,6 @@ export class MetadataReader {
     this.#values = NONE
     this.#formatName = undefined
     this.#credential = null
+    this.#timeout = null
   }
 }

@@ -114,3 +114,18 @@ t.test('the format and the credential come with the parts, remembered with the b
   t.equal(after.credential, null, 'nothing of the forgotten block is kept')
   t.equal(after.formatName, 'json')
 })
+
+t.test("the block's timeout_ms comes with the parts, remembered with the block", async (t) => {
+  const reader = new MetadataReader()
+  for (const round of ['decoded', 'remembered']) {
+    t.equal(reader.read(frame({ format: 'json', timeout_ms: '250' }, '{}')).timeout, '250', round)
+  }
+  for (const round of ['decoded', 'remembered']) {
+    t.equal(reader.read(frame({ format: 'json' }, '{}')).timeout, null, `${round}: none`)
+  }
+  // Passed on as sent: core's deadline refuses an invalid one as it refuses it in the map.
+  t.equal(reader.read(frame({ timeout_ms: 'soon' }, '')).timeout, 'soon')
+  reader.read(frame({ timeout_ms: '5' }, ''))
+  reader.forget()
+  t.equal(reader.read(frame({ a: 'b' }, '')).timeout, null, 'nothing of the forgotten block is kept')
+})

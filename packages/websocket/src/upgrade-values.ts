@@ -2,20 +2,33 @@
 // (`call.headers`, `call.query`, the credential), with strings of their own (bench/density, issue 42).
 // The query parser's values are slices of the request's URL (a 512-byte URL stayed whole for a
 // `token` value), and most header values are the same on every connection ('websocket', 'Upgrade', '13',
-// the Host, a browser's User-Agent): each value is copied into a flat string, or replaced by an equal one
-// an earlier connection keeps. The objects stay the request's own (their shapes and prototypes), and every
+// the Host, a browser's User-Agent): each value is copied into a flat string, or, for a few common names
+// (SHARED_HEADERS), replaced by an equal one an earlier connection keeps. The objects stay the request's own (their shapes and prototypes), and every
 // value is equal to the one replaced: nothing a middleware reads changes.
 
-/** Names whose previous value is remembered (one per name, header and query apart). */
-const MAX_NAMES = 64
-/** Longer values are copied, never shared (a token, a cookie: one per client). */
+/** Longer values are copied, never shared. */
 const MAX_SHARED_LENGTH = 256
 
 /**
- * Names whose values are copied, never remembered: credentials (no token outlives its connections in
- * this cache) and values unique to each connection.
+ * The only names whose previous value is remembered: values every client sends alike, none a secret.
+ * Any other value (a credential, a cookie, an application's own `x-api-key`) is copied, never kept in
+ * this cache: nothing of one client outlives its connection here.
  */
-const NEVER_SHARED = new Set(['authorization', 'proxy-authorization', 'cookie', 'token', 'sec-websocket-key'])
+const SHARED_HEADERS = new Set([
+  'host',
+  'connection',
+  'upgrade',
+  'origin',
+  'user-agent',
+  'accept-encoding',
+  'accept-language',
+  'cache-control',
+  'pragma',
+  'sec-websocket-version',
+  'sec-websocket-extensions',
+  'sec-websocket-protocol',
+])
+const SHARED_QUERY = new Set(['format'])
 
 const lastHeaderValues = new Map<string, string>()
 const lastQueryValues = new Map<string, string>()
@@ -29,22 +42,25 @@ function ownCopy(value: string): string {
   return JSON.parse(JSON.stringify(value)) as string
 }
 
-/** `value`, as the previous connection's equal string, else as a copy (remembered when short). */
-function keptValue(last: Map<string, string>, name: string, value: string): string {
-  if (NEVER_SHARED.has(name)) return ownCopy(value)
+/** `value`, as the previous connection's equal string when its name is shared, else as a copy. */
+function keptValue(last: Map<string, string> | undefined, name: string, value: string): string {
+  if (last === undefined) return ownCopy(value)
   const previous = last.get(name)
   if (previous === value) return previous
   const own = ownCopy(value)
-  if (own.length <= MAX_SHARED_LENGTH && (previous !== undefined || last.size < MAX_NAMES)) {
-    last.set(name, own)
-  }
+  if (own.length <= MAX_SHARED_LENGTH) last.set(name, own)
   return own
 }
 
 /** Replaces every string value of `values` (and of its arrays) in place by a kept equal one. */
-function keepValues(last: Map<string, string>, values: Record<string, unknown>): void {
+function keepValues(
+  shared: ReadonlySet<string>,
+  lastValues: Map<string, string>,
+  values: Record<string, unknown>,
+): void {
   for (const name of Object.keys(values)) {
     if (name === '__proto__') continue // an own key of that name: assigning it would not set it
+    const last = shared.has(name) ? lastValues : undefined
     const value = values[name]
     if (typeof value === 'string') {
       values[name] = keptValue(last, name, value)
@@ -62,6 +78,6 @@ function keepValues(last: Map<string, string>, values: Record<string, unknown>):
  * the connection that keeps the two objects.
  */
 export function keepUpgradeValues(headers: Record<string, unknown>, query: Record<string, unknown>): void {
-  keepValues(lastHeaderValues, headers)
-  keepValues(lastQueryValues, query)
+  keepValues(SHARED_HEADERS, lastHeaderValues, headers)
+  keepValues(SHARED_QUERY, lastQueryValues, query)
 }

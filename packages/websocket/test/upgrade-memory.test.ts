@@ -86,3 +86,45 @@ t.test(
     t.same(dec((again as { payload: Uint8Array }).payload), { pad }, 'still the same value')
   },
 )
+
+t.test(
+  "a header value is kept past its connection only for a common name (an application's x-api-key is not)",
+  async (t) => {
+    const { app, url } = await buildApp({}, (app) => {
+      app.trivium.endpoint('key', { method: 'GET', url: '/key' }, (_b, call) => ({
+        ok: typeof call.headers['x-api-key'] === 'string',
+      }))
+    })
+    t.teardown(() => app.close())
+    // Two marks, searched for together: the values themselves exist only in the request and the server.
+    const a = randomBytes(12).toString('hex')
+    const b = randomBytes(12).toString('hex')
+    const client = await Client.open(`${url}?format=json`, {
+      'x-api-key': `${a}-${b}`,
+      'user-agent': `${b}-${a}`,
+    })
+    client.request(1, 'key', {})
+    const reply = await client.reply(1, FrameType.RESPONSE)
+    t.same(dec((reply as { payload: Uint8Array }).payload), { ok: true }, 'the call reads the header')
+    const closed = new Promise((resolve) => client.ws.once('close', resolve))
+    client.ws.close()
+    await closed
+    let held: string[] = []
+    for (let i = 0; i < 10; i++) {
+      gc()
+      await new Promise((r) => setImmediate(r))
+      held = (await stringsContaining(a)).filter((s) => s.includes(b))
+      if (!held.some((s) => s.startsWith(a))) break
+    }
+    t.same(
+      held.filter((s) => s.startsWith(a)),
+      [],
+      'the x-api-key value is gone with its connection',
+    )
+    t.equal(
+      held.filter((s) => s.startsWith(b)).length,
+      1,
+      'the user-agent value is shared with the next connection',
+    )
+  },
+)

@@ -20,17 +20,23 @@ import { dirname, join, relative, resolve } from 'node:path'
 import { promisify } from 'node:util'
 import t from 'tap'
 import { packAll, publishablePackages, root } from '../../../scripts/pack.mjs'
+import { typeChecker } from '../../../scripts/test/type-check.ts'
 import { assertHostUnchanged, compileHostDiff, officialPlugins } from './host-diff.ts'
 
 const run = promisify(execFile)
 const consumer = resolve(import.meta.dirname, '..', 'consumer')
-const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc')
 // tap preloads its hooks through NODE_OPTIONS; the scratch app's processes are a user's, without them. Nor
 // NODE_V8_COVERAGE (a coverage run's): npm, tsc and the installed copies outside the workspace count for no
 // package's coverage, and V8's block counters made each tsc here ~25 % dearer.
 const env = Object.fromEntries(
   Object.entries(process.env).filter(([k]) => !/^(NODE_OPTIONS|NODE_V8_COVERAGE|TAP|_TAPJS)/.test(k)),
 )
+
+// Every type-check here (five projects, each as `tsc -p` would) runs in one child process, in the order asked:
+// TypeScript is loaded once and a file two projects read alike (lib, @types/node, fastify's and Trivium's .d.ts)
+// is parsed once; each project is still checked in full under its own options (scripts/test/type-check.ts).
+const checker = typeChecker(env)
+t.teardown(() => checker.close())
 
 const work = mkdtempSync(join(tmpdir(), 'trivium-adoption-'))
 t.teardown(() => rmSync(work, { recursive: true, force: true }))
@@ -66,7 +72,7 @@ t.before(async () => {
   )
   await npmInstall(app, [...tarballs.values(), 'fastify@^5', '@types/node@^20.19', ...officialPlugins])
   // Its own program (it types `request.user` through @fastify/jwt), compiled while the other checks run.
-  hostDiffCompiled = compileHostDiff(app, tsc, env)
+  hostDiffCompiled = compileHostDiff(app, checker)
   hostDiffCompiled.catch(() => {}) // awaited by the test that asserts it
 })
 
@@ -104,10 +110,7 @@ t.test('a strict consumer type-checks against the published types (skipLibCheck 
     },
     'the strictest consumer settings',
   )
-  const result = await run(process.execPath, [tsc, '-p', app], { env }).then(
-    () => '',
-    (err: { stdout: string }) => err.stdout,
-  )
+  const result = (await checker.check(app, app)).stdout
   t.equal(
     result,
     '',
@@ -142,13 +145,7 @@ t.test(
         include: ['entries-no-ioredis.ts', 'types/own-user.ts'],
       }),
     )
-    const output = await run(process.execPath, [tsc, '-p', 'tsconfig.no-ioredis.json'], {
-      cwd: app,
-      env,
-    }).then(
-      () => '',
-      (err: { stdout: string }) => err.stdout,
-    )
+    const output = (await checker.check(app, 'tsconfig.no-ioredis.json')).stdout
     const errors = output.split('\n').filter((l) => / error TS\d+/.test(l))
     for (const p of checked) {
       // Issue 14 item 6: no optional peer (ioredis) in any emitted .d.ts without a fallback.
@@ -289,10 +286,7 @@ console.log(JSON.stringify({
 }))
 `,
   )
-  const compiled = await run(process.execPath, [tsc, '-p', '.'], { cwd: dir, env }).then(
-    () => '',
-    (err: { stdout: string }) => err.stdout,
-  )
+  const compiled = (await checker.check(dir, '.')).stdout
   t.equal(compiled, '', 'strict, skipLibCheck off: no error')
   const { stdout } = await run(process.execPath, [join(dir, 'dist', 'app.js')], { cwd: dir, env })
   t.same(JSON.parse(stdout), { roundTrip: 'hello', signed: true, token: 22, totp: true })
@@ -325,10 +319,7 @@ function requires(dir: string, name: string): boolean {
 /** Writes a tsconfig into the scratch app and type-checks it; resolves to tsc's report ('' when clean). */
 function typeCheck(name: string, config: object): Promise<string> {
   writeFileSync(join(app, name), JSON.stringify(config))
-  return run(process.execPath, [tsc, '-p', name], { cwd: app, env }).then(
-    () => '',
-    (err: { stdout: string }) => err.stdout,
-  )
+  return checker.check(app, name).then((r) => r.stdout)
 }
 
 interface Report {

@@ -5,13 +5,11 @@
 // document and the process warnings must be the same, as must `request.user` on a route opted in to Trivium's
 // rules (its headers are Trivium's to add); Trivium's own endpoint answers with Trivium's error
 // body over HTTP and /ws. Used by test/adoption.test.ts, which owns the one npm install.
-import { execFile, spawn } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { promisify } from 'node:util'
 import type { Test } from 'tap'
-
-const run = promisify(execFile)
+import type { TypeChecker } from '../../../scripts/test/type-check.ts'
 
 /** The official plugins the service has, installed beside the tarballs (and `ws` for its clients). */
 export const officialPlugins = [
@@ -40,7 +38,7 @@ interface HostReport {
 }
 
 /** Type-checks consumer/host-diff.ts on its own (it augments `request.user` through @fastify/jwt). */
-export async function compileHostDiff(app: string, tsc: string, env: NodeJS.ProcessEnv): Promise<string> {
+export async function compileHostDiff(app: string, checker: TypeChecker): Promise<string> {
   writeFileSync(
     join(app, 'tsconfig.host-diff.json'),
     JSON.stringify({
@@ -49,10 +47,7 @@ export async function compileHostDiff(app: string, tsc: string, env: NodeJS.Proc
       include: ['host-diff.ts'],
     }),
   )
-  return run(process.execPath, [tsc, '-p', 'tsconfig.host-diff.json'], { cwd: app, env }).then(
-    () => '',
-    (err: { stdout: string }) => err.stdout,
-  )
+  return (await checker.check(app, 'tsconfig.host-diff.json')).stdout
 }
 
 /** Runs the service once; a refusal or a crash at start becomes `startError` (with the end of stderr). */

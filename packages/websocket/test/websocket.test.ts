@@ -333,9 +333,12 @@ t.test('idle timeout and liveness', async (t) => {
 t.test('shutdown: GOAWAY, drain unary calls, end streams, close 1001', async (t) => {
   const { app, url, probe } = await buildApp()
   const c = await Client.open(url)
-  c.request(1, 'slow', { ms: 200 })
+  // The unary call must still be running when the shutdown starts: 200 ms was not enough at load 15 (its
+  // answer came before the stream's first item); it is drained, so a longer one only lengthens the drain.
+  c.request(1, 'slow', { ms: 2000 })
   c.request(2, 'count', { n: 1000, ms: 10 })
   await c.until((fs) => fs.some((f) => f.requestId === 2))
+  t.equal(probe.slowRunning, 1, 'the unary call is in flight when the shutdown starts')
   const closing = app.close()
   await c.closed
   await closing

@@ -42,7 +42,7 @@ import { ownLogger } from './connection-logger.js'
 import { type CallIds, CallTable } from './flow-control.js'
 import type { ResolvedFrameSessionOptions } from './options.js'
 import type { RequestInbox } from './request-stream.js'
-import { type CallHost, runCall, type UnaryBridge } from './unary.js'
+import { type CallHost, hostIdentity, runCall, type UnaryBridge } from './unary.js'
 
 const EMPTY = new Uint8Array(0)
 const textEncoder = new TextEncoder()
@@ -488,17 +488,6 @@ export class FrameSession implements Session, Expiring {
   tokenExpired(): void {
     this.fail(new TokenExpiredException(TOKEN_EXPIRED_MESSAGE), 'session')
   }
-}
-
-/**
- * Every call's `onIdentity` (`this` is the session's call host, core calls it on it): the connection learns
- * who it is the moment authentication accepts a call's token, before the handler runs, so `closeSessions`
- * and the expiry timer see a connection whose only call is still running (a client stream, a long unary
- * call, a logout of its own token). One function for every session (a closure each held ~0.1 KiB).
- */
-function hostIdentity(this: CallHost, identity: TriviumIdentity): void {
-  const session = this.session
-  if (!session.closed) session.identify(identity)
 }
 
 function publish(ch: ReturnType<typeof channel>, message: object): void {

@@ -91,6 +91,17 @@ export interface CallHost {
   readonly requestIdPrefix: string
 }
 
+/**
+ * Every call's `onIdentity` (`this` is the session's call host, core calls it on it): the connection learns
+ * who it is the moment authentication accepts a call's token, before the handler runs, so `closeSessions`
+ * and the expiry timer see a connection whose only call is still running (a client stream, a long unary
+ * call, a logout of its own token). One function for every session (a closure each held ~0.1 KiB).
+ */
+export function hostIdentity(this: CallHost, identity: TriviumIdentity): void {
+  const session = this.session
+  if (!session.closed) session.identify(identity)
+}
+
 /** Learns the identity a call ended with (middleware may complete it after `onIdentity`). */
 function learnIdentity(host: CallHost, call: TriviumCall): void {
   const identity = call.identity

@@ -75,7 +75,7 @@ export type IdentityListener =
   | { onIdentity(identity: TriviumIdentity): void }
 
 /** The default credential of a transport that does not supply `CallInit.credential`. */
-function defaultCredential(
+export function defaultCredential(
   call: Pick<TriviumCall<unknown>, 'protocol' | 'headers' | 'query' | 'metadata'>,
 ): string | undefined {
   if (call.protocol === 'http') return httpCredential(call.headers, call.query)

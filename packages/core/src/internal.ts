@@ -11,7 +11,13 @@ export {
   TIMEOUT_HEADER,
   UNKNOWN_OPTION,
 } from '@trivium/wire'
-export { type CallInit, fillContext, type HeaderMap, type IdentityListener } from './call.js'
+export {
+  type CallInit,
+  defaultCredential,
+  fillContext,
+  type HeaderMap,
+  type IdentityListener,
+} from './call.js'
 export { CREDENTIAL_METADATA_KEY, REPEATED_CREDENTIAL } from './credential.js'
 export { handlerSettled } from './deadline.js'
 export { checkEndpointNames, closestEndpointName, closestName } from './endpoint-names.js'

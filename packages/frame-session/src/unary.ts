@@ -1,15 +1,14 @@
 // Running one call on a frame connection: through core's pipeline (or a unary bridge, TCP's inject
 // mode), answered by its RESPONSE or ERROR frame, or by a stream handed to the pump.
-import {
-  type EndpointDefinition,
-  metadataCredential,
-  type TriviumCall,
-  type TriviumError,
-  type TriviumIdentity,
-  type WireFormat,
-  websocketCredential,
+import type {
+  EndpointDefinition,
+  TriviumCall,
+  TriviumError,
+  TriviumIdentity,
+  WireFormat,
 } from '@trivium/core'
 import {
+  defaultCredential,
   type HeaderMap,
   isNamedRoute,
   isThenable,
@@ -141,9 +140,13 @@ function routeCredential(
 ): string | undefined {
   if (typeof credential === 'function') return credential()
   if (credential !== undefined || host.credential !== undefined) return credential
-  return host.session.protocol === 'websocket'
-    ? websocketCredential(host.headers ?? {}, host.query)
-    : metadataCredential(metadata)
+  const { protocol } = host.session
+  return defaultCredential({
+    protocol,
+    headers: host.headers ?? {},
+    query: host.query ?? {},
+    metadata: metadata ?? {},
+  })
 }
 
 /**
